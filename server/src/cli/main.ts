@@ -1,0 +1,48 @@
+// The `caplo` CLI: a table of commands, each in a module of its own that is loaded only when used.
+// Add a command with one line in COMMANDS; its module exports `run(args): Promise<number>` and `help`.
+
+export type Command = {
+  /** One line for the command list. */
+  summary: string;
+  load: () => Promise<{ run: (args: string[]) => Promise<number>; help: string }>;
+};
+
+export const COMMANDS: Record<string, Command> = {
+  demo: { summary: "Start the demo shop: server, widget, example tools, SQLite (what `npm start` runs)", load: () => import("./demo.ts") },
+};
+
+export function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length), 10);
+  const lines = Object.entries(COMMANDS).map(([name, command]) => `  caplo ${name.padEnd(width)}  ${command.summary}`);
+  return [
+    "caplo: customer-facing AI agents that act safely.",
+    "",
+    "Usage:",
+    ...lines,
+    "",
+    "Run `caplo <command> --help` for a command's options.",
+  ].join("\n");
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const words = argv.filter((arg) => !arg.startsWith("-"));
+  if (argv.length === 0 || (argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help")) {
+    console.log(usage());
+    return 0;
+  }
+  // Commands may be two words (`tool build`): take the longest name that matches.
+  const two = words.slice(0, 2).join(" ");
+  const name = COMMANDS[two] ? two : words[0] && COMMANDS[words[0]] ? words[0] : undefined;
+  if (!name) {
+    console.error(`caplo: unknown command '${argv.join(" ")}'.\n\n${usage()}`);
+    return 2;
+  }
+  const rest = [...argv];
+  for (const word of name.split(" ")) rest.splice(rest.indexOf(word), 1);
+  const command = await COMMANDS[name]!.load();
+  if (rest.includes("--help") || rest.includes("-h")) {
+    console.log(command.help);
+    return 0;
+  }
+  return command.run(rest);
+}

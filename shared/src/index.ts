@@ -1,0 +1,6 @@
+// @caplo/shared: every wire and file format of Caplo, defined once.
+export * from "./limits.ts";
+export * from "./manifest.ts";
+export * from "./outcome.ts";
+export * from "./messages.ts";
+export * from "./protocol.ts";

@@ -1,0 +1,61 @@
+// The widget ⇄ gateway WebSocket protocol, version 1. Every frame is one of these schemas; the gateway
+// validates each inbound frame and answers a bad one with an error frame, keeping the connection.
+import { z } from "zod";
+import { inboundSchema, outboundSchema } from "./messages.ts";
+
+export const PROTOCOL_VERSION = 1;
+export const WS_PATH = "/v1/ws";
+
+export const clientCapabilitiesSchema = z.object({
+  forms: z.boolean().default(false),
+  files: z.boolean().default(false),
+  pages: z.boolean().default(false),
+  questions: z.boolean().default(true),
+});
+export type ClientCapabilities = z.infer<typeof clientCapabilitiesSchema>;
+
+/** Client → server. */
+export const clientFrameSchema = z.discriminatedUnion("t", [
+  z.object({
+    t: z.literal("hello"),
+    v: z.literal(PROTOCOL_VERSION),
+    agent: z.string().min(1).max(100),
+    capabilities: clientCapabilitiesSchema,
+    locale: z.string().max(35).optional(),
+    /** Resume an earlier conversation; `after` is the last event sequence the client has. */
+    resume: z.object({ token: z.string().max(512), after: z.int().min(0) }).optional(),
+  }),
+  /** The customer's action; `ref` is echoed on the ack or error so the client can match it. */
+  z.object({ t: z.literal("in"), ref: z.string().max(64), event: inboundSchema }),
+  /** A signed identity token from the site owner's backend. */
+  z.object({ t: z.literal("identify"), ref: z.string().max(64), token: z.string().max(8192) }),
+  z.object({ t: z.literal("ping") }),
+]);
+export type ClientFrame = z.infer<typeof clientFrameSchema>;
+
+export const errorFrameSchema = z.object({
+  t: z.literal("error"),
+  code: z.string(),
+  message: z.string(),
+  path: z.string().optional(),
+  ref: z.string().optional(),
+});
+
+/** Server → client. */
+export const serverFrameSchema = z.discriminatedUnion("t", [
+  z.object({
+    t: z.literal("welcome"),
+    v: z.literal(PROTOCOL_VERSION),
+    conversationId: z.string(),
+    resumeToken: z.string(),
+    /** The client's identity as the server knows it, if verified. */
+    verified: z.boolean(),
+  }),
+  /** One conversation event, in order; `seq` increases by one per conversation. */
+  z.object({ t: z.literal("event"), seq: z.int().min(1), at: z.string(), message: outboundSchema }),
+  z.object({ t: z.literal("ack"), ref: z.string() }),
+  errorFrameSchema,
+  z.object({ t: z.literal("typing"), on: z.boolean() }),
+  z.object({ t: z.literal("pong") }),
+]);
+export type ServerFrame = z.infer<typeof serverFrameSchema>;

@@ -1,0 +1,13 @@
+// One Vite/Vitest configuration for the whole repository: unit tests beside the code, cross-cutting
+// and browser tests in tests/. The widget's own build config lives in widget/vite.config.ts.
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["{shared,sdk,server,adapters,widget,examples}/**/*.test.{ts,tsx}", "tests/**/*.test.{ts,tsx}"],
+    exclude: ["**/node_modules/**", "**/dist/**", "runtime/**"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: "forks",
+  },
+});
