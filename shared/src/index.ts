@@ -4,3 +4,5 @@ export * from "./manifest.ts";
 export * from "./outcome.ts";
 export * from "./messages.ts";
 export * from "./protocol.ts";
+export * from "./version.ts";
+export * from "./channel.ts";
