@@ -1,0 +1,82 @@
+// The slower path while a bus transport is down: ask the store for the latest seq of every conversation
+// subscribed on this node, at a bounded interval, and hand anything new to the local listeners.
+import type { LatestSeqs } from "./eventBus.ts";
+import type { LocalFanout } from "./localFanout.ts";
+
+export type StorePollerOptions = {
+  latestSeqs: LatestSeqs;
+  fanout: LocalFanout;
+  /** Already clamped by the bus (see `clampPollInterval`). */
+  intervalMs: number;
+  /** A poll that failed (the store is unreachable too); the poller tries again next interval. */
+  onError: (error: unknown) => void;
+};
+
+export class StorePoller {
+  #options: StorePollerOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #running = false;
+  #inFlight: Promise<void> | undefined;
+
+  constructor(options: StorePollerOptions) {
+    this.#options = options;
+  }
+
+  get running(): boolean {
+    return this.#running;
+  }
+
+  /** Start polling: once at once, then every interval, one poll at a time. Idempotent. */
+  start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#schedule(0);
+  }
+
+  stop(): void {
+    this.#running = false;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** One poll now (also used to catch up after the transport comes back). Never rejects. */
+  pollOnce(): Promise<void> {
+    // Polls never overlap: a caller during a poll waits for it and then polls again, so nothing written
+    // after the earlier poll began is missed.
+    const previous = this.#inFlight ?? Promise.resolve();
+    const next = previous.then(() => this.#poll());
+    this.#inFlight = next;
+    void next.finally(() => {
+      if (this.#inFlight === next) this.#inFlight = undefined;
+    });
+    return next;
+  }
+
+  async #poll(): Promise<void> {
+    const { fanout, latestSeqs, onError } = this.#options;
+    const ids = fanout.conversations();
+    if (ids.length === 0) return;
+    let latest: ReadonlyMap<string, number>;
+    try {
+      latest = await latestSeqs(ids);
+    } catch (error) {
+      onError(error);
+      return;
+    }
+    for (const [id, seq] of latest) {
+      // The callback is outside code: take only whole positive numbers for conversations asked about.
+      if (Number.isSafeInteger(seq) && seq >= 1) fanout.deliver(id, seq);
+    }
+  }
+
+  #schedule(delay: number): void {
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      if (!this.#running) return;
+      void this.pollOnce().then(() => {
+        if (this.#running) this.#schedule(this.#options.intervalMs);
+      });
+    }, delay);
+    this.#timer.unref();
+  }
+}
