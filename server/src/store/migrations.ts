@@ -1,0 +1,78 @@
+// The store's schema as numbered migrations, one list per dialect, applied in order and recorded in
+// schema_migrations. A migration is never edited once released: add the next number instead.
+
+export type Migration = { version: number; name: string; sql: string };
+
+const tables = (json: string, bool: string, bigint: string) => `
+CREATE TABLE conversations (
+  id TEXT PRIMARY KEY,
+  agent TEXT NOT NULL,
+  release_id TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  external_id TEXT,
+  resume_hash TEXT UNIQUE,
+  owner_id TEXT NOT NULL,
+  subject ${json},
+  handoff ${json},
+  capabilities ${json} NOT NULL,
+  created_at ${bigint} NOT NULL,
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  last_transcript_seq INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX conversations_external ON conversations (agent, channel, external_id);
+CREATE TABLE events (
+  conversation_id TEXT NOT NULL REFERENCES conversations (id),
+  seq INTEGER NOT NULL,
+  at ${bigint} NOT NULL,
+  message ${json} NOT NULL,
+  PRIMARY KEY (conversation_id, seq)
+);
+CREATE TABLE transcript (
+  conversation_id TEXT NOT NULL REFERENCES conversations (id),
+  seq INTEGER NOT NULL,
+  at ${bigint} NOT NULL,
+  message ${json} NOT NULL,
+  PRIMARY KEY (conversation_id, seq)
+);
+CREATE TABLE writes (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL REFERENCES conversations (id),
+  turn_id TEXT NOT NULL,
+  call_id TEXT NOT NULL,
+  tool_ref TEXT NOT NULL,
+  model_name TEXT NOT NULL,
+  package_version_id TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  args ${json} NOT NULL,
+  final_args ${json},
+  state TEXT NOT NULL,
+  confirmation TEXT NOT NULL,
+  owner_id TEXT NOT NULL,
+  subject_id TEXT,
+  idempotency_key TEXT UNIQUE,
+  operation_ref TEXT,
+  check_count INTEGER NOT NULL DEFAULT 0,
+  next_check_at ${bigint},
+  check_lease_until ${bigint},
+  result ${json},
+  step_up ${json},
+  follow_up ${bool} NOT NULL DEFAULT ${bool === "BOOLEAN" ? "FALSE" : "0"},
+  node_id TEXT,
+  created_at ${bigint} NOT NULL,
+  updated_at ${bigint} NOT NULL
+);
+CREATE INDEX writes_conversation ON writes (conversation_id, created_at);
+CREATE INDEX writes_due ON writes (state, next_check_at);
+CREATE TABLE write_transitions (
+  id ${bigint === "BIGINT" ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"},
+  write_id TEXT NOT NULL REFERENCES writes (id),
+  at ${bigint} NOT NULL,
+  from_state TEXT NOT NULL,
+  to_state TEXT NOT NULL,
+  note TEXT
+);
+CREATE INDEX write_transitions_write ON write_transitions (write_id, id);
+`;
+
+export const SQLITE_MIGRATIONS: Migration[] = [{ version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") }];
+export const POSTGRES_MIGRATIONS: Migration[] = [{ version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") }];

@@ -1,0 +1,296 @@
+// The Store on PostgreSQL (pg), for running several gateway nodes: the same interface and contract as
+// SQLite; ledger compare-and-set under a row lock, status checks claimed with FOR UPDATE SKIP LOCKED.
+import pg from "pg";
+import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
+import type { ModelMessage } from "../model/model.ts";
+import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import type {
+  ConversationRecord,
+  HandoffState,
+  NewConversation,
+  NewWrite,
+  Store,
+  StoredEvent,
+  TranscriptEntry,
+  WriteChange,
+  WriteExpectation,
+  WriteRecord,
+  WriteTransition,
+} from "./store.ts";
+
+const encode = (value: unknown) => JSON.stringify(value);
+const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export type PostgresStoreOptions = {
+  /** A connection string, or pg's individual settings. */
+  connectionString?: string;
+  host?: string;
+  port?: number;
+  user?: string;
+  password?: string;
+  database?: string;
+  /** The schema the tables live in (created if missing). Default public. */
+  schema?: string;
+  max?: number;
+};
+
+export class PostgresStore implements Store {
+  readonly kind = "postgres" as const;
+  readonly schema: string;
+  private readonly pool: pg.Pool;
+
+  constructor(options: PostgresStoreOptions) {
+    this.schema = options.schema ?? "public";
+    if (!SCHEMA_PATTERN.test(this.schema)) throw new Error(`PostgresStore: schema name '${this.schema}' is not a plain identifier`);
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      host: options.host,
+      port: options.port,
+      user: options.user,
+      password: options.password,
+      database: options.database,
+      max: options.max ?? 10,
+      options: `-c search_path=${this.schema}`,
+    });
+  }
+
+  private async q(sql: string, params: unknown[] = [], client?: pg.PoolClient): Promise<Row[]> {
+    const result = await (client ?? this.pool).query(sql, params);
+    return result.rows as Row[];
+  }
+
+  private async tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const value = await fn(client);
+      await client.query("COMMIT");
+      return value;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async migrate(): Promise<void> {
+    await this.q(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+    await this.tx(async (client) => {
+      // One migrator at a time across nodes.
+      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`caplo-migrate:${this.schema}`]);
+      await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
+      const applied = new Set((await this.q("SELECT version FROM schema_migrations", [], client)).map((row) => Number(row.version)));
+      for (const migration of POSTGRES_MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        await client.query(migration.sql);
+        await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [migration.version, migration.name, Date.now()]);
+      }
+    });
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      const rows = await this.q("SELECT 1 AS ok");
+      return rows[0]?.ok === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  /** Drop this store's schema and everything in it (tests use a schema of their own per run). */
+  async dropSchema(): Promise<void> {
+    if (this.schema === "public") throw new Error("PostgresStore: refusing to drop the public schema");
+    await this.q(`DROP SCHEMA IF EXISTS ${this.schema} CASCADE`);
+  }
+
+  async createConversation(c: NewConversation): Promise<ConversationRecord> {
+    const rows = await this.q(
+      `INSERT INTO conversations (id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, capabilities, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10) RETURNING *`,
+      [c.id, c.agent, c.releaseId, c.channel, c.externalId, c.resumeHash, c.ownerId, c.subject ? encode(c.subject) : null, encode(c.capabilities), c.createdAt],
+    );
+    return toConversation(rows[0]!);
+  }
+
+  async getConversation(id: string): Promise<ConversationRecord | undefined> {
+    const rows = await this.q("SELECT * FROM conversations WHERE id = $1", [id]);
+    return rows[0] ? toConversation(rows[0]) : undefined;
+  }
+
+  async findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined> {
+    const rows = await this.q("SELECT * FROM conversations WHERE resume_hash = $1", [resumeHash]);
+    return rows[0] ? toConversation(rows[0]) : undefined;
+  }
+
+  async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined> {
+    const rows = await this.q(
+      "SELECT * FROM conversations WHERE agent = $1 AND channel = $2 AND external_id = $3 ORDER BY created_at DESC LIMIT 1",
+      [agent, channel, externalId],
+    );
+    return rows[0] ? toConversation(rows[0]) : undefined;
+  }
+
+  async setSubject(id: string, subject: CallSubject | null): Promise<void> {
+    await this.q("UPDATE conversations SET subject = $1::jsonb WHERE id = $2", [subject ? encode(subject) : null, id]);
+  }
+
+  async setHandoff(id: string, handoff: HandoffState | null): Promise<void> {
+    await this.q("UPDATE conversations SET handoff = $1::jsonb WHERE id = $2", [handoff ? encode(handoff) : null, id]);
+  }
+
+  async setCapabilities(id: string, capabilities: ChannelCapabilities): Promise<void> {
+    await this.q("UPDATE conversations SET capabilities = $1::jsonb WHERE id = $2", [encode(capabilities), id]);
+  }
+
+  async listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
+    const where = filter.handoff === true ? "WHERE handoff IS NOT NULL" : filter.handoff === false ? "WHERE handoff IS NULL" : "";
+    const rows = await this.q(`SELECT * FROM conversations ${where} ORDER BY created_at DESC, id LIMIT $1`, [filter.limit ?? 100]);
+    return rows.map(toConversation);
+  }
+
+  async appendEvent(conversationId: string, message: Outbound, at: number): Promise<StoredEvent> {
+    return this.tx(async (client) => {
+      const rows = await this.q("UPDATE conversations SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq", [conversationId], client);
+      if (!rows[0]) throw new Error(`appendEvent: no conversation ${conversationId}`);
+      const seq = Number(rows[0].last_seq);
+      await client.query("INSERT INTO events (conversation_id, seq, at, message) VALUES ($1, $2, $3, $4::jsonb)", [conversationId, seq, at, encode(message)]);
+      return { conversationId, seq, at, message };
+    });
+  }
+
+  async listEvents(conversationId: string, after: number, limit = 1000): Promise<StoredEvent[]> {
+    const rows = await this.q("SELECT * FROM events WHERE conversation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", [conversationId, after, limit]);
+    return rows.map(toEvent);
+  }
+
+  async appendTranscript(conversationId: string, message: ModelMessage, at: number): Promise<TranscriptEntry> {
+    return this.tx(async (client) => {
+      const rows = await this.q(
+        "UPDATE conversations SET last_transcript_seq = last_transcript_seq + 1 WHERE id = $1 RETURNING last_transcript_seq",
+        [conversationId],
+        client,
+      );
+      if (!rows[0]) throw new Error(`appendTranscript: no conversation ${conversationId}`);
+      const seq = Number(rows[0].last_transcript_seq);
+      await client.query("INSERT INTO transcript (conversation_id, seq, at, message) VALUES ($1, $2, $3, $4::jsonb)", [conversationId, seq, at, encode(message)]);
+      return { conversationId, seq, at, message };
+    });
+  }
+
+  async listTranscript(conversationId: string): Promise<TranscriptEntry[]> {
+    return (await this.q("SELECT * FROM transcript WHERE conversation_id = $1 ORDER BY seq", [conversationId])).map(toTranscript);
+  }
+
+  async insertWrite(w: NewWrite): Promise<WriteRecord> {
+    return this.tx(async (client) => {
+      const rows = await this.q(
+        `INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $14) RETURNING *`,
+        [w.id, w.conversationId, w.turnId, w.callId, w.toolRef, w.modelName, w.packageVersionId, w.tool, encode(w.args), w.state, w.confirmation, w.ownerId, w.subjectId, w.createdAt],
+        client,
+      );
+      await client.query("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES ($1, $2, $3, $3, 'created')", [w.id, w.createdAt, w.state]);
+      return toWrite(rows[0]!);
+    });
+  }
+
+  async getWrite(id: string): Promise<WriteRecord | undefined> {
+    const rows = await this.q("SELECT * FROM writes WHERE id = $1", [id]);
+    return rows[0] ? toWrite(rows[0]) : undefined;
+  }
+
+  async listWrites(conversationId: string): Promise<WriteRecord[]> {
+    return (await this.q("SELECT * FROM writes WHERE conversation_id = $1 ORDER BY created_at, id", [conversationId])).map(toWrite);
+  }
+
+  async transitionWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number): Promise<WriteRecord | undefined> {
+    return this.tx(async (client) => {
+      const current = await this.q("SELECT * FROM writes WHERE id = $1 FOR UPDATE", [id], client);
+      if (!current[0]) return undefined;
+      const write = toWrite(current[0]);
+      if (!expect.states.includes(write.state)) return undefined;
+      if (expect.checkCount !== undefined && write.checkCount !== expect.checkCount) return undefined;
+      const columns = changeColumns(change, encode, (value) => value);
+      columns.push(["updated_at", at]);
+      const jsonColumns = new Set(["final_args", "result", "step_up"]);
+      const set = columns.map(([name], index) => `${name} = $${index + 1}${jsonColumns.has(name) ? "::jsonb" : ""}`).join(", ");
+      const rows = await this.q(
+        `UPDATE writes SET ${set} WHERE id = $${columns.length + 1} RETURNING *`,
+        [...columns.map(([, value]) => value), id],
+        client,
+      );
+      await client.query("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES ($1, $2, $3, $4, $5)", [
+        id,
+        at,
+        write.state,
+        change.state,
+        change.note ?? null,
+      ]);
+      return toWrite(rows[0]!);
+    });
+  }
+
+  async listTransitions(writeId: string): Promise<WriteTransition[]> {
+    return (await this.q("SELECT * FROM write_transitions WHERE write_id = $1 ORDER BY id", [writeId])).map(toTransition);
+  }
+
+  async claimDueChecks(now: number, leaseUntil: number, limit: number): Promise<WriteRecord[]> {
+    const rows = await this.q(
+      `UPDATE writes SET check_lease_until = $1
+       WHERE id IN (
+         SELECT id FROM writes
+         WHERE state IN ('pending', 'unknown') AND follow_up = FALSE AND next_check_at IS NOT NULL AND next_check_at <= $2
+           AND (check_lease_until IS NULL OR check_lease_until < $2)
+         ORDER BY next_check_at LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      [leaseUntil, now, limit],
+    );
+    return rows.map(toWrite).sort((a, b) => (a.nextCheckAt ?? 0) - (b.nextCheckAt ?? 0));
+  }
+
+  async nextCheckAt(): Promise<number | null> {
+    const rows = await this.q(
+      "SELECT MIN(GREATEST(next_check_at, COALESCE(check_lease_until, 0))) AS at FROM writes WHERE state IN ('pending', 'unknown') AND follow_up = FALSE AND next_check_at IS NOT NULL",
+    );
+    const at = rows[0]?.at;
+    return at === null || at === undefined ? null : Number(at);
+  }
+
+  async recoverRunning(nodeId: string, now: number, checkAt: number): Promise<WriteRecord[]> {
+    return this.tx(async (client) => {
+      const running = await this.q(
+        `UPDATE writes SET state = 'unknown', result = $1::jsonb, check_count = 0, next_check_at = $2, check_lease_until = NULL, updated_at = $3
+         WHERE state = 'running' AND node_id = $4 RETURNING *`,
+        [encode({ outcome: "unknown", reason: RECOVERED_REASON }), checkAt, now, nodeId],
+        client,
+      );
+      for (const row of running) {
+        await client.query("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES ($1, $2, 'running', 'unknown', 'recovered at startup')", [row.id, now]);
+      }
+      const confirmed = await this.q(
+        `UPDATE writes SET state = 'not_applied', result = $1::jsonb, updated_at = $2 WHERE state = 'confirmed' AND node_id = $3 RETURNING *`,
+        [encode({ outcome: "not_applied", message: NEVER_SENT_MESSAGE }), now, nodeId],
+        client,
+      );
+      for (const row of confirmed) {
+        await client.query(
+          "INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES ($1, $2, 'confirmed', 'not_applied', 'recovered at startup: never sent')",
+          [row.id, now],
+        );
+      }
+      await client.query("UPDATE writes SET check_lease_until = NULL WHERE state IN ('pending', 'unknown') AND node_id = $1 AND check_lease_until IS NOT NULL", [nodeId]);
+      return [...running, ...confirmed].map(toWrite);
+    });
+  }
+
+  async listFollowUps(): Promise<WriteRecord[]> {
+    return (await this.q("SELECT * FROM writes WHERE follow_up = TRUE ORDER BY updated_at, id")).map(toWrite);
+  }
+}

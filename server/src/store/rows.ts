@@ -1,0 +1,123 @@
+// Row mapping shared by the SQLite and PostgreSQL stores: database rows in, typed records out.
+// SQLite returns JSON as text and integers as numbers; PostgreSQL returns JSONB parsed and BIGINT as text.
+import { channelCapabilitiesSchema, outboundSchema, type CallSubject, type ChannelKind, type StepUp } from "@caplo/shared";
+import type { ModelMessage } from "../model/model.ts";
+import type {
+  ConversationRecord,
+  HandoffState,
+  StoredEvent,
+  TranscriptEntry,
+  WriteChange,
+  WriteRecord,
+  WriteResult,
+  WriteState,
+  WriteTransition,
+} from "./store.ts";
+
+export type Row = Record<string, unknown>;
+
+export function json<T>(value: unknown): T | null {
+  if (value === null || value === undefined) return null;
+  return (typeof value === "string" ? JSON.parse(value) : value) as T;
+}
+
+function num(value: unknown): number {
+  return typeof value === "number" ? value : Number(value);
+}
+
+function numOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : num(value);
+}
+
+function str(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+export function toConversation(row: Row): ConversationRecord {
+  return {
+    id: String(row.id),
+    agent: String(row.agent),
+    releaseId: String(row.release_id),
+    channel: String(row.channel) as ChannelKind,
+    externalId: str(row.external_id),
+    resumeHash: str(row.resume_hash),
+    ownerId: String(row.owner_id),
+    subject: json<CallSubject>(row.subject),
+    handoff: json<HandoffState>(row.handoff),
+    capabilities: channelCapabilitiesSchema.parse(json(row.capabilities)),
+    createdAt: num(row.created_at),
+    lastSeq: num(row.last_seq),
+  };
+}
+
+export function toEvent(row: Row): StoredEvent {
+  return {
+    conversationId: String(row.conversation_id),
+    seq: num(row.seq),
+    at: num(row.at),
+    message: outboundSchema.parse(json(row.message)),
+  };
+}
+
+export function toTranscript(row: Row): TranscriptEntry {
+  return { conversationId: String(row.conversation_id), seq: num(row.seq), at: num(row.at), message: json<ModelMessage>(row.message)! };
+}
+
+export function toWrite(row: Row): WriteRecord {
+  return {
+    id: String(row.id),
+    conversationId: String(row.conversation_id),
+    turnId: String(row.turn_id),
+    callId: String(row.call_id),
+    toolRef: String(row.tool_ref),
+    modelName: String(row.model_name),
+    packageVersionId: String(row.package_version_id),
+    tool: String(row.tool),
+    args: json<Record<string, unknown>>(row.args) ?? {},
+    finalArgs: json<Record<string, unknown>>(row.final_args),
+    state: String(row.state) as WriteState,
+    confirmation: row.confirmation === "none" ? "none" : "required",
+    ownerId: String(row.owner_id),
+    subjectId: str(row.subject_id),
+    idempotencyKey: str(row.idempotency_key),
+    operationRef: str(row.operation_ref),
+    checkCount: num(row.check_count),
+    nextCheckAt: numOrNull(row.next_check_at),
+    checkLeaseUntil: numOrNull(row.check_lease_until),
+    result: json<WriteResult>(row.result),
+    stepUp: json<StepUp>(row.step_up),
+    followUp: row.follow_up === true || row.follow_up === 1,
+    nodeId: str(row.node_id),
+    createdAt: num(row.created_at),
+    updatedAt: num(row.updated_at),
+  };
+}
+
+export function toTransition(row: Row): WriteTransition {
+  return {
+    writeId: String(row.write_id),
+    at: num(row.at),
+    from: String(row.from_state) as WriteState,
+    to: String(row.to_state) as WriteState,
+    note: str(row.note),
+  };
+}
+
+/** The columns a change sets, in a fixed order, with values ready for the driver. */
+export function changeColumns(change: WriteChange, encodeJson: (value: unknown) => unknown, encodeBool: (value: boolean) => unknown): [string, unknown][] {
+  const columns: [string, unknown][] = [["state", change.state]];
+  if (change.finalArgs !== undefined) columns.push(["final_args", encodeJson(change.finalArgs)]);
+  if (change.idempotencyKey !== undefined) columns.push(["idempotency_key", change.idempotencyKey]);
+  if (change.operationRef !== undefined) columns.push(["operation_ref", change.operationRef]);
+  if (change.checkCount !== undefined) columns.push(["check_count", change.checkCount]);
+  if (change.nextCheckAt !== undefined) columns.push(["next_check_at", change.nextCheckAt]);
+  if (change.checkLeaseUntil !== undefined) columns.push(["check_lease_until", change.checkLeaseUntil]);
+  if (change.result !== undefined) columns.push(["result", change.result === null ? null : encodeJson(change.result)]);
+  if (change.stepUp !== undefined) columns.push(["step_up", change.stepUp === null ? null : encodeJson(change.stepUp)]);
+  if (change.followUp !== undefined) columns.push(["follow_up", encodeBool(change.followUp)]);
+  if (change.nodeId !== undefined) columns.push(["node_id", change.nodeId]);
+  return columns;
+}
+
+export const RECOVERED_REASON = "The server stopped while the write was running; it may or may not have happened.";
+export const NEVER_SENT_MESSAGE = "The server stopped before the request was sent; nothing was changed.";

@@ -1,0 +1,271 @@
+// One contract suite, run against every Store: SQLite in a real file and PostgreSQL on 127.0.0.1:5432
+// (a schema of its own per run, dropped afterwards).
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChannelCapabilities, Outbound } from "@caplo/shared";
+import { PostgresStore, SqliteStore, type NewWrite, type Store } from "./index.ts";
+
+const capabilities: ChannelCapabilities = { editableFields: true, forms: true, questions: true, files: false, pages: false, richText: true };
+
+type Harness = { name: string; open: () => Promise<Store>; cleanup: () => Promise<void> };
+
+function sqliteHarness(): Harness {
+  const dir = mkdtempSync(join(tmpdir(), "caplo-store-"));
+  const path = join(dir, "caplo.db");
+  return {
+    name: "sqlite",
+    open: async () => {
+      const store = new SqliteStore(path);
+      await store.migrate();
+      return store;
+    },
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+function postgresHarness(): Harness {
+  const schema = `caplo_test_${process.pid}_${randomBytes(4).toString("hex")}`;
+  const settings = { host: "127.0.0.1", port: 5432, user: "postgres", database: "test", schema };
+  return {
+    name: "postgres",
+    open: async () => {
+      const store = new PostgresStore(settings);
+      await store.migrate();
+      return store;
+    },
+    cleanup: async () => {
+      const store = new PostgresStore(settings);
+      await store.dropSchema();
+      await store.close();
+    },
+  };
+}
+
+let counter = 0;
+const uid = (prefix: string) => `${prefix}_${process.pid}_${++counter}_${randomBytes(3).toString("hex")}`;
+
+function text(textValue: string): Outbound {
+  return { type: "text", id: uid("m"), from: "agent", text: textValue };
+}
+
+function newWrite(conversationId: string, overrides: Partial<NewWrite> = {}): NewWrite {
+  return {
+    id: uid("w"),
+    conversationId,
+    turnId: "t1",
+    callId: "call_1",
+    toolRef: "orders/cancel_order",
+    modelName: "orders__cancel_order",
+    packageVersionId: "orders@sha256:" + "0".repeat(64),
+    tool: "cancel_order",
+    args: { orderId: "SO-1002" },
+    state: "proposed",
+    confirmation: "required",
+    ownerId: "owner-a",
+    subjectId: null,
+    createdAt: 1000,
+    ...overrides,
+  };
+}
+
+describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (harness) => {
+  let store: Store;
+  let second: Store;
+
+  beforeAll(async () => {
+    store = await harness.open();
+    second = await harness.open();
+  });
+  afterAll(async () => {
+    await store?.close();
+    await second?.close();
+    await harness.cleanup();
+  });
+
+  async function conversation(overrides: { externalId?: string; resumeHash?: string } = {}) {
+    return store.createConversation({
+      id: uid("c"),
+      agent: "shop",
+      releaseId: "shop@sha256:" + "1".repeat(64),
+      channel: "web",
+      externalId: overrides.externalId ?? null,
+      resumeHash: overrides.resumeHash ?? null,
+      ownerId: "owner-a",
+      capabilities,
+      createdAt: Date.now(),
+    });
+  }
+
+  it("migrations are idempotent: migrating again changes nothing", async () => {
+    const c = await conversation();
+    await store.migrate();
+    expect((await store.getConversation(c.id))?.id).toBe(c.id);
+    expect(await store.ping()).toBe(true);
+  });
+
+  it("events get seq 1, 2, 3 per conversation, independently of other conversations", async () => {
+    const a = await conversation();
+    const b = await conversation();
+    expect((await store.appendEvent(a.id, text("a1"), 1)).seq).toBe(1);
+    expect((await store.appendEvent(b.id, text("b1"), 1)).seq).toBe(1);
+    expect((await store.appendEvent(a.id, text("a2"), 2)).seq).toBe(2);
+    expect((await store.appendEvent(a.id, text("a3"), 3)).seq).toBe(3);
+    const after1 = await store.listEvents(a.id, 1);
+    expect(after1.map((event) => [event.seq, event.message.type === "text" ? event.message.text : ""])).toEqual([
+      [2, "a2"],
+      [3, "a3"],
+    ]);
+    expect((await store.getConversation(a.id))?.lastSeq).toBe(3);
+  });
+
+  it("concurrent appends from two store instances give contiguous seqs with no duplicate", async () => {
+    const c = await conversation();
+    await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? store : second).appendEvent(c.id, text(`m${i}`), i)));
+    const events = await store.listEvents(c.id, 0);
+    expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect(new Set(events.map((event) => (event.message.type === "text" ? event.message.text : ""))).size).toBe(40);
+  });
+
+  it("an append to a missing conversation fails and stores nothing", async () => {
+    await expect(store.appendEvent("no-such-conversation", text("x"), 1)).rejects.toThrow(/no conversation/);
+    expect(await store.listEvents("no-such-conversation", 0)).toEqual([]);
+  });
+
+  it("the transcript is append-only with its own seq", async () => {
+    const c = await conversation();
+    await store.appendEvent(c.id, text("visible"), 1);
+    await store.appendTranscript(c.id, { role: "user", content: "hi" }, 1);
+    await store.appendTranscript(c.id, { role: "assistant", content: "", toolCalls: [{ id: "x", name: "a__b", arguments: "{}" }] }, 2);
+    const transcript = await store.listTranscript(c.id);
+    expect(transcript.map((entry) => [entry.seq, entry.message.role])).toEqual([
+      [1, "user"],
+      [2, "assistant"],
+    ]);
+  });
+
+  it("conversations are found by resume hash and by channel identity; subject and handoff are kept", async () => {
+    const hash = randomBytes(32).toString("hex");
+    const c = await conversation({ resumeHash: hash, externalId: uid("whatsapp:+386") });
+    expect((await store.findConversationByResume(hash))?.id).toBe(c.id);
+    expect(await store.findConversationByResume("nope")).toBeUndefined();
+    expect((await store.findConversationByExternal("shop", "web", c.externalId!))?.id).toBe(c.id);
+    await store.setSubject(c.id, { id: "cust-1", level: "high", authTime: "2026-01-01T00:00:00.000Z" });
+    await store.setHandoff(c.id, { state: "taken", member: "ana", at: 5 });
+    const again = await second.getConversation(c.id);
+    expect(again?.subject?.id).toBe("cust-1");
+    expect(again?.handoff).toEqual({ state: "taken", member: "ana", at: 5 });
+    expect((await store.listConversations({ handoff: true })).some((row) => row.id === c.id)).toBe(true);
+    await store.setHandoff(c.id, null);
+    expect((await store.getConversation(c.id))?.handoff).toBeNull();
+  });
+
+  it("a write transition is a compare-and-set: of two concurrent confirms exactly one wins", async () => {
+    const c = await conversation();
+    const w = await store.insertWrite(newWrite(c.id));
+    const results = await Promise.all(
+      [store, second, store, second].map((s, i) =>
+        s.transitionWrite(w.id, { states: ["proposed"] }, { state: "confirmed", idempotencyKey: `key-${w.id}-${i}`, finalArgs: { orderId: "SO-1002" } }, 2000),
+      ),
+    );
+    const winners = results.filter((result) => result !== undefined);
+    expect(winners).toHaveLength(1);
+    const stored = await store.getWrite(w.id);
+    expect(stored?.state).toBe("confirmed");
+    expect(stored?.idempotencyKey).toBe(winners[0]!.idempotencyKey);
+    const history = await store.listTransitions(w.id);
+    expect(history.map((t) => `${t.from}->${t.to}`)).toEqual(["proposed->proposed", "proposed->confirmed"]);
+  });
+
+  it("a transition from the wrong state changes nothing", async () => {
+    const c = await conversation();
+    const w = await store.insertWrite(newWrite(c.id));
+    await store.transitionWrite(w.id, { states: ["proposed"] }, { state: "declined" }, 2);
+    expect(await store.transitionWrite(w.id, { states: ["proposed"] }, { state: "confirmed", idempotencyKey: uid("k") }, 3)).toBeUndefined();
+    const stored = await store.getWrite(w.id);
+    expect(stored?.state).toBe("declined");
+    expect(stored?.idempotencyKey).toBeNull();
+  });
+
+  it("an idempotency key cannot be used by two writes", async () => {
+    const c = await conversation();
+    const a = await store.insertWrite(newWrite(c.id));
+    const b = await store.insertWrite(newWrite(c.id));
+    const key = uid("key");
+    await store.transitionWrite(a.id, { states: ["proposed"] }, { state: "confirmed", idempotencyKey: key }, 2);
+    await expect(store.transitionWrite(b.id, { states: ["proposed"] }, { state: "confirmed", idempotencyKey: key }, 2)).rejects.toThrow();
+    expect((await store.getWrite(b.id))?.state).toBe("proposed");
+  });
+
+  it("a write's result, operationRef, check schedule and follow-up flag are kept", async () => {
+    const c = await conversation();
+    const w = await store.insertWrite(newWrite(c.id));
+    await store.transitionWrite(w.id, { states: ["proposed"] }, { state: "running", idempotencyKey: uid("k"), nodeId: "n1" }, 2);
+    const pending = await store.transitionWrite(
+      w.id,
+      { states: ["running"] },
+      { state: "pending", operationRef: "op_123", result: { outcome: "pending", message: "processing" }, nextCheckAt: 50, checkCount: 0 },
+      3,
+    );
+    expect(pending).toMatchObject({ state: "pending", operationRef: "op_123", nextCheckAt: 50, checkCount: 0, result: { outcome: "pending" } });
+    const exhausted = await store.transitionWrite(w.id, { states: ["pending"], checkCount: 0 }, { state: "unknown", checkCount: 8, followUp: true, nextCheckAt: null }, 4);
+    expect(exhausted?.followUp).toBe(true);
+    expect((await store.listFollowUps()).map((row) => row.id)).toContain(w.id);
+    expect(await store.transitionWrite(w.id, { states: ["unknown"], checkCount: 0 }, { state: "applied" }, 5)).toBeUndefined();
+  });
+
+  it("due status checks are claimed once: a second claim before the lease ends gets nothing", async () => {
+    const c = await conversation();
+    const due = await store.insertWrite(newWrite(c.id));
+    const later = await store.insertWrite(newWrite(c.id));
+    const done = await store.insertWrite(newWrite(c.id));
+    const now = 10_000_000_000_000 + counter;
+    await store.transitionWrite(due.id, { states: ["proposed"] }, { state: "unknown", idempotencyKey: uid("k"), nextCheckAt: now - 5 }, 1);
+    await store.transitionWrite(later.id, { states: ["proposed"] }, { state: "pending", idempotencyKey: uid("k"), nextCheckAt: now + 60_000 }, 1);
+    await store.transitionWrite(done.id, { states: ["proposed"] }, { state: "applied", idempotencyKey: uid("k"), nextCheckAt: now - 5 }, 1);
+    const [first, again] = await Promise.all([store.claimDueChecks(now, now + 30_000, 50), second.claimDueChecks(now, now + 30_000, 50)]);
+    const claimed = [...first!, ...again!].map((row) => row.id).filter((id) => [due.id, later.id, done.id].includes(id));
+    expect(claimed).toEqual([due.id]);
+    const afterLease = await store.claimDueChecks(now + 30_001, now + 60_000, 50);
+    expect(afterLease.map((row) => row.id)).toContain(due.id);
+    expect(await store.nextCheckAt()).not.toBeNull();
+  });
+
+  it("startup recovery turns this node's running writes into unknown with a check due, and leaves other nodes' alone", async () => {
+    const c = await conversation();
+    const mine = await store.insertWrite(newWrite(c.id));
+    const theirs = await store.insertWrite(newWrite(c.id));
+    const confirmed = await store.insertWrite(newWrite(c.id));
+    const node = uid("node");
+    await store.transitionWrite(mine.id, { states: ["proposed"] }, { state: "running", idempotencyKey: uid("k"), nodeId: node }, 1);
+    await store.transitionWrite(theirs.id, { states: ["proposed"] }, { state: "running", idempotencyKey: uid("k"), nodeId: uid("other") }, 1);
+    await store.transitionWrite(confirmed.id, { states: ["proposed"] }, { state: "confirmed", idempotencyKey: uid("k"), nodeId: node }, 1);
+    await store.close();
+    store = await harness.open();
+    const recovered = await store.recoverRunning(node, 100, 200);
+    expect(recovered.map((row) => [row.id, row.state]).sort()).toEqual(
+      [
+        [mine.id, "unknown"],
+        [confirmed.id, "not_applied"],
+      ].sort(),
+    );
+    const stored = await store.getWrite(mine.id);
+    expect(stored).toMatchObject({ state: "unknown", nextCheckAt: 200, checkCount: 0, result: { outcome: "unknown" } });
+    expect(stored?.idempotencyKey).toBe((await second.getWrite(mine.id))?.idempotencyKey);
+    expect((await store.getWrite(theirs.id))?.state).toBe("running");
+    expect((await store.listTransitions(mine.id)).at(-1)).toMatchObject({ from: "running", to: "unknown", note: "recovered at startup" });
+  });
+
+  it("everything stored survives closing and reopening the store", async () => {
+    const c = await conversation();
+    await store.appendEvent(c.id, text("kept"), 1);
+    const w = await store.insertWrite(newWrite(c.id));
+    await store.close();
+    store = await harness.open();
+    expect((await store.listEvents(c.id, 0))[0]?.message).toMatchObject({ type: "text", text: "kept" });
+    expect((await store.getWrite(w.id))?.args).toEqual({ orderId: "SO-1002" });
+    expect((await store.listWrites(c.id)).map((row) => row.id)).toEqual([w.id]);
+  });
+});

@@ -1,0 +1,173 @@
+// The Store interface: append-only conversation events, the model transcript and the write ledger.
+// Every change is one transaction, committed before the engine acts on it; ledger transitions are
+// conditional (compare-and-set on the current state), so two confirms of one proposal run it once.
+import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, StepUp } from "@caplo/shared";
+import type { ModelMessage } from "../model/model.ts";
+
+/** Where a write stands in the ledger. */
+export const WRITE_STATES = [
+  "proposed",
+  "confirmed",
+  "running",
+  "applied",
+  "not_applied",
+  "pending",
+  "unknown",
+  "step_up_required",
+  "declined",
+  "cancelled",
+  "expired",
+] as const;
+export type WriteState = (typeof WRITE_STATES)[number];
+
+/** States in which a write blocks the conversation's next write ("still waits for a decision, or its outcome is unknown"). */
+export const UNRESOLVED_WRITE_STATES: readonly WriteState[] = ["proposed", "confirmed", "running", "pending", "unknown", "step_up_required"];
+/** States a status check may ask about. */
+export const CHECKABLE_WRITE_STATES: readonly WriteState[] = ["pending", "unknown"];
+
+export type HandoffState = {
+  state: "requested" | "taken";
+  queue?: string;
+  /** The team member holding the conversation (state taken). */
+  member?: string;
+  at: number;
+};
+
+export type ConversationRecord = {
+  id: string;
+  agent: string;
+  releaseId: string;
+  channel: ChannelKind;
+  /** The channel's customer id for messaging apps (for example whatsapp:+15551234567). */
+  externalId: string | null;
+  /** sha256 hex of the widget's resume token; the token itself is never stored. */
+  resumeHash: string | null;
+  /** The connection owner: whoever holds the resume token (or the channel identity). */
+  ownerId: string;
+  subject: CallSubject | null;
+  handoff: HandoffState | null;
+  capabilities: ChannelCapabilities;
+  createdAt: number;
+  lastSeq: number;
+};
+
+export type NewConversation = Omit<ConversationRecord, "lastSeq" | "subject" | "handoff"> & {
+  subject?: CallSubject | null;
+};
+
+export type StoredEvent = { conversationId: string; seq: number; at: number; message: Outbound };
+export type TranscriptEntry = { conversationId: string; seq: number; at: number; message: ModelMessage };
+
+/** What a write returned, as kept in the ledger (never operationRef: that has its own column). */
+export type WriteResult =
+  | { outcome: "applied"; text: string; structuredContent?: Record<string, unknown> }
+  | { outcome: "not_applied"; message: string }
+  | { outcome: "pending"; message?: string }
+  | { outcome: "unknown"; reason: string };
+
+export type WriteRecord = {
+  /** The proposal id the customer confirms or declines. */
+  id: string;
+  conversationId: string;
+  turnId: string;
+  /** The model's tool call id. */
+  callId: string;
+  /** `package/tool`. */
+  toolRef: string;
+  modelName: string;
+  packageVersionId: string;
+  tool: string;
+  /** The exact arguments the model proposed. */
+  args: Record<string, unknown>;
+  /** The arguments that run: the proposal plus the customer's allowed edits. Set at confirm. */
+  finalArgs: Record<string, unknown> | null;
+  state: WriteState;
+  confirmation: "required" | "none";
+  /** Only this owner may confirm or decline. */
+  ownerId: string;
+  /** The verified customer the proposal was made for, if any. */
+  subjectId: string | null;
+  /** Random, set once at confirm; the same for every attempt and status check. */
+  idempotencyKey: string | null;
+  operationRef: string | null;
+  checkCount: number;
+  nextCheckAt: number | null;
+  checkLeaseUntil: number | null;
+  result: WriteResult | null;
+  stepUp: StepUp | null;
+  /** Still unresolved after the last status check: listed for the team. */
+  followUp: boolean;
+  /** The server node that ran it (recovery only touches its own node's writes). */
+  nodeId: string | null;
+  createdAt: number;
+  updatedAt: number;
+};
+
+export type NewWrite = Omit<
+  WriteRecord,
+  "finalArgs" | "idempotencyKey" | "operationRef" | "checkCount" | "nextCheckAt" | "checkLeaseUntil" | "result" | "stepUp" | "followUp" | "nodeId" | "updatedAt"
+>;
+
+/** The fields a transition may set; `state` always. Undefined fields stay as they are; null clears. */
+export type WriteChange = {
+  state: WriteState;
+  finalArgs?: Record<string, unknown>;
+  idempotencyKey?: string;
+  operationRef?: string | null;
+  checkCount?: number;
+  nextCheckAt?: number | null;
+  checkLeaseUntil?: number | null;
+  result?: WriteResult | null;
+  stepUp?: StepUp | null;
+  followUp?: boolean;
+  nodeId?: string | null;
+  /** Kept in the transition history only. */
+  note?: string;
+};
+
+/** The condition of a compare-and-set: the write must be in one of these states (and have this check count). */
+export type WriteExpectation = { states: readonly WriteState[]; checkCount?: number };
+
+export type WriteTransition = { writeId: string; at: number; from: WriteState; to: WriteState; note: string | null };
+
+export interface Store {
+  /** Which implementation, for logs: sqlite or postgres. */
+  readonly kind: "sqlite" | "postgres";
+  /** Apply pending migrations (idempotent). */
+  migrate(): Promise<void>;
+  /** Readiness: the store answers. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+
+  createConversation(conversation: NewConversation): Promise<ConversationRecord>;
+  getConversation(id: string): Promise<ConversationRecord | undefined>;
+  findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined>;
+  findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined>;
+  setSubject(id: string, subject: CallSubject | null): Promise<void>;
+  setHandoff(id: string, handoff: HandoffState | null): Promise<void>;
+  setCapabilities(id: string, capabilities: ChannelCapabilities): Promise<void>;
+  listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]>;
+
+  /** Append one customer-visible event; its seq is the conversation's next (1, 2, 3, ...). */
+  appendEvent(conversationId: string, message: Outbound, at: number): Promise<StoredEvent>;
+  /** Events with seq > after, in order. */
+  listEvents(conversationId: string, after: number, limit?: number): Promise<StoredEvent[]>;
+
+  appendTranscript(conversationId: string, message: ModelMessage, at: number): Promise<TranscriptEntry>;
+  listTranscript(conversationId: string): Promise<TranscriptEntry[]>;
+
+  insertWrite(write: NewWrite): Promise<WriteRecord>;
+  getWrite(id: string): Promise<WriteRecord | undefined>;
+  listWrites(conversationId: string): Promise<WriteRecord[]>;
+  /** Compare-and-set: applies the change only if the write meets the expectation; undefined otherwise. */
+  transitionWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number): Promise<WriteRecord | undefined>;
+  listTransitions(writeId: string): Promise<WriteTransition[]>;
+  /** Claim up to `limit` due status checks (pending/unknown, not follow-up, next check due, not leased). */
+  claimDueChecks(now: number, leaseUntil: number, limit: number): Promise<WriteRecord[]>;
+  /** Earliest next status check, to sleep until then. */
+  nextCheckAt(): Promise<number | null>;
+  /** Startup recovery: this node's `running` writes become `unknown` with a check due at `checkAt`. */
+  recoverRunning(nodeId: string, now: number, checkAt: number): Promise<WriteRecord[]>;
+  /** Writes listed for the team: still unresolved after the last status check. */
+  listFollowUps(): Promise<WriteRecord[]>;
+}
