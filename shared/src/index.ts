@@ -2,6 +2,7 @@
 export * from "./limits.ts";
 export * from "./manifest.ts";
 export * from "./manifestParse.ts";
+export * from "./manifestParse.ts";
 export * from "./outcome.ts";
 export * from "./messages.ts";
 export * from "./protocol.ts";
