@@ -2,7 +2,6 @@
 export * from "./limits.ts";
 export * from "./manifest.ts";
 export * from "./manifestParse.ts";
-export * from "./manifestParse.ts";
 export * from "./outcome.ts";
 export * from "./messages.ts";
 export * from "./protocol.ts";
