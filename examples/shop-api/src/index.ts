@@ -1,0 +1,4 @@
+// The demo shop API as a module: startShopApi and its seed data, for the demo command and tests.
+export { startShopApi, DEFAULT_API_KEY, DEFAULT_PUBLIC_URL, type ShopApi, type ShopApiOptions } from "./server.ts";
+export { CUSTOMERS, ORDERS, PLANS, PRODUCTS, STORES, HELP_ARTICLES, SERVICES } from "./data.ts";
+export { renderPdf } from "./pdf.ts";

@@ -1,0 +1,24 @@
+// Runs the demo shop API from the command line: `npx tsx examples/shop-api/src/main.ts [--port N] [--db FILE]`.
+import { parseArgs } from "node:util";
+import { startShopApi } from "./server.ts";
+
+const { values } = parseArgs({
+  options: {
+    port: { type: "string", default: "4100" },
+    db: { type: "string" },
+    "pending-ms": { type: "string", default: "4000" },
+    "public-url": { type: "string" },
+    "api-key": { type: "string" },
+  },
+});
+const shop = await startShopApi({
+  port: Number(values.port),
+  pendingMs: Number(values["pending-ms"]),
+  ...(values.db ? { dbFile: values.db } : {}),
+  ...(values["public-url"] ? { publicUrl: values["public-url"] } : {}),
+  ...(values["api-key"] ? { apiKey: values["api-key"] } : {}),
+});
+console.log(`demo shop API listening on ${shop.url} (API key: ${shop.apiKey === "demo-shop-key" ? "the demo key" : "as given"})`);
+const stop = () => void shop.close().then(() => process.exit(0));
+process.once("SIGINT", stop);
+process.once("SIGTERM", stop);
