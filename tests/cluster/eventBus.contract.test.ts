@@ -90,7 +90,8 @@ const transports: Transport[] = [
     name: "redis",
     pair: (store) => {
       const prefix = `caplo-test-${RUN}`;
-      return [0, 1].map(() => new RedisBus({ url: REDIS_URL, prefix, latestSeqs: store.latestSeqs, ...FAST })) as [EventBus, EventBus];
+      const open = () => new RedisBus({ url: REDIS_URL, prefix, latestSeqs: store.latestSeqs, ...FAST });
+      return [open(), open()];
     },
     faults: async () => {
       const server = await RedisServer.start();
@@ -107,7 +108,8 @@ const transports: Transport[] = [
     name: "postgres",
     pair: (store) => {
       const channel = `caplo_test_${RUN}`;
-      return [0, 1].map(() => new PostgresBus({ connectionString: pgUrl(PG_HOST.port), channel, latestSeqs: store.latestSeqs, ...FAST })) as [EventBus, EventBus];
+      const open = () => new PostgresBus({ connectionString: pgUrl(PG_HOST.port), channel, latestSeqs: store.latestSeqs, ...FAST });
+      return [open(), open()];
     },
     faults: async () => {
       const proxy = await TcpProxy.start(PG_HOST);
