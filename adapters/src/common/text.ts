@@ -1,0 +1,250 @@
+// Plain-text rendering shared by every messaging channel: shortening labels visibly, splitting long text,
+// and turning reviews, outcomes and result layouts into readable text that is never silently dropped.
+import { ELLIPSIS } from "@caplo/shared/channels";
+import type { OutboundOf, ResultColumn } from "@caplo/shared/messages";
+
+/** Shortens `text` to at most `max` characters, marking the cut with an ellipsis. */
+export function shorten(text: string, max: number): string {
+  const chars = Array.from(text.trim());
+  if (chars.length <= max) return chars.join("");
+  return chars.slice(0, Math.max(0, max - 1)).join("").trimEnd() + ELLIPSIS;
+}
+
+/** Shortens every label to `max` and keeps them unique (WhatsApp refuses duplicate button titles). */
+export function uniqueLabels(labels: string[], max: number): string[] {
+  const seen = new Set<string>();
+  return labels.map((label) => {
+    let candidate = shorten(label, max);
+    for (let n = 2; seen.has(candidate.toLowerCase()); n++) {
+      const suffix = ` ${n}`;
+      candidate = shorten(label, max - suffix.length) + suffix;
+    }
+    seen.add(candidate.toLowerCase());
+    return candidate;
+  });
+}
+
+/** Character length as platforms count it (code points). */
+export function lengthOf(text: string): number {
+  return Array.from(text).length;
+}
+
+/**
+ * Splits text into parts of at most `max` units (measured by `measure`), preferring paragraph, line and
+ * word boundaries; nothing is lost.
+ */
+export function splitText(text: string, max: number, measure: (s: string) => number = lengthOf): string[] {
+  const parts: string[] = [];
+  let rest = text.trim();
+  while (rest.length > 0) {
+    if (measure(rest) <= max) {
+      parts.push(rest);
+      break;
+    }
+    const chars = Array.from(rest);
+    // The longest prefix that fits.
+    let lo = 1;
+    let hi = chars.length;
+    while (lo < hi) {
+      const mid = Math.ceil((lo + hi) / 2);
+      if (measure(chars.slice(0, mid).join("")) <= max) lo = mid;
+      else hi = mid - 1;
+    }
+    const prefix = chars.slice(0, lo).join("");
+    let cut = -1;
+    for (const sep of ["\n\n", "\n", " "]) {
+      const at = prefix.lastIndexOf(sep);
+      if (at > prefix.length / 2) {
+        cut = at;
+        break;
+      }
+    }
+    const head = cut > 0 ? prefix.slice(0, cut) : prefix;
+    parts.push(head.trimEnd());
+    rest = rest.slice(head.length).trimStart();
+  }
+  return parts;
+}
+
+export function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, "utf8");
+}
+
+/** A value as shown: last4 values are masked with bullets, money with its currency. */
+export function cellText(column: ResultColumn, item: Record<string, unknown>): string {
+  const raw = item[column.key];
+  if (raw === null || raw === undefined || raw === "") return "";
+  const value = String(raw);
+  if (column.display === "last4") return `••••${value}`;
+  if (column.role === "money") {
+    const code = column.currency?.code ?? (column.currency?.key ? String(item[column.currency.key] ?? "") : "");
+    return code ? `${value} ${code}` : value;
+  }
+  return value;
+}
+
+function columnByRole(columns: ResultColumn[], role: string): ResultColumn | undefined {
+  return columns.find((c) => c.role === role);
+}
+
+/** The short name of an item: its title column, else its first non-empty column. */
+export function itemTitle(result: OutboundOf<"result">, item: Record<string, unknown>): string {
+  const title = columnByRole(result.columns, "title");
+  if (title) {
+    const text = cellText(title, item);
+    if (text) return text;
+  }
+  for (const column of result.columns) {
+    if (["image", "latitude", "longitude", "link"].includes(column.role ?? "")) continue;
+    const text = cellText(column, item);
+    if (text) return text;
+  }
+  return "Item";
+}
+
+/** The rest of an item in one line, for list rows and list-picker descriptions. */
+export function itemSummary(result: OutboundOf<"result">, item: Record<string, unknown>): string {
+  const title = columnByRole(result.columns, "title") ?? result.columns[0];
+  return result.columns
+    .filter((c) => c !== title && c.role !== "image" && c.role !== "latitude" && c.role !== "longitude")
+    .map((c) => cellText(c, item))
+    .filter((t) => t !== "")
+    .join(" · ");
+}
+
+/** The map link of a place: its coordinates when given, else its address. */
+export function mapLink(result: OutboundOf<"result">, item: Record<string, unknown>): string | undefined {
+  const lat = columnByRole(result.columns, "latitude");
+  const lng = columnByRole(result.columns, "longitude");
+  const latValue = lat ? item[lat.key] : undefined;
+  const lngValue = lng ? item[lng.key] : undefined;
+  if (typeof latValue === "number" && typeof lngValue === "number") {
+    return `https://www.google.com/maps/search/?api=1&query=${latValue},${lngValue}`;
+  }
+  const address = columnByRole(result.columns, "address");
+  const addressValue = address ? cellText(address, item) : "";
+  return addressValue ? `https://www.google.com/maps/search/?api=1&query=${encodeURIComponent(addressValue)}` : undefined;
+}
+
+/** Fills a reply template's `{name}` slots with the item's values. */
+export function fillTemplate(template: string, item: Record<string, unknown>): string {
+  return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) =>
+    name in item && item[name] !== null ? String(item[name]) : whole,
+  );
+}
+
+const TIMELINE_MARKS: Record<string, string> = { done: "✓", current: "▶", upcoming: "○", failed: "✗" };
+
+/** A result layout as readable text: every item the layout holds, no markup. */
+export function resultText(result: OutboundOf<"result">): string {
+  const lines: string[] = [result.title];
+  const items = result.items;
+  const linkActions = (result.actions ?? []).filter((a) => a.kind === "link" && a.key);
+  const links = (item: Record<string, unknown>) =>
+    linkActions.map((a) => (item[a.key!] ? `${a.label}: ${String(item[a.key!])}` : "")).filter(Boolean);
+  switch (result.layout) {
+    case "list":
+    case "choices":
+      items.forEach((item, i) => {
+        const summary = itemSummary(result, item);
+        lines.push(`${i + 1}. ${itemTitle(result, item)}${summary ? ` — ${summary}` : ""}`);
+      });
+      break;
+    case "table":
+      lines.push(result.columns.map((c) => c.label).join(" | "));
+      for (const item of items) lines.push(result.columns.map((c) => cellText(c, item) || "—").join(" | "));
+      break;
+    case "cards":
+    case "comparison":
+      for (const item of items) {
+        lines.push("");
+        lines.push(itemTitle(result, item));
+        for (const column of result.columns) {
+          if (column.role === "title" || column.role === "image") continue;
+          const text = cellText(column, item);
+          if (text) lines.push(result.layout === "comparison" ? `${column.label}: ${text}` : text);
+        }
+        lines.push(...links(item));
+      }
+      break;
+    case "detail":
+      for (const item of items) {
+        for (const column of result.columns) {
+          const text = cellText(column, item);
+          if (text) lines.push(`${column.label}: ${text}`);
+        }
+        lines.push(...links(item));
+      }
+      break;
+    case "timeline": {
+      const status = result.columns.find((c) => c.role === "status");
+      for (const item of items) {
+        const state = status?.statuses?.[String(item[status.key])] ?? "upcoming";
+        const summary = itemSummary(result, item);
+        lines.push(`${TIMELINE_MARKS[state] ?? "•"} ${itemTitle(result, item)}${summary ? ` — ${summary}` : ""}`);
+      }
+      break;
+    }
+    case "map":
+      items.forEach((item, i) => {
+        const address = result.columns.find((c) => c.role === "address");
+        const addressText = address ? cellText(address, item) : "";
+        const link = mapLink(result, item);
+        lines.push(`${i + 1}. ${itemTitle(result, item)}${addressText ? ` — ${addressText}` : ""}`);
+        if (link) lines.push(`   ${link}`);
+        lines.push(...links(item).map((l) => `   ${l}`));
+      });
+      break;
+    case "page": {
+      const item = items[0] ?? {};
+      const key = result.page?.urlKey;
+      const url = key ? item[key] : undefined;
+      lines.push(`${result.page?.label ?? "Open"}: ${url ? String(url) : "(no link)"}`);
+      break;
+    }
+  }
+  return lines.join("\n").trim();
+}
+
+/** A review as text: the title and every presented field as given (last4 values stay masked). */
+export function reviewText(review: OutboundOf<"review">): string {
+  const lines = [review.title];
+  for (const field of review.fields) {
+    lines.push(`${field.label}: ${field.display === "last4" ? `••••${field.value}` : field.value}`);
+  }
+  return lines.join("\n");
+}
+
+const STATE_WORDS: Record<string, string> = {
+  proposed: "waiting for your confirmation",
+  running: "in progress",
+  applied: "done",
+  not_applied: "not done",
+  pending: "not confirmed yet",
+  unknown: "not confirmed yet",
+  declined: "cancelled by you",
+  cancelled: "cancelled",
+  expired: "expired",
+  step_up_required: "needs you to verify again",
+};
+
+/** A review that no longer waits for a decision, as one status line. */
+export function reviewStateText(review: OutboundOf<"review">): string {
+  return `${reviewText(review)}\nStatus: ${STATE_WORDS[review.state] ?? review.state}`;
+}
+
+export function outcomeText(outcome: OutboundOf<"outcome">): string {
+  const lines = [outcome.message];
+  for (const field of outcome.receipt ?? []) lines.push(`${field.label}: ${field.value}`);
+  return lines.join("\n");
+}
+
+/** A question's options as numbered lines, so a typed number or label answers it. */
+export function numberedOptions(options: Array<{ label: string }>): string {
+  return options.map((o, i) => `${i + 1}. ${o.label}`).join("\n");
+}
+
+export const CONFIRM_LABEL = "Confirm";
+export const CANCEL_LABEL = "Cancel";
+export const AGENT_DISCLOSURE =
+  "You are chatting with an automated assistant. You can ask for a person at any time.";

@@ -1,0 +1,122 @@
+// Sends WhatsApp messages with the real twilio client: Content API templates are created at run time,
+// cached by a hash of their content, and sent by ContentSid with ContentVariables.
+import { createHash } from "node:crypto";
+import twilio from "twilio";
+import type RequestClient from "twilio/lib/base/RequestClient.js";
+import { TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
+import type { SendResult } from "../adapter.ts";
+import type { ContentTemplate, WhatsAppMessage } from "./format.ts";
+
+export interface TwilioApiConfig {
+  accountSid: string;
+  authToken: string;
+  /** The WhatsApp sender, `whatsapp:+15550001111`, or a Messaging Service SID (MG…). */
+  from: string;
+  /**
+   * Where Twilio's API is reached instead of its public hosts, e.g. an egress gateway or, in tests, a
+   * local fake. Every Twilio host maps to this origin with its path kept.
+   */
+  apiBaseUrl?: string;
+}
+
+/** Remembers ContentSids by content hash; the glue persists it so templates are created once. */
+export interface ContentCache {
+  get(hash: string): Promise<string | undefined>;
+  put(hash: string, contentSid: string): Promise<void>;
+}
+
+export function memoryContentCache(): ContentCache {
+  const map = new Map<string, string>();
+  return {
+    get: async (hash) => map.get(hash),
+    put: async (hash, sid) => void map.set(hash, sid),
+  };
+}
+
+/** The content hash: the template's type and every fixed part, so equal content shares one ContentSid. */
+export function contentHash(template: ContentTemplate): string {
+  return createHash("sha256").update(JSON.stringify(template)).digest("hex").slice(0, 32);
+}
+
+/**
+ * The twilio client's supported extension point for its transport is `httpClient`: this one is its own
+ * RequestClient with every request's origin replaced by `apiBaseUrl`.
+ */
+class RoutedRequestClient extends twilio.RequestClient {
+  readonly #base: string;
+  constructor(base: string) {
+    super({ timeout: 10_000, keepAlive: false });
+    this.#base = base.replace(/\/$/, "");
+  }
+  override request<TData>(opts: RequestClient.RequestOptions<TData>) {
+    const original = new URL(opts.uri);
+    return super.request({ ...opts, uri: `${this.#base}${original.pathname}${original.search}` });
+  }
+}
+
+export function createTwilioClient(config: TwilioApiConfig): twilio.Twilio {
+  return twilio(config.accountSid, config.authToken, {
+    ...(config.apiBaseUrl ? { httpClient: new RoutedRequestClient(config.apiBaseUrl) } : {}),
+    autoRetry: false,
+  });
+}
+
+/** A Twilio error as a send result: 429, 5xx and network errors are retryable, the rest permanent. */
+export function twilioFailure(error: unknown): SendResult {
+  const e = error as { status?: number; code?: number; message?: string };
+  const status = typeof e?.status === "number" ? e.status : undefined;
+  const code = typeof e?.code === "number" ? e.code : undefined;
+  const message = String(e?.message ?? error);
+  if (code === TWILIO_ERROR_OUTSIDE_WINDOW) {
+    return { ok: false, retryable: false, code: "outside_window", ...(status ? { status } : {}), platformCode: code, message };
+  }
+  if (status === undefined) return { ok: false, retryable: true, code: "network", message };
+  const retryable = status === 429 || status >= 500;
+  return { ok: false, retryable, code: retryable ? "platform_unavailable" : "platform_refused", status, ...(code ? { platformCode: code } : {}), message };
+}
+
+export class TwilioWhatsAppApi {
+  readonly client: twilio.Twilio;
+  readonly #from: string;
+  readonly #cache: ContentCache;
+
+  constructor(config: TwilioApiConfig, cache: ContentCache = memoryContentCache()) {
+    this.client = createTwilioClient(config);
+    this.#from = config.from;
+    this.#cache = cache;
+  }
+
+  /** The ContentSid of a template, created on first use and cached by its content hash. */
+  async contentSid(template: ContentTemplate): Promise<string> {
+    const hash = contentHash(template);
+    const cached = await this.#cache.get(hash);
+    if (cached) return cached;
+    const { type, ...body } = template;
+    const created = await this.client.content.v1.contents.create({
+      // The Content API's wire names; the library sends this object as the JSON body unchanged.
+      ...({ friendly_name: `caplo_${hash}` } as object),
+      language: "en",
+      types: { [type]: body } as never,
+    });
+    await this.#cache.put(hash, created.sid);
+    return created.sid;
+  }
+
+  async send(to: string, message: WhatsAppMessage): Promise<SendResult> {
+    try {
+      const sender = this.#from.startsWith("MG") ? { messagingServiceSid: this.#from } : { from: this.#from };
+      let created;
+      if (message.kind === "text") {
+        created = await this.client.messages.create({ ...sender, to, body: message.body });
+      } else if (message.kind === "media") {
+        created = await this.client.messages.create({ ...sender, to, mediaUrl: [message.mediaUrl], ...(message.body ? { body: message.body } : {}) });
+      } else {
+        const contentSid = await this.contentSid(message.template);
+        created = await this.client.messages.create({ ...sender, to, contentSid, contentVariables: JSON.stringify(message.variables) });
+      }
+      return { ok: true, platformId: created.sid };
+    } catch (error) {
+      return twilioFailure(error);
+    }
+  }
+}

@@ -1,0 +1,165 @@
+// Renders the engine's outbound messages into WhatsApp messages sent through Twilio: free-form text,
+// media, and Content API templates (twilio/quick-reply, twilio/list-picker) within every WhatsApp limit.
+import * as C from "@caplo/shared/channels";
+import type { Outbound, OutboundOf } from "@caplo/shared/messages";
+import type { RenderContext, Rendered, RenderWarning } from "../adapter.ts";
+import {
+  CANCEL_LABEL,
+  CONFIRM_LABEL,
+  fillTemplate,
+  itemSummary,
+  itemTitle,
+  lengthOf,
+  numberedOptions,
+  outcomeText,
+  resultText,
+  reviewStateText,
+  reviewText,
+  shorten,
+  splitText,
+  uniqueLabels,
+} from "../common/text.ts";
+
+/**
+ * A Content API template. Bodies and ids are variables ({{1}}, {{2}}, …) so one template serves every
+ * proposal with the same buttons; titles and descriptions are fixed, so the content hash names them.
+ */
+export type ContentTemplate =
+  | { type: "twilio/quick-reply"; body: string; actions: Array<{ title: string; id: string }> }
+  | { type: "twilio/list-picker"; body: string; button: string; items: Array<{ id: string; item: string; description?: string }> };
+
+export type WhatsAppMessage =
+  | { kind: "text"; body: string }
+  | { kind: "media"; body?: string; mediaUrl: string }
+  | { kind: "content"; template: ContentTemplate; variables: Record<string, string> };
+
+export interface ChoiceOption {
+  label: string;
+  description?: string;
+  payload: string;
+}
+
+function texts(text: string): WhatsAppMessage[] {
+  return splitText(text, C.WHATSAPP_TEXT_MAX).map((body) => ({ kind: "text", body }));
+}
+
+/**
+ * A prompt with options: reply buttons for up to 3, a list picker for up to 10, numbered text beyond.
+ * A body too long for an interactive message goes first as text, and the buttons follow with `shortPrompt`.
+ */
+export function choiceMessages(
+  body: string,
+  options: ChoiceOption[],
+  shortPrompt: string,
+  warnings: RenderWarning[],
+): WhatsAppMessage[] {
+  const out: WhatsAppMessage[] = [];
+  let prompt = body;
+  if (options.length > C.WHATSAPP_LIST_ITEMS_MAX) {
+    warnings.push({ type: "degraded", feature: "list", detail: `${options.length} options exceed the list picker's ${C.WHATSAPP_LIST_ITEMS_MAX}; sent as numbered text` });
+    return texts(`${body}\n\n${numberedOptions(options)}\n\nReply with a number.`);
+  }
+  if (lengthOf(prompt) > C.WHATSAPP_INTERACTIVE_BODY_MAX) {
+    out.push(...texts(body));
+    prompt = shortPrompt;
+  }
+  if (options.length <= C.WHATSAPP_BUTTONS_MAX) {
+    const titles = uniqueLabels(options.map((o) => o.label), C.WHATSAPP_BUTTON_TITLE_MAX);
+    const variables: Record<string, string> = { "1": prompt };
+    const actions = titles.map((title, i) => {
+      variables[String(i + 2)] = options[i]!.payload;
+      return { title, id: `{{${i + 2}}}` };
+    });
+    out.push({ kind: "content", template: { type: "twilio/quick-reply", body: "{{1}}", actions }, variables });
+    return out;
+  }
+  const titles = uniqueLabels(options.map((o) => o.label), C.WHATSAPP_LIST_ITEM_TITLE_MAX);
+  const variables: Record<string, string> = { "1": prompt };
+  const items = titles.map((item, i) => {
+    variables[String(i + 2)] = options[i]!.payload;
+    const description = options[i]!.description;
+    return {
+      id: `{{${i + 2}}}`,
+      item,
+      ...(description ? { description: shorten(description, C.WHATSAPP_LIST_ITEM_DESCRIPTION_MAX) } : {}),
+    };
+  });
+  out.push({ kind: "content", template: { type: "twilio/list-picker", body: "{{1}}", button: "Choose", items }, variables });
+  return out;
+}
+
+/** Reply actions of a result as options: each tap sends the action's filled template as the customer. */
+export function replyOptions(result: OutboundOf<"result">, context: RenderContext): ChoiceOption[] {
+  const options: ChoiceOption[] = [];
+  const replies = (result.actions ?? []).filter((a) => a.kind === "reply" && a.template);
+  for (const item of result.items) {
+    for (const action of replies) {
+      const title = itemTitle(result, item);
+      const label = result.layout === "choices" || replies.length === 1 ? title : `${action.label}: ${title}`;
+      const summary = itemSummary(result, item);
+      options.push({ label, ...(summary ? { description: summary } : {}), payload: context.refs.reply(fillTemplate(action.template!, item)) });
+    }
+  }
+  return options;
+}
+
+export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rendered<WhatsAppMessage> {
+  const warnings: RenderWarning[] = [];
+  const messages = ((): WhatsAppMessage[] => {
+    switch (outbound.type) {
+      case "text":
+        // The customer's own words are not echoed back to them.
+        return outbound.from === "customer" ? [] : texts(outbound.text);
+      case "progress":
+        // WhatsApp has no typing indicator through Twilio: the static label is the status line.
+        return outbound.state === "start" && outbound.label ? [{ kind: "text", body: `${outbound.label}…` }] : [];
+      case "review": {
+        if (outbound.state !== "proposed") return texts(reviewStateText(outbound));
+        if (outbound.fields.some((f) => f.editable)) {
+          warnings.push({ type: "degraded", feature: "editableFields", detail: "fields cannot be edited on WhatsApp; shown as text" });
+        }
+        const body = `${reviewText(outbound)}\n\nTap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`;
+        return choiceMessages(
+          body,
+          [
+            { label: CONFIRM_LABEL, payload: context.refs.proposal(outbound.proposalId, "confirm") },
+            { label: CANCEL_LABEL, payload: context.refs.proposal(outbound.proposalId, "decline") },
+          ],
+          shorten(`Confirm or cancel: ${outbound.title}?`, C.WHATSAPP_INTERACTIVE_BODY_MAX),
+          warnings,
+        );
+      }
+      case "outcome":
+        return texts(outcomeText(outbound));
+      case "result": {
+        const out = texts(resultText(outbound));
+        const options = replyOptions(outbound, context);
+        if (options.length > 0) out.push(...choiceMessages(outbound.title, options, shorten(outbound.title, 200), warnings));
+        return out;
+      }
+      case "question": {
+        const field = outbound.fields[0];
+        if (outbound.style !== "questions" || !field?.options || outbound.fields.length !== 1) {
+          warnings.push({ type: "degraded", feature: "forms", detail: "form elicitation is not available on WhatsApp; asked as text" });
+          const names = outbound.fields.map((f) => `- ${f.title ?? f.name}`).join("\n");
+          return texts(`${outbound.message}\n${names}`);
+        }
+        const options = field.options;
+        const body = options.length > C.WHATSAPP_BUTTONS_MAX ? `${outbound.message}\n\n${numberedOptions(options)}` : outbound.message;
+        return choiceMessages(
+          body,
+          options.map((o) => ({ label: o.label, payload: context.refs.answer(outbound.elicitationId, field.name, o.value) })),
+          shorten(outbound.message, 200),
+          warnings,
+        );
+      }
+      case "file":
+        return [{ kind: "media", body: outbound.name, mediaUrl: outbound.url }];
+      case "handoff":
+        return texts(outbound.text);
+      case "step_up":
+        return texts(outbound.text);
+    }
+  })();
+  return { messages, warnings };
+}

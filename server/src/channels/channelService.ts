@@ -1,0 +1,284 @@
+// The glue between channel webhooks and the engine: webhooks store events durably, a processor turns them
+// into inbound events from the store, and a sender renders each conversation's outbound events, keeps the
+// 24-hour window, retries what can be retried and records what cannot be delivered.
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { ChannelAdapter, ChannelEvent, RenderRefs } from "@caplo/adapters/adapter";
+import { AGENT_DISCLOSURE } from "@caplo/adapters/common/text";
+import { META_HUMAN_AGENT_WINDOW_MS, TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
+import type { Outbound } from "@caplo/shared/messages";
+import { decideTap, decideText, type Decision } from "./inboundPolicy.ts";
+import type { Binding, ButtonRef, ConversationEvent, ConversationPort, InboxRow, InboxStore, Platform, TeamAlert, TeamAlerts } from "./ports.ts";
+import { DEFAULT_RETRY, sendWithRetry, type RetryPolicy } from "./retry.ts";
+import { handleWebhook, toWebhookRequest, type WebhookAnswer } from "./webhook.ts";
+
+/** Button payloads are `c1.` and 128 random bits: unguessable, and meaningless without the store. */
+const TOKEN_PATTERN = /^c1\.[A-Za-z0-9_-]{22}$/;
+
+export function newToken(): string {
+  return `c1.${randomBytes(16).toString("base64url")}`;
+}
+
+export interface ChannelServiceOptions {
+  store: InboxStore;
+  port: ConversationPort;
+  adapters: ChannelAdapter[];
+  alerts?: TeamAlerts;
+  retry?: RetryPolicy;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export type WebhookHandler = (req: IncomingMessage, rawBody: Buffer) => Promise<WebhookAnswer>;
+
+export class ChannelService {
+  readonly #store: InboxStore;
+  readonly #port: ConversationPort;
+  readonly #adapters = new Map<Platform, ChannelAdapter>();
+  readonly #alerts: TeamAlerts;
+  readonly #retry: RetryPolicy;
+  readonly #now: () => number;
+  readonly #sleep: ((ms: number) => Promise<void>) | undefined;
+  readonly #subscriptions = new Map<string, () => void>();
+  readonly #chains = new Map<string, Promise<void>>();
+  #draining: Promise<void> | null = null;
+  #again = false;
+  #noticeSeq = 0;
+
+  constructor(options: ChannelServiceOptions) {
+    this.#store = options.store;
+    this.#port = options.port;
+    for (const adapter of options.adapters) this.#adapters.set(adapter.platform, adapter);
+    this.#alerts = options.alerts ?? { alert: () => {} };
+    this.#retry = options.retry ?? DEFAULT_RETRY;
+    this.#now = options.now ?? Date.now;
+    this.#sleep = options.sleep;
+  }
+
+  /** The webhook handler of one platform: `(req, rawBody) → {status, headers, body}`. */
+  webhook(platform: Platform): WebhookHandler {
+    const adapter = this.#adapter(platform);
+    return (req, rawBody) => handleWebhook(adapter, this.#store, toWebhookRequest(req, rawBody), () => void this.drain(), this.#now);
+  }
+
+  /** After a restart: rows a crash left in processing are processed again, and every binding resubscribes. */
+  async resume(bindings: Binding[]): Promise<void> {
+    await this.#store.requeueProcessing();
+    for (const binding of bindings) this.#ensureSubscribed(binding);
+    await this.drain();
+  }
+
+  /** Processes every stored inbound event, oldest first; concurrent calls share one pass. */
+  drain(): Promise<void> {
+    if (this.#draining) {
+      this.#again = true;
+      return this.#draining;
+    }
+    this.#draining = (async () => {
+      try {
+        do {
+          this.#again = false;
+          for (;;) {
+            const rows = await this.#store.claimInbound(20);
+            if (rows.length === 0) break;
+            for (const row of rows) await this.#process(row);
+          }
+        } while (this.#again);
+      } finally {
+        this.#draining = null;
+      }
+    })();
+    return this.#draining;
+  }
+
+  /** Resolves when no inbound processing or outbound sending is under way (for tests and shutdown). */
+  async idle(): Promise<void> {
+    for (;;) {
+      const pending = [this.#draining, ...this.#chains.values()].filter(Boolean);
+      await Promise.all(pending);
+      const still = [this.#draining, ...this.#chains.values()].filter(Boolean);
+      if (still.length === pending.length && still.every((p, i) => p === pending[i])) return;
+    }
+  }
+
+  close(): void {
+    for (const unsubscribe of this.#subscriptions.values()) unsubscribe();
+    this.#subscriptions.clear();
+  }
+
+  #adapter(platform: Platform): ChannelAdapter {
+    const adapter = this.#adapters.get(platform);
+    if (!adapter) throw new Error(`no adapter for ${platform}`);
+    return adapter;
+  }
+
+  async #process(row: InboxRow): Promise<void> {
+    try {
+      const event = JSON.parse(row.event) as ChannelEvent;
+      if (event.kind === "status") await this.#status(row.platform, event);
+      else await this.#message(row, event);
+      await this.#store.finishInbound(row.platform, row.messageId, "done");
+    } catch (error) {
+      const message = String((error as Error)?.message ?? error);
+      await this.#store.finishInbound(row.platform, row.messageId, "failed", message);
+      this.#alerts.alert({ platform: row.platform, code: "inbound_failed", message: `An inbound ${row.platform} message could not be processed: ${message}` });
+    }
+  }
+
+  async #status(platform: Platform, event: Extract<ChannelEvent, { kind: "status" }>): Promise<void> {
+    if (!["failed", "undelivered"].includes(event.status) || !event.about) return;
+    const outsideWindow = event.errorCode === TWILIO_ERROR_OUTSIDE_WINDOW;
+    const code = outsideWindow ? "outside_window" : "undelivered";
+    const message = outsideWindow
+      ? "Not delivered: more than 24 hours since the customer's last message (Twilio 63016)."
+      : `Not delivered (${event.status}${event.errorCode ? `, error ${event.errorCode}` : ""}).`;
+    const record = await this.#store.markFailedByPlatformId(event.about, code, message);
+    this.#alerts.alert({ platform, ...(record ? { conversationId: record.conversationId } : {}), code, message });
+  }
+
+  async #message(row: InboxRow, event: Extract<ChannelEvent, { kind: "message" }>): Promise<void> {
+    const platform = row.platform;
+    let binding = await this.#store.findBinding(platform, event.from);
+    if (!binding) {
+      const opened = await this.#port.openConversation(platform, event.from, event.profileName ? { displayName: event.profileName } : {});
+      binding = await this.#store.bind(platform, event.from, opened.conversationId, row.receivedAt);
+    }
+    await this.#store.touchInbound(platform, event.from, row.receivedAt);
+    binding = { ...binding, lastInboundAt: Math.max(binding.lastInboundAt, row.receivedAt) };
+    this.#ensureSubscribed(binding);
+    const conversationId = binding.conversationId;
+    const openQuestion = await this.#store.getOpenQuestion(conversationId);
+
+    let decision: Decision;
+    if (event.payload !== undefined && (TOKEN_PATTERN.test(event.payload) || event.text === undefined)) {
+      const ref = TOKEN_PATTERN.test(event.payload) ? await this.#store.getRef(event.payload) : undefined;
+      const proposalState =
+        ref && (ref.kind === "confirm" || ref.kind === "decline") ? await this.#store.getProposalState(ref.conversationId, ref.targetId) : undefined;
+      decision = decideTap(ref, conversationId, proposalState, openQuestion);
+    } else if (event.text !== undefined) {
+      decision = decideText(event.text, openQuestion);
+    } else {
+      decision = { kind: "notice", code: "media_unsupported", text: "I can only read text here. Please type your message." };
+    }
+
+    if (decision.kind === "notice") {
+      await this.#notice(binding, decision.text);
+      return;
+    }
+    const inbound = decision.inbound;
+    // Mark the decision before the engine answers, so a second tap meanwhile changes nothing.
+    if (inbound.type === "confirm") await this.#store.setProposalState(conversationId, inbound.proposalId, "running");
+    if (inbound.type === "decline") await this.#store.setProposalState(conversationId, inbound.proposalId, "declined");
+    if (decision.closesQuestion) await this.#store.setOpenQuestion(conversationId, null);
+    await this.#port.receive(conversationId, inbound, { channel: platform, externalId: event.from, sourceId: `${platform}:${event.messageId}` });
+  }
+
+  #ensureSubscribed(binding: Binding): void {
+    if (this.#subscriptions.has(binding.conversationId)) return;
+    const unsubscribe = this.#port.subscribe(binding.conversationId, binding.cursor, (event) => this.#enqueue(binding, event));
+    this.#subscriptions.set(binding.conversationId, unsubscribe);
+  }
+
+  /** One conversation's outbound events are sent strictly in order. */
+  #enqueue(binding: Binding, event: ConversationEvent): void {
+    const key = binding.conversationId;
+    const previous = this.#chains.get(key) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.#outbound(binding, event))
+      .catch((error) => {
+        this.#alerts.alert({ platform: binding.platform, conversationId: key, code: "send_failed", message: String((error as Error)?.message ?? error) });
+      })
+      .finally(() => {
+        if (this.#chains.get(key) === next) this.#chains.delete(key);
+      });
+    this.#chains.set(key, next);
+  }
+
+  async #outbound(staleBinding: Binding, event: ConversationEvent): Promise<void> {
+    const { platform, externalId, conversationId } = staleBinding;
+    const binding = (await this.#store.findBinding(platform, externalId)) ?? staleBinding;
+    if (event.seq <= binding.cursor) return;
+    const outbound = event.outbound;
+    await this.#bookkeep(conversationId, outbound);
+    const adapter = this.#adapter(platform);
+    const refs: ButtonRef[] = [];
+    const make = (ref: Omit<ButtonRef, "token" | "platform" | "conversationId">): string => {
+      const token = newToken();
+      refs.push({ token, platform, conversationId, ...ref });
+      return token;
+    };
+    const renderRefs: RenderRefs = {
+      proposal: (proposalId, decision) => make({ kind: decision, targetId: proposalId }),
+      answer: (elicitationId, field, value) => make({ kind: "answer", targetId: elicitationId, field, value }),
+      reply: (text) => make({ kind: "reply", targetId: "", value: text }),
+    };
+    const fromTeam = outbound.type === "text" && outbound.from === "team";
+    const rendered = adapter.render(outbound, { refs: renderRefs, fromTeam });
+    if (refs.length) await this.#store.putRefs(refs);
+    if (rendered.messages.length > 0 && adapter.capabilities.disclosure && !binding.disclosed && !fromTeam) {
+      const disclosure = adapter.render({ type: "text", id: `${event.seq}-disclosure`, from: "system", text: AGENT_DISCLOSURE }, { refs: renderRefs });
+      await this.#deliver(binding, event.seq, -1, disclosure.messages, false);
+      await this.#store.setDisclosed(platform, externalId);
+    }
+    await this.#deliver(binding, event.seq, 0, rendered.messages, fromTeam);
+    await this.#store.setCursor(platform, externalId, event.seq);
+  }
+
+  /** Keeps what the inbound policy needs to know: where each proposal stands, which question is open. */
+  async #bookkeep(conversationId: string, outbound: Outbound): Promise<void> {
+    if (outbound.type === "review" || outbound.type === "outcome") {
+      await this.#store.setProposalState(conversationId, outbound.proposalId, outbound.state);
+    } else if (outbound.type === "question") {
+      const field = outbound.fields[0];
+      if (outbound.style === "questions" && field?.options && outbound.fields.length === 1) {
+        await this.#store.setOpenQuestion(conversationId, { elicitationId: outbound.elicitationId, field: field.name, options: field.options });
+      }
+    }
+  }
+
+  /** A reply from the channel itself (a stale button, an unreadable message), not from the engine. */
+  async #notice(binding: Binding, text: string): Promise<void> {
+    const adapter = this.#adapter(binding.platform);
+    const rendered = adapter.render({ type: "text", id: "notice", from: "system", text }, { refs: { proposal: () => "", answer: () => "", reply: () => "" } });
+    const seq = -(this.#now() * 1000 + (this.#noticeSeq++ % 1000));
+    await this.#deliver(binding, seq, 0, rendered.messages, false);
+  }
+
+  async #deliver(binding: Binding, seq: number, firstPart: number, messages: unknown[], fromTeam: boolean): Promise<void> {
+    const adapter = this.#adapter(binding.platform);
+    const age = this.#now() - binding.lastInboundAt;
+    const windowOpen = age <= adapter.capabilities.windowMs;
+    const mayTag = binding.platform !== "whatsapp" && fromTeam && age <= META_HUMAN_AGENT_WINDOW_MS;
+    let alerted = false;
+    for (let i = 0; i < messages.length; i++) {
+      const part = firstPart + i;
+      const done = await this.#store.getOutbox(binding.platform, binding.conversationId, seq, part);
+      if (done?.state === "sent") continue;
+      const message = messages[i];
+      const base = { platform: binding.platform, conversationId: binding.conversationId, seq, part };
+      if (!windowOpen && !mayTag) {
+        if (typeof message === "object" && message !== null && (message as { kind?: string }).kind === "action") continue;
+        const text =
+          binding.platform === "whatsapp"
+            ? "Not sent: more than 24 hours since the customer's last message, so WhatsApp allows no free-form reply (Twilio 63016)."
+            : "Not sent: more than 24 hours since the customer's last message (outside the standard messaging window).";
+        await this.#store.recordOutbox({ ...base, state: "failed", attempts: 0, code: "outside_window", message: text, at: this.#now() });
+        if (!alerted) this.#alerts.alert({ platform: binding.platform, conversationId: binding.conversationId, code: "outside_window", message: text });
+        alerted = true;
+        continue;
+      }
+      const { result, attempts } = await sendWithRetry(
+        () => adapter.send(binding.externalId, message, { fromTeam, windowOpen }),
+        this.#retry,
+        ...(this.#sleep ? [this.#sleep] : []),
+      );
+      if (result.ok) {
+        await this.#store.recordOutbox({ ...base, state: "sent", attempts, platformId: result.platformId, at: this.#now() });
+      } else {
+        await this.#store.recordOutbox({ ...base, state: "failed", attempts, code: result.code, message: result.message, at: this.#now() });
+        const alert: TeamAlert = { platform: binding.platform, conversationId: binding.conversationId, code: result.code, message: `Not delivered after ${attempts} attempt(s): ${result.message}` };
+        this.#alerts.alert(alert);
+      }
+    }
+  }
+}

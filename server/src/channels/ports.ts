@@ -1,0 +1,135 @@
+// The seams of the channel glue: what it needs from the engine (ConversationPort), where it keeps its
+// durable state (InboxStore), and whom it tells when a message cannot reach a customer (TeamAlerts).
+import type { ChannelKind } from "@caplo/shared/channel";
+import type { Inbound, Outbound } from "@caplo/shared/messages";
+
+export type Platform = Exclude<ChannelKind, "web">;
+
+/** Who did something: the customer on a platform, and the platform event it came from (for idempotency). */
+export interface ChannelActor {
+  channel: Platform;
+  externalId: string;
+  /** `platform:messageId`: the same for a redelivery, so the engine can refuse a repeat too. */
+  sourceId: string;
+}
+
+export interface ConversationEvent {
+  seq: number;
+  outbound: Outbound;
+}
+
+/** The engine as the channels see it. The engine never imports a channel; the channel glue imports only this. */
+export interface ConversationPort {
+  openConversation(channel: Platform, externalId: string, subject: { displayName?: string }): Promise<{ conversationId: string }>;
+  receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void>;
+  /** Calls `listener` for every outbound event after `afterSeq`, in order, now and later; returns unsubscribe. */
+  subscribe(conversationId: string, afterSeq: number, listener: (event: ConversationEvent) => void): () => void;
+}
+
+export interface TeamAlert {
+  platform: Platform;
+  conversationId?: string;
+  code: string;
+  message: string;
+}
+
+/** How the team learns that a customer was not reached (outside the window, a permanent send failure). */
+export interface TeamAlerts {
+  alert(alert: TeamAlert): void;
+}
+
+export type InboxState = "received" | "processing" | "done" | "failed";
+
+export interface InboxRow {
+  platform: Platform;
+  messageId: string;
+  /** The parsed channel event, as JSON. */
+  event: string;
+  receivedAt: number;
+  state: InboxState;
+  error?: string;
+}
+
+export interface Binding {
+  platform: Platform;
+  externalId: string;
+  conversationId: string;
+  lastInboundAt: number;
+  disclosed: boolean;
+  /** The last outbound sequence handled. */
+  cursor: number;
+}
+
+/** What a button payload stands for; the payload itself is only a random token. */
+export interface ButtonRef {
+  token: string;
+  platform: Platform;
+  conversationId: string;
+  kind: "confirm" | "decline" | "answer" | "reply";
+  /** proposalId, elicitationId, or empty for a reply. */
+  targetId: string;
+  field?: string;
+  /** The option value of an answer, or the text of a reply. */
+  value?: string;
+}
+
+export interface OpenQuestion {
+  elicitationId: string;
+  field: string;
+  options: Array<{ value: string; label: string }>;
+}
+
+export type OutboxState = "sent" | "failed";
+
+export interface OutboxRecord {
+  platform: Platform;
+  conversationId: string;
+  seq: number;
+  part: number;
+  state: OutboxState;
+  attempts: number;
+  code?: string;
+  message?: string;
+  platformId?: string;
+  at: number;
+}
+
+/** Durable state of the channel glue. Every method is atomic on its own. */
+export interface InboxStore {
+  /** Stores an inbound event once: true when new, false for a repeat of (platform, messageId). */
+  insertInbound(row: Omit<InboxRow, "state">): Promise<boolean>;
+  /** Moves up to `limit` received rows to processing, oldest first, and returns them. */
+  claimInbound(limit: number): Promise<InboxRow[]>;
+  finishInbound(platform: Platform, messageId: string, state: "done" | "failed", error?: string): Promise<void>;
+  /** Rows left in processing by a crash go back to received. */
+  requeueProcessing(): Promise<number>;
+  listInbound(state?: InboxState): Promise<InboxRow[]>;
+
+  findBinding(platform: Platform, externalId: string): Promise<Binding | undefined>;
+  findBindingByConversation(conversationId: string): Promise<Binding | undefined>;
+  listBindings(): Promise<Binding[]>;
+  /** Binds once; a concurrent bind of the same customer keeps the first conversation, which is returned. */
+  bind(platform: Platform, externalId: string, conversationId: string, at: number): Promise<Binding>;
+  touchInbound(platform: Platform, externalId: string, at: number): Promise<void>;
+  setDisclosed(platform: Platform, externalId: string): Promise<void>;
+  setCursor(platform: Platform, externalId: string, seq: number): Promise<void>;
+
+  putRefs(refs: ButtonRef[]): Promise<void>;
+  getRef(token: string): Promise<ButtonRef | undefined>;
+
+  setProposalState(conversationId: string, proposalId: string, state: string): Promise<void>;
+  getProposalState(conversationId: string, proposalId: string): Promise<string | undefined>;
+
+  setOpenQuestion(conversationId: string, question: OpenQuestion | null): Promise<void>;
+  getOpenQuestion(conversationId: string): Promise<OpenQuestion | undefined>;
+
+  /** The outbox record of one part of one outbound event, if it was handled. */
+  getOutbox(platform: Platform, conversationId: string, seq: number, part: number): Promise<OutboxRecord | undefined>;
+  recordOutbox(record: OutboxRecord): Promise<void>;
+  /** Permanent failures, newest first: what the team sees. */
+  listFailures(): Promise<OutboxRecord[]>;
+  markFailedByPlatformId(platformId: string, code: string, message: string): Promise<OutboxRecord | undefined>;
+
+  getContentSid(hash: string): Promise<string | undefined>;
+  putContentSid(hash: string, sid: string): Promise<void>;
+}

@@ -1,0 +1,303 @@
+// The channel glue's durable state in a SQLite file (better-sqlite3): the inbox with an atomic unique key on
+// (platform, message id), bindings of customers to conversations, button references and the outbox.
+import Database from "better-sqlite3";
+import type {
+  Binding,
+  ButtonRef,
+  InboxRow,
+  InboxState,
+  InboxStore,
+  OpenQuestion,
+  OutboxRecord,
+  Platform,
+} from "./ports.ts";
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS channel_inbox (
+  platform TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  event TEXT NOT NULL,
+  received_at INTEGER NOT NULL,
+  state TEXT NOT NULL DEFAULT 'received',
+  error TEXT,
+  PRIMARY KEY (platform, message_id)
+);
+CREATE INDEX IF NOT EXISTS channel_inbox_state ON channel_inbox (state, received_at);
+CREATE TABLE IF NOT EXISTS channel_binding (
+  platform TEXT NOT NULL,
+  external_id TEXT NOT NULL,
+  conversation_id TEXT NOT NULL UNIQUE,
+  last_inbound_at INTEGER NOT NULL,
+  disclosed INTEGER NOT NULL DEFAULT 0,
+  cursor INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (platform, external_id)
+);
+CREATE TABLE IF NOT EXISTS channel_ref (
+  token TEXT PRIMARY KEY,
+  platform TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  target_id TEXT NOT NULL,
+  field TEXT,
+  value TEXT
+);
+CREATE TABLE IF NOT EXISTS channel_proposal (
+  conversation_id TEXT NOT NULL,
+  proposal_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  PRIMARY KEY (conversation_id, proposal_id)
+);
+CREATE TABLE IF NOT EXISTS channel_question (
+  conversation_id TEXT PRIMARY KEY,
+  question TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS channel_outbox (
+  platform TEXT NOT NULL,
+  conversation_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  part INTEGER NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL,
+  code TEXT,
+  message TEXT,
+  platform_id TEXT,
+  at INTEGER NOT NULL,
+  PRIMARY KEY (platform, conversation_id, seq, part)
+);
+CREATE INDEX IF NOT EXISTS channel_outbox_platform_id ON channel_outbox (platform_id);
+CREATE TABLE IF NOT EXISTS channel_content (
+  hash TEXT PRIMARY KEY,
+  content_sid TEXT NOT NULL
+);
+`;
+
+interface InboxDbRow {
+  platform: Platform;
+  message_id: string;
+  event: string;
+  received_at: number;
+  state: InboxState;
+  error: string | null;
+}
+interface BindingDbRow {
+  platform: Platform;
+  external_id: string;
+  conversation_id: string;
+  last_inbound_at: number;
+  disclosed: number;
+  cursor: number;
+}
+interface OutboxDbRow {
+  platform: Platform;
+  conversation_id: string;
+  seq: number;
+  part: number;
+  state: "sent" | "failed";
+  attempts: number;
+  code: string | null;
+  message: string | null;
+  platform_id: string | null;
+  at: number;
+}
+
+function inboxRow(r: InboxDbRow): InboxRow {
+  return { platform: r.platform, messageId: r.message_id, event: r.event, receivedAt: r.received_at, state: r.state, ...(r.error ? { error: r.error } : {}) };
+}
+function binding(r: BindingDbRow): Binding {
+  return { platform: r.platform, externalId: r.external_id, conversationId: r.conversation_id, lastInboundAt: r.last_inbound_at, disclosed: r.disclosed === 1, cursor: r.cursor };
+}
+function outbox(r: OutboxDbRow): OutboxRecord {
+  return {
+    platform: r.platform,
+    conversationId: r.conversation_id,
+    seq: r.seq,
+    part: r.part,
+    state: r.state,
+    attempts: r.attempts,
+    ...(r.code ? { code: r.code } : {}),
+    ...(r.message ? { message: r.message } : {}),
+    ...(r.platform_id ? { platformId: r.platform_id } : {}),
+    at: r.at,
+  };
+}
+
+export class SqliteInboxStore implements InboxStore {
+  readonly db: Database.Database;
+
+  constructor(file: string) {
+    this.db = new Database(file);
+    this.db.pragma("journal_mode = WAL");
+    this.db.pragma("busy_timeout = 5000");
+    this.db.pragma("synchronous = NORMAL");
+    this.db.exec(SCHEMA);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  async insertInbound(row: Omit<InboxRow, "state">): Promise<boolean> {
+    // One statement: the primary key decides, so two copies arriving together cannot both be stored.
+    const result = this.db
+      .prepare(
+        `INSERT INTO channel_inbox (platform, message_id, event, received_at, state) VALUES (?, ?, ?, ?, 'received')
+         ON CONFLICT (platform, message_id) DO NOTHING`,
+      )
+      .run(row.platform, row.messageId, row.event, row.receivedAt);
+    return result.changes === 1;
+  }
+
+  async claimInbound(limit: number): Promise<InboxRow[]> {
+    const rows = this.db
+      .prepare(
+        `UPDATE channel_inbox SET state = 'processing'
+         WHERE rowid IN (SELECT rowid FROM channel_inbox WHERE state = 'received' ORDER BY received_at, rowid LIMIT ?)
+         RETURNING *`,
+      )
+      .all(limit) as InboxDbRow[];
+    return rows.map(inboxRow).sort((a, b) => a.receivedAt - b.receivedAt);
+  }
+
+  async finishInbound(platform: Platform, messageId: string, state: "done" | "failed", error?: string): Promise<void> {
+    this.db.prepare(`UPDATE channel_inbox SET state = ?, error = ? WHERE platform = ? AND message_id = ?`).run(state, error ?? null, platform, messageId);
+  }
+
+  async requeueProcessing(): Promise<number> {
+    return this.db.prepare(`UPDATE channel_inbox SET state = 'received' WHERE state = 'processing'`).run().changes;
+  }
+
+  async listInbound(state?: InboxState): Promise<InboxRow[]> {
+    const rows = (state
+      ? this.db.prepare(`SELECT * FROM channel_inbox WHERE state = ? ORDER BY received_at, rowid`).all(state)
+      : this.db.prepare(`SELECT * FROM channel_inbox ORDER BY received_at, rowid`).all()) as InboxDbRow[];
+    return rows.map(inboxRow);
+  }
+
+  async findBinding(platform: Platform, externalId: string): Promise<Binding | undefined> {
+    const row = this.db.prepare(`SELECT * FROM channel_binding WHERE platform = ? AND external_id = ?`).get(platform, externalId) as BindingDbRow | undefined;
+    return row ? binding(row) : undefined;
+  }
+
+  async findBindingByConversation(conversationId: string): Promise<Binding | undefined> {
+    const row = this.db.prepare(`SELECT * FROM channel_binding WHERE conversation_id = ?`).get(conversationId) as BindingDbRow | undefined;
+    return row ? binding(row) : undefined;
+  }
+
+  async listBindings(): Promise<Binding[]> {
+    return (this.db.prepare(`SELECT * FROM channel_binding`).all() as BindingDbRow[]).map(binding);
+  }
+
+  async bind(platform: Platform, externalId: string, conversationId: string, at: number): Promise<Binding> {
+    this.db
+      .prepare(
+        `INSERT INTO channel_binding (platform, external_id, conversation_id, last_inbound_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (platform, external_id) DO NOTHING`,
+      )
+      .run(platform, externalId, conversationId, at);
+    return (await this.findBinding(platform, externalId))!;
+  }
+
+  async touchInbound(platform: Platform, externalId: string, at: number): Promise<void> {
+    this.db.prepare(`UPDATE channel_binding SET last_inbound_at = MAX(last_inbound_at, ?) WHERE platform = ? AND external_id = ?`).run(at, platform, externalId);
+  }
+
+  async setDisclosed(platform: Platform, externalId: string): Promise<void> {
+    this.db.prepare(`UPDATE channel_binding SET disclosed = 1 WHERE platform = ? AND external_id = ?`).run(platform, externalId);
+  }
+
+  async setCursor(platform: Platform, externalId: string, seq: number): Promise<void> {
+    this.db.prepare(`UPDATE channel_binding SET cursor = MAX(cursor, ?) WHERE platform = ? AND external_id = ?`).run(seq, platform, externalId);
+  }
+
+  async putRefs(refs: ButtonRef[]): Promise<void> {
+    const insert = this.db.prepare(
+      `INSERT INTO channel_ref (token, platform, conversation_id, kind, target_id, field, value) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.db.transaction(() => {
+      for (const r of refs) insert.run(r.token, r.platform, r.conversationId, r.kind, r.targetId, r.field ?? null, r.value ?? null);
+    })();
+  }
+
+  async getRef(token: string): Promise<ButtonRef | undefined> {
+    const r = this.db.prepare(`SELECT * FROM channel_ref WHERE token = ?`).get(token) as
+      | { token: string; platform: Platform; conversation_id: string; kind: ButtonRef["kind"]; target_id: string; field: string | null; value: string | null }
+      | undefined;
+    if (!r) return undefined;
+    return {
+      token: r.token,
+      platform: r.platform,
+      conversationId: r.conversation_id,
+      kind: r.kind,
+      targetId: r.target_id,
+      ...(r.field !== null ? { field: r.field } : {}),
+      ...(r.value !== null ? { value: r.value } : {}),
+    };
+  }
+
+  async setProposalState(conversationId: string, proposalId: string, state: string): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO channel_proposal (conversation_id, proposal_id, state) VALUES (?, ?, ?)
+         ON CONFLICT (conversation_id, proposal_id) DO UPDATE SET state = excluded.state`,
+      )
+      .run(conversationId, proposalId, state);
+  }
+
+  async getProposalState(conversationId: string, proposalId: string): Promise<string | undefined> {
+    const r = this.db.prepare(`SELECT state FROM channel_proposal WHERE conversation_id = ? AND proposal_id = ?`).get(conversationId, proposalId) as { state: string } | undefined;
+    return r?.state;
+  }
+
+  async setOpenQuestion(conversationId: string, question: OpenQuestion | null): Promise<void> {
+    if (question === null) {
+      this.db.prepare(`DELETE FROM channel_question WHERE conversation_id = ?`).run(conversationId);
+      return;
+    }
+    this.db
+      .prepare(`INSERT INTO channel_question (conversation_id, question) VALUES (?, ?) ON CONFLICT (conversation_id) DO UPDATE SET question = excluded.question`)
+      .run(conversationId, JSON.stringify(question));
+  }
+
+  async getOpenQuestion(conversationId: string): Promise<OpenQuestion | undefined> {
+    const r = this.db.prepare(`SELECT question FROM channel_question WHERE conversation_id = ?`).get(conversationId) as { question: string } | undefined;
+    return r ? (JSON.parse(r.question) as OpenQuestion) : undefined;
+  }
+
+  async getOutbox(platform: Platform, conversationId: string, seq: number, part: number): Promise<OutboxRecord | undefined> {
+    const r = this.db
+      .prepare(`SELECT * FROM channel_outbox WHERE platform = ? AND conversation_id = ? AND seq = ? AND part = ?`)
+      .get(platform, conversationId, seq, part) as OutboxDbRow | undefined;
+    return r ? outbox(r) : undefined;
+  }
+
+  async recordOutbox(record: OutboxRecord): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO channel_outbox (platform, conversation_id, seq, part, state, attempts, code, message, platform_id, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (platform, conversation_id, seq, part) DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
+           code = excluded.code, message = excluded.message, platform_id = excluded.platform_id, at = excluded.at`,
+      )
+      .run(record.platform, record.conversationId, record.seq, record.part, record.state, record.attempts, record.code ?? null, record.message ?? null, record.platformId ?? null, record.at);
+  }
+
+  async listFailures(): Promise<OutboxRecord[]> {
+    return (this.db.prepare(`SELECT * FROM channel_outbox WHERE state = 'failed' ORDER BY at DESC, rowid DESC`).all() as OutboxDbRow[]).map(outbox);
+  }
+
+  async markFailedByPlatformId(platformId: string, code: string, message: string): Promise<OutboxRecord | undefined> {
+    const r = this.db
+      .prepare(`UPDATE channel_outbox SET state = 'failed', code = ?, message = ? WHERE platform_id = ? RETURNING *`)
+      .get(code, message, platformId) as OutboxDbRow | undefined;
+    return r ? outbox(r) : undefined;
+  }
+
+  async getContentSid(hash: string): Promise<string | undefined> {
+    const r = this.db.prepare(`SELECT content_sid FROM channel_content WHERE hash = ?`).get(hash) as { content_sid: string } | undefined;
+    return r?.content_sid;
+  }
+
+  async putContentSid(hash: string, sid: string): Promise<void> {
+    this.db.prepare(`INSERT INTO channel_content (hash, content_sid) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`).run(hash, sid);
+  }
+}
