@@ -1,0 +1,70 @@
+// An MCP Transport over a sandboxed child's stdin/stdout, with a cap on message size so a package
+// cannot exhaust the runner's memory, and tolerant of stray non-protocol lines on stdout.
+import type { ChildProcess } from "node:child_process";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+
+/** Largest single message accepted from a package: 3 files of 10 MiB as base64 plus the result. */
+export const MESSAGE_BYTES_MAX = 48 * 1024 * 1024;
+
+export class ChildTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  private buffer: Buffer = Buffer.alloc(0);
+  private closed = false;
+  private readonly child: ChildProcess;
+  private readonly onStrayLine: (line: string) => void;
+
+  constructor(child: ChildProcess, onStrayLine: (line: string) => void) {
+    this.child = child;
+    this.onStrayLine = onStrayLine;
+  }
+
+  async start(): Promise<void> {
+    this.child.stdout!.on("data", (chunk: Buffer) => this.receive(chunk));
+    this.child.stdin!.on("error", (error) => this.onerror?.(error));
+    this.child.once("close", () => this.finish());
+  }
+
+  private receive(chunk: Buffer): void {
+    this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : chunk;
+    for (;;) {
+      const end = this.buffer.indexOf(10);
+      if (end === -1) break;
+      const line = this.buffer.toString("utf8", 0, end).replace(/\r$/, "");
+      this.buffer = this.buffer.subarray(end + 1);
+      if (!line.trim()) continue;
+      let message: JSONRPCMessage;
+      try {
+        message = JSONRPCMessageSchema.parse(JSON.parse(line));
+      } catch {
+        this.onStrayLine(line.slice(0, 2000));
+        continue;
+      }
+      this.onmessage?.(message);
+    }
+    if (this.buffer.length > MESSAGE_BYTES_MAX) {
+      this.buffer = Buffer.alloc(0);
+      this.onerror?.(new Error(`package sent a message over ${MESSAGE_BYTES_MAX} bytes`));
+      this.child.kill("SIGKILL");
+    }
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed || !this.child.stdin?.writable) throw new Error("package process is not running");
+    const line = JSON.stringify(message) + "\n";
+    await new Promise<void>((resolve, reject) => this.child.stdin!.write(line, (error) => (error ? reject(error) : resolve())));
+  }
+
+  private finish(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.onclose?.();
+  }
+
+  async close(): Promise<void> {
+    this.child.stdin?.end();
+    this.finish();
+  }
+}

@@ -1,0 +1,164 @@
+// The egress proxy: the only way out of a sandbox. Each package process gets a Unix socket of its own
+// (in a fresh directory, the only one its sandbox can see) that speaks HTTP CONNECT, admits exactly the
+// hosts of the package's `egress` on 443/80, resolves names itself, and refuses IP literals and every
+// private, loopback and link-local address.
+import { lookup } from "node:dns/promises";
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  EGRESS_PORTS,
+  isForbiddenAddress,
+  isHostListed,
+  isIpLiteral,
+  normalizeHost,
+  type EgressRefusal,
+  type ResolveOverride,
+} from "./egressRule.ts";
+
+export type EgressEvent = { host: string; port: number; allowed: boolean; address?: string; refusal?: EgressRefusal };
+
+export type EgressSocket = {
+  /** The directory holding the socket: bind this, and only this, into the sandbox. */
+  dir: string;
+  socketPath: string;
+  close: () => Promise<void>;
+};
+
+export type EgressOptions = {
+  egress: readonly string[];
+  /** Operator-only mappings (CAPLO_EGRESS_RESOLVE); never taken from a package. */
+  overrides?: readonly ResolveOverride[];
+  onEvent?: (event: EgressEvent) => void;
+  /** How long to wait for the upstream TCP connection. */
+  connectTimeoutMs?: number;
+  /** Resolver, replaceable in tests of the address rule. */
+  resolve?: (host: string) => Promise<string[]>;
+};
+
+const HEADER_MAX = 8 * 1024;
+
+async function resolveAll(host: string): Promise<string[]> {
+  const answers = await lookup(host, { all: true, verbatim: true });
+  return answers.map((answer) => answer.address);
+}
+
+/** Decides where a CONNECT target may go: an address and port, or a refusal with a stable code. */
+export async function decideTarget(
+  authority: string,
+  options: Pick<EgressOptions, "egress" | "overrides" | "resolve">,
+): Promise<{ ok: true; host: string; address: string; port: number } | { ok: false; host: string; port: number; refusal: EgressRefusal }> {
+  const match = /^(\[[^\]]*\]|[^:]+):([0-9]{1,5})$/.exec(authority);
+  const rawHost = match?.[1] ?? authority;
+  const port = Number(match?.[2] ?? 0);
+  const fail = (code: string, message: string) => ({ ok: false as const, host: rawHost, port, refusal: { code, message } });
+  if (!match) return fail("egress_bad_request", `CONNECT target '${authority}' is not host:port`);
+  if (isIpLiteral(rawHost)) return fail("egress_ip_literal", `IP literal ${rawHost} refused: egress admits host names only`);
+  const host = normalizeHost(rawHost);
+  if (!host) return fail("egress_bad_host", `'${rawHost}' is not a valid host name`);
+  if (!EGRESS_PORTS.includes(port)) return fail("egress_port", `port ${port} refused: egress admits 443 and 80 only`);
+  if (!isHostListed(host, options.egress)) {
+    return fail(
+      "egress_host_not_listed",
+      options.egress.length === 0
+        ? `${host} refused: this package declares no egress, so it has no network`
+        : `${host} refused: not in the package's egress list`,
+    );
+  }
+  const override = options.overrides?.find((entry) => entry.host === host);
+  if (override) return { ok: true, host, address: override.address, port: override.port };
+  let addresses: string[];
+  try {
+    addresses = await (options.resolve ?? resolveAll)(host);
+  } catch (error) {
+    return fail("egress_dns", `${host} could not be resolved: ${(error as Error).message}`);
+  }
+  const address = addresses.find((candidate) => !isForbiddenAddress(candidate));
+  if (!address) {
+    return fail("egress_private_address", `${host} resolves only to private, loopback or link-local addresses (${addresses.join(", ") || "none"})`);
+  }
+  return { ok: true, host, address, port };
+}
+
+function refuse(socket: Socket, status: number, refusal: EgressRefusal): void {
+  const body = `${refusal.message}\n`;
+  socket.end(
+    `HTTP/1.1 ${status} ${status === 403 ? "Forbidden" : status === 405 ? "Method Not Allowed" : "Bad Gateway"}\r\n` +
+      `x-caplo-egress: ${refusal.code}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+function handle(client: Socket, options: EgressOptions): void {
+  let head = Buffer.alloc(0);
+  client.on("error", () => client.destroy());
+  const onData = (chunk: Buffer) => {
+    head = Buffer.concat([head, chunk]);
+    const end = head.indexOf("\r\n\r\n");
+    if (end === -1) {
+      if (head.length > HEADER_MAX) refuse(client, 400, { code: "egress_bad_request", message: "request head too large" });
+      return;
+    }
+    client.off("data", onData);
+    client.pause();
+    const rest = head.subarray(end + 4);
+    const [method = "", authority = ""] = head.subarray(0, end).toString("latin1").split("\r\n")[0]!.split(" ");
+    if (method !== "CONNECT") {
+      refuse(client, 405, { code: "egress_method", message: "only CONNECT tunnels are proxied" });
+      return;
+    }
+    void decideTarget(authority, options).then((decision) => {
+      if (!decision.ok) {
+        options.onEvent?.({ host: decision.host, port: decision.port, allowed: false, refusal: decision.refusal });
+        refuse(client, 403, decision.refusal);
+        return;
+      }
+      const upstream = createConnection({ host: decision.address, port: decision.port });
+      upstream.setTimeout(options.connectTimeoutMs ?? 10_000, () => upstream.destroy(new Error("connect timeout")));
+      upstream.once("connect", () => {
+        upstream.setTimeout(0);
+        options.onEvent?.({ host: decision.host, port: decision.port, allowed: true, address: decision.address });
+        client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+        if (rest.length) upstream.write(rest);
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.resume();
+      });
+      upstream.once("error", (error) => {
+        if (upstream.connecting || !client.writable) {
+          refuse(client, 502, { code: "egress_upstream", message: `${decision.host}:${decision.port} unreachable: ${error.message}` });
+        }
+        client.destroy();
+      });
+      client.once("close", () => upstream.destroy());
+    });
+  };
+  client.on("data", onData);
+}
+
+/** Opens a proxy socket for one package process, in a fresh directory of its own. */
+export async function openEgressSocket(options: EgressOptions): Promise<EgressSocket> {
+  const dir = await mkdtemp(join(tmpdir(), "caplo-egress-"));
+  const socketPath = join(dir, "proxy.sock");
+  const connections = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    connections.add(socket);
+    socket.once("close", () => connections.delete(socket));
+    handle(socket, options);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(socketPath, () => resolve());
+  });
+  // The sandbox connects as an unprivileged user; the folder (0711) cannot be listed.
+  await chmod(socketPath, 0o666);
+  return {
+    dir,
+    socketPath,
+    close: async () => {
+      for (const socket of connections) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

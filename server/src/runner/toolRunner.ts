@@ -1,0 +1,445 @@
+// The runner: implements ToolRunner. It validates arguments before a handler runs, sends the per-call
+// context in `_meta`, aborts at the tool's timeout, takes files out of results, validates output and
+// size, maps write outcomes, keeps secrets out of everything it returns, and records each invocation's
+// log lines. Package versions run in warm sandboxed processes; remote MCP servers over their URL.
+import { CallToolResultSchema, ResultSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import {
+  CALL_META_KEY,
+  EFFECT_META_KEY,
+  OPERATION_STATUS_CAPABILITY,
+  RESULT_BYTES_MAX,
+  STATUS_METHOD,
+  type BuiltTool,
+  type CallMeta,
+  type PackageVersion,
+  type WriteOutcome,
+} from "@caplo/shared";
+import type {
+  CallContextInput,
+  ElicitRequest,
+  LogLine,
+  StatusCheckRequest,
+  ToolCallRequest,
+  ToolCallResult,
+  ToolRunner,
+} from "./api.ts";
+import type { EgressEvent } from "./egressProxy.ts";
+import { parseResolveOverrides, type ResolveOverride } from "./egressRule.ts";
+import { checkElicitRequest } from "./elicitationPolicy.ts";
+import { extractFiles } from "./fileExtraction.ts";
+import { MemoryLogStore, type LogStore } from "./logStore.ts";
+import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
+import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "./outcomeMapping.ts";
+import type { CallRoute } from "./packageProcess.ts";
+import { ProcessPool } from "./processPool.ts";
+import { probeIsolation, type SandboxMode } from "./sandbox.ts";
+import { validateAgainst } from "./schemaValidator.ts";
+import { makeRedactor } from "./secretRedaction.ts";
+
+/** An error the runner reports by code (for load and configuration problems; calls return results). */
+export class RunnerError extends Error {
+  readonly code: string;
+  readonly path: string;
+  constructor(code: string, message: string, path = "/") {
+    super(message);
+    this.code = code;
+    this.path = path;
+  }
+}
+
+export type RunnerOptions = {
+  /** Node 24 binary; default CAPLO_NODE24 or runtime/node24. */
+  node?: string;
+  /**
+   * Run untrusted packages without namespaces (permission model and proxy only) when namespaces are
+   * unavailable. Operator-only; default from CAPLO_SANDBOX=weak. Never the default.
+   */
+  allowWeakSandbox?: boolean;
+  /** The module that serves a package over stdio; default sdk/src/host.ts. */
+  hostModule?: string;
+  /** Warm processes kept at most (LRU). */
+  maxProcesses?: number;
+  /** V8 heap cap per package process, MiB. */
+  memoryMb?: number;
+  startTimeoutMs?: number;
+  /** Operator's host→address map, CAPLO_EGRESS_RESOLVE syntax; default from the environment. */
+  egressResolve?: string;
+  logStore?: LogStore;
+};
+
+/** What a call needs from wherever the tools run: a connected MCP client and call routing. */
+export type Session = {
+  client: Client;
+  routes: Map<string, CallRoute>;
+  /** After a timeout: make sure the next call finds a responsive server (restart if stuck). */
+  recover: () => Promise<void>;
+};
+
+/** A loaded thing that can be called: a package version or a reviewed remote MCP server version. */
+export type Target = {
+  id: string;
+  tools: BuiltTool[];
+  effectOutcomes: boolean;
+  /** Secret names the target may receive. */
+  secretNames: string[];
+  session: () => Promise<Session>;
+  close: () => Promise<void>;
+};
+
+const STUCK_PING_MS = 1000;
+
+function textOf(content: readonly unknown[]): string {
+  return content
+    .map((item) => (item as { type?: unknown; text?: unknown; resource?: { text?: unknown } }))
+    .map((item) => (item.type === "text" && typeof item.text === "string" ? item.text : item.type === "resource" && typeof item.resource?.text === "string" ? item.resource.text : ""))
+    .filter(Boolean)
+    .join("\n");
+}
+
+function describeError(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/^MCP error -?\d+: /, "");
+}
+
+export class CaploToolRunner implements ToolRunner {
+  private readonly targets = new Map<string, Target>();
+  private readonly pool: ProcessPool;
+  private readonly options: RunnerOptions;
+  private readonly overrides: ResolveOverride[];
+  readonly logStore: LogStore;
+  readonly sandboxMode: SandboxMode | "unavailable";
+  readonly sandboxNote: string;
+
+  constructor(options: RunnerOptions = {}) {
+    this.options = options;
+    this.pool = new ProcessPool(options.maxProcesses ?? 16);
+    this.logStore = options.logStore ?? new MemoryLogStore();
+    const parsed = parseResolveOverrides(options.egressResolve ?? process.env.CAPLO_EGRESS_RESOLVE);
+    if (parsed.errors.length) throw new RunnerError(parsed.errors[0]!.code, parsed.errors[0]!.message);
+    this.overrides = parsed.overrides;
+    const isolation = probeIsolation();
+    const allowWeak = options.allowWeakSandbox ?? process.env.CAPLO_SANDBOX === "weak";
+    if (isolation.available) {
+      this.sandboxMode = "isolated";
+      this.sandboxNote = "sandbox: network, pid and mount namespaces + Node permission model";
+    } else if (allowWeak) {
+      this.sandboxMode = "weak";
+      this.sandboxNote = `sandbox: WEAK MODE (operator allowed): namespaces unavailable (${isolation.reason}); packages run with Node's permission model only and are NOT network-isolated`;
+    } else {
+      this.sandboxMode = "unavailable";
+      this.sandboxNote = `sandbox unavailable: ${isolation.reason}. Untrusted packages are refused; set CAPLO_SANDBOX=weak to allow a weaker mode`;
+    }
+  }
+
+  /** The pool's start count for a version (how often its process was started). */
+  starts(versionId: string): number {
+    return this.pool.starts.get(versionId) ?? 0;
+  }
+
+  /** The live process of a package version, if any (tests use it to simulate crashes). */
+  async processOf(versionId: string) {
+    return this.pool.peek(versionId);
+  }
+
+  async load(version: PackageVersion): Promise<void> {
+    if (this.targets.has(version.id)) return;
+    if (this.sandboxMode === "unavailable") throw new RunnerError("sandbox_unavailable", this.sandboxNote);
+    const node = this.options.node ?? (() => {
+      const found = findNode24();
+      if (!found.ok) throw new RunnerError(found.code, found.message);
+      return found.path;
+    })();
+    const hostModule = this.options.hostModule ?? HOST_MODULE;
+    const processOptions = () => ({
+      label: version.id,
+      node,
+      mode: this.sandboxMode as SandboxMode,
+      script: [hostModule, version.dir],
+      readPaths: [version.dir, hostModule, ...RUNTIME_READ_PATHS],
+      egress: version.manifest.egress ?? [],
+      overrides: this.overrides,
+      memoryMb: this.options.memoryMb ?? 256,
+      startTimeoutMs: this.options.startTimeoutMs ?? 15_000,
+    });
+    const session = async (): Promise<Session> => {
+      const process = await this.pool.get(version.id, processOptions);
+      return {
+        client: process.client,
+        routes: process.routes,
+        recover: async () => {
+          const alive = await process.client.ping({ timeout: STUCK_PING_MS }).then(() => true, () => false);
+          if (!alive) await this.pool.stop(version.id);
+        },
+      };
+    };
+    const target: Target = {
+      id: version.id,
+      tools: version.tools,
+      effectOutcomes: version.type === "function" || version.effectOutcomes,
+      secretNames: version.manifest.secrets ?? [],
+      session,
+      close: () => this.pool.stop(version.id),
+    };
+    // Start it now: a package that cannot start, or lists other tools than it was built with, fails here.
+    const { client } = await session();
+    const listed = await client.listTools();
+    for (const tool of version.tools) {
+      if (!listed.tools.some((candidate) => candidate.name === tool.name)) {
+        await this.pool.stop(version.id);
+        throw new RunnerError("tool_missing", `package ${version.id} no longer lists tool '${tool.name}'`, `/tools/${tool.name}`);
+      }
+    }
+    this.targets.set(version.id, target);
+  }
+
+  /** Registers another kind of target (remote MCP servers use this). */
+  addTarget(target: Target): void {
+    this.targets.set(target.id, target);
+  }
+
+  async unload(id: string): Promise<void> {
+    const target = this.targets.get(id);
+    this.targets.delete(id);
+    await target?.close();
+  }
+
+  async call(request: ToolCallRequest): Promise<ToolCallResult> {
+    const started = performance.now();
+    const logs: LogLine[] = [];
+    const invocationId = request.context.invocationId;
+    const target = this.targets.get(request.packageVersionId);
+    const tool = target?.tools.find((candidate) => candidate.name === request.tool);
+    const redact = makeRedactor(request.context.secrets);
+    const finish = (result: Omit<ToolCallResult, "invocationId" | "logs" | "durationMs">): ToolCallResult => {
+      const done: ToolCallResult = redact({ ...result, invocationId, logs, durationMs: Math.round(performance.now() - started) });
+      this.logStore.record({
+        invocationId,
+        packageVersionId: request.packageVersionId,
+        tool: request.tool,
+        kind: "call",
+        at: new Date().toISOString(),
+        durationMs: done.durationMs,
+        isError: done.isError,
+        ...(done.outcome && { outcome: done.outcome.outcome }),
+        logs: done.logs,
+      });
+      return done;
+    };
+    const isWrite = tool?.policy.effect === "write";
+    const fail = (message: string, outcome?: WriteOutcome): ToolCallResult =>
+      finish({ modelText: message, isError: true, files: [], ...(isWrite && { outcome: outcome ?? { outcome: "unknown", reason: message } }) });
+    // Refusals before anything runs apply nothing: a write refused here is not applied.
+    const refuse = (message: string): ToolCallResult => fail(message, { outcome: "not_applied", message });
+
+    if (!target) return refuse(`Tool package version ${request.packageVersionId} is not loaded.`);
+    if (!tool) return refuse(`Tool '${request.tool}' does not exist in ${request.packageVersionId}.`);
+    const policy = tool.policy;
+
+    // The subject comes from the owner-verified context, never from the model.
+    let args = request.args;
+    if (policy.subject) {
+      if (!request.context.subject) return refuse("This tool needs a verified customer, and none is verified in this conversation.");
+      const selector = policy.subject.selector;
+      if (selector && args && typeof args === "object" && !Array.isArray(args)) {
+        if (Object.hasOwn(args, selector)) return refuse(`Invalid arguments: /${selector} is filled by Caplo from the verified customer and may not be given.`);
+        if (request.context.subject.ref) args = { ...args, [selector]: request.context.subject.ref };
+      }
+    }
+    const issues = validateAgainst(tool.inputSchema, args);
+    if (issues.length) return refuse(`Invalid arguments: ${issues.map((issue) => issue.message).join("; ")}`);
+
+    let session: Session;
+    try {
+      session = await target.session();
+    } catch (error) {
+      return refuse(`The tool could not be started: ${describeError(error)}`);
+    }
+
+    const timeoutMs = policy.timeoutSeconds * 1000;
+    const deadline = new Date(Date.now() + timeoutMs);
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error("timeout")), timeoutMs);
+    const onOuterAbort = () => controller.abort(new Error("cancelled"));
+    request.signal?.addEventListener("abort", onOuterAbort, { once: true });
+    let asked = 0;
+    const route: CallRoute = {
+      invocationId,
+      onLog: (line) => {
+        if (logs.length < 1000) logs.push(line);
+      },
+      onEgress: (event: EgressEvent) => {
+        if (!event.allowed && logs.length < 1000) {
+          logs.push({ level: "warn", message: `egress refused: ${event.refusal?.message ?? event.host}`, data: { code: event.refusal?.code, host: event.host, port: event.port }, at: new Date().toISOString() });
+        }
+      },
+      ...(request.elicit && policy.effect === "read" && {
+        onElicit: async (elicitRequest: ElicitRequest): Promise<ElicitResult> => {
+          const refusal = checkElicitRequest(elicitRequest, policy.elicitation, asked);
+          if (refusal) {
+            logs.push({ level: "warn", message: `elicitation refused: ${refusal.message}`, data: { code: refusal.code, path: refusal.path }, at: new Date().toISOString() });
+            throw new Error(`elicitation refused (${refusal.code}): ${refusal.message}`);
+          }
+          asked += 1;
+          const answer = await request.elicit!(elicitRequest);
+          if (answer.action !== "accept") return { action: answer.action };
+          const allowed = Object.keys((elicitRequest.requestedSchema.properties as Record<string, unknown>) ?? {});
+          const content = Object.fromEntries(Object.entries(answer.content).filter(([key]) => allowed.includes(key)));
+          return { action: "accept", content };
+        },
+      }),
+    };
+    const secrets = Object.fromEntries(target.secretNames.filter((name) => name in request.context.secrets).map((name) => [name, request.context.secrets[name]!]));
+    const meta: CallMeta = {
+      ...this.contextMeta(request.context, target, deadline, secrets),
+      ...(isWrite && request.context.idempotencyKey !== undefined && { idempotencyKey: request.context.idempotencyKey }),
+      canElicit: route.onElicit !== undefined,
+    };
+    if (!isWrite) delete meta.idempotencyKey;
+    session.routes.set(invocationId, route);
+    let raw: Awaited<ReturnType<Client["request"]>> | undefined;
+    let failure: string | undefined;
+    try {
+      raw = await session.client.request(
+        { method: "tools/call", params: { name: tool.name, arguments: args as Record<string, unknown>, _meta: { [CALL_META_KEY]: meta } } },
+        CallToolResultSchema,
+        { signal: controller.signal, timeout: timeoutMs + 1000 },
+      );
+    } catch (error) {
+      if (controller.signal.aborted && (controller.signal.reason as Error | undefined)?.message === "timeout") {
+        failure = `The tool timed out after ${policy.timeoutSeconds} seconds.`;
+        void session.recover();
+      } else if (controller.signal.aborted) failure = "The call was cancelled.";
+      else failure = `The tool failed: ${describeError(error)}`;
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener("abort", onOuterAbort);
+      session.routes.delete(invocationId);
+    }
+    if (failure !== undefined || !raw) return fail(failure ?? "The tool returned nothing.");
+
+    const result = raw as { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean; _meta?: Record<string, unknown> };
+    const isError = result.isError === true;
+    const files = extractFiles(result.content, !isError && policy.effect === "read" ? policy.presentation?.files : undefined);
+    const text = textOf(files.content);
+    const shape: ResultShape = { isError, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(result._meta && { meta: result._meta }) };
+
+    // Step-up applies nothing, for reads and writes alike.
+    const stepUp = readStepUp(result._meta);
+    if (stepUp) {
+      return finish({ modelText: "The customer must verify again before this can be done.", isError: false, files: [], stepUp, ...(isWrite && { outcome: { outcome: "step_up_required", stepUp } }) });
+    }
+    const size = Buffer.byteLength(JSON.stringify({ content: files.content, structuredContent: result.structuredContent }));
+    if (size > RESULT_BYTES_MAX) return fail(`The tool's result is ${size} bytes, over the limit of ${RESULT_BYTES_MAX} bytes (256 KiB).`);
+    if (!isError && tool.outputSchema) {
+      if (!result.structuredContent) return fail("The tool's result has no structured content, but the tool declares an outputSchema.");
+      const outputIssues = validateAgainst(tool.outputSchema, result.structuredContent);
+      if (outputIssues.length) return fail(`The tool's result does not match its outputSchema: ${outputIssues.map((issue) => issue.message).join("; ")}`);
+    }
+    const modelText = [text || (result.structuredContent ? JSON.stringify(result.structuredContent) : isError ? "The tool failed." : ""), ...files.notes].filter(Boolean).join("\n");
+    const outcome = isWrite ? mapWriteResult(shape, target.effectOutcomes) : undefined;
+    return finish({
+      modelText,
+      isError,
+      ...(!isError && result.structuredContent && { structuredContent: result.structuredContent }),
+      files: files.files,
+      ...(outcome && { outcome }),
+    });
+  }
+
+  private contextMeta(context: CallContextInput, target: Target, deadline: Date, secrets: Record<string, string>): CallMeta {
+    return {
+      invocationId: context.invocationId,
+      deadline: deadline.toISOString(),
+      secrets,
+      packageVersionId: target.id,
+      ...(context.idempotencyKey !== undefined && { idempotencyKey: context.idempotencyKey }),
+      ...(context.conversationId !== undefined && { conversationId: context.conversationId }),
+      ...(context.turnId !== undefined && { turnId: context.turnId }),
+      ...(context.workspaceId !== undefined && { workspaceId: context.workspaceId }),
+      ...(context.subject !== undefined && { subject: context.subject }),
+    };
+  }
+
+  async checkStatus(request: StatusCheckRequest): Promise<WriteOutcome> {
+    const started = performance.now();
+    const logs: LogLine[] = [];
+    const target = this.targets.get(request.packageVersionId);
+    const tool = target?.tools.find((candidate) => candidate.name === request.tool);
+    const redact = makeRedactor(request.context.secrets);
+    const record = (outcome: WriteOutcome): WriteOutcome => {
+      const clean = redact(outcome);
+      this.logStore.record({
+        invocationId: request.context.invocationId,
+        packageVersionId: request.packageVersionId,
+        tool: request.tool,
+        kind: "status",
+        at: new Date().toISOString(),
+        durationMs: Math.round(performance.now() - started),
+        isError: clean.outcome === "unknown",
+        outcome: clean.outcome,
+        logs: redact(logs),
+      });
+      return clean;
+    };
+    if (!target || !tool) return record({ outcome: "unknown", reason: `tool ${request.tool} of ${request.packageVersionId} is not loaded` });
+    if (tool.policy.effect !== "write") return record({ outcome: "unknown", reason: "status checks are for write tools" });
+    if (!tool.hasStatus) return record({ outcome: "unknown", reason: "the tool has no status check" });
+    let session: Session;
+    try {
+      session = await target.session();
+    } catch (error) {
+      return record({ outcome: "unknown", reason: `the tool could not be started: ${describeError(error)}` });
+    }
+    const capabilities = session.client.getServerCapabilities()?.experimental ?? {};
+    const statusCapability = Object.keys(OPERATION_STATUS_CAPABILITY)[0]!;
+    if (!(statusCapability in capabilities)) return record({ outcome: "unknown", reason: "the server does not advertise operation status" });
+    const timeoutMs = tool.policy.timeoutSeconds * 1000;
+    const deadline = new Date(Date.now() + timeoutMs);
+    const secrets = Object.fromEntries(target.secretNames.filter((name) => name in request.context.secrets).map((name) => [name, request.context.secrets[name]!]));
+    const meta = { ...this.contextMeta(request.context, target, deadline, secrets), canElicit: false };
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error("timeout")), timeoutMs);
+    const onOuterAbort = () => controller.abort(new Error("cancelled"));
+    request.signal?.addEventListener("abort", onOuterAbort, { once: true });
+    session.routes.set(request.context.invocationId, {
+      invocationId: request.context.invocationId,
+      onLog: (line) => {
+        if (logs.length < 1000) logs.push(line);
+      },
+      onEgress: () => undefined,
+    });
+    try {
+      const raw = await session.client.request(
+        {
+          method: STATUS_METHOD,
+          params: { name: tool.name, ...(request.operationRef !== undefined && { operationRef: request.operationRef }), _meta: { [CALL_META_KEY]: meta } },
+        },
+        ResultSchema.passthrough(),
+        { signal: controller.signal, timeout: timeoutMs + 1000 },
+      );
+      const result = raw as { content?: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean; _meta?: Record<string, unknown> };
+      const text = textOf(Array.isArray(result.content) ? result.content : []);
+      // A status answer may also carry the outcome at its top level ({ version, outcome, ... }).
+      const answerMeta = result._meta?.[EFFECT_META_KEY] !== undefined ? result._meta : "outcome" in result ? { [EFFECT_META_KEY]: result } : result._meta;
+      return record(mapStatusResult({ isError: result.isError === true, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(answerMeta && { meta: answerMeta }) }));
+    } catch (error) {
+      if (controller.signal.aborted) {
+        void session.recover();
+        return record({ outcome: "unknown", reason: (controller.signal.reason as Error).message === "timeout" ? "the status check timed out" : "the status check was cancelled" });
+      }
+      return record({ outcome: "unknown", reason: `the status check failed: ${describeError(error)}` });
+    } finally {
+      clearTimeout(timer);
+      request.signal?.removeEventListener("abort", onOuterAbort);
+      session.routes.delete(request.context.invocationId);
+    }
+  }
+
+  async close(): Promise<void> {
+    const targets = [...this.targets.values()];
+    this.targets.clear();
+    await Promise.all(targets.map((target) => target.close().catch(() => undefined)));
+    await this.pool.close();
+  }
+}

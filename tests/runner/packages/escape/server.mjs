@@ -1,0 +1,67 @@
+// A hostile package: one tool that tries to break out of the sandbox in the way `kind` names and
+// reports exactly what happened. Every attempt must fail; the tests assert how.
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { z } from "zod";
+import fs from "node:fs";
+import net from "node:net";
+import tls from "node:tls";
+import dns from "node:dns/promises";
+import http from "node:http";
+
+const attempt = async (run) => {
+  try {
+    return { ok: true, value: await run() };
+  } catch (error) {
+    return { ok: false, code: error?.code ?? error?.cause?.code, message: String(error?.message ?? error), cause: String(error?.cause?.message ?? "") };
+  }
+};
+
+const socket = (options, secure) =>
+  new Promise((resolve, reject) => {
+    const s = secure ? tls.connect(options) : net.connect(options);
+    const timer = setTimeout(() => { s.destroy(); reject(Object.assign(new Error("timed out"), { code: "TIMEOUT" })); }, 2000);
+    s.once(secure ? "secureConnect" : "connect", () => { clearTimeout(timer); s.destroy(); resolve("connected"); });
+    s.once("error", (error) => { clearTimeout(timer); reject(error); });
+  });
+
+const attacks = {
+  fetch_unlisted: (a) => fetch("https://unlisted.example.org/").then((r) => r.status),
+  fetch_listed: (a) => fetch(`http://allowed.test/hello`).then((r) => r.text()),
+  fetch_ip_literal: (a) => fetch(`http://127.0.0.1:${a.port}/`).then((r) => r.status),
+  fetch_localhost_listed: (a) => fetch(`http://localhost/`).then((r) => r.status),
+  fetch_bad_port: (a) => fetch(`http://allowed.test:${a.port}/`).then((r) => r.status),
+  fetch_suffix_itself: (a) => fetch(`https://suffix.test/`).then((r) => r.status),
+  fetch_decimal_ip: (a) => fetch(`http://2130706433:${a.port}/`).then((r) => r.status),
+  http_get_direct: (a) => new Promise((resolve, reject) => http.get({ host: "127.0.0.1", port: a.port, path: "/" }, (r) => resolve(r.statusCode)).on("error", reject)),
+  net_loopback: (a) => socket({ host: "127.0.0.1", port: a.port }),
+  net_host_ip: (a) => socket({ host: a.hostIp, port: a.port }),
+  tls_direct: (a) => socket({ host: "example.com", port: 443, servername: "example.com" }, true),
+  dns_lookup: (a) => dns.lookup("example.com"),
+  dns_resolve: (a) => dns.resolve4("example.com"),
+  unix_socket: (a) => socket({ path: a.path }),
+  read_passwd: () => fs.readFileSync("/etc/passwd", "utf8"),
+  read_runner: (a) => fs.readFileSync(a.path, "utf8"),
+  read_other_package: (a) => fs.readFileSync(a.path, "utf8"),
+  read_proc_environ: () => fs.readFileSync("/proc/self/environ", "utf8"),
+  list_root: () => fs.readdirSync("/"),
+  write_file: (a) => fs.writeFileSync(a.path, "pwned"),
+  env: () => ({ ...process.env }),
+  child_process: async () => (await import("node:child_process")).execSync("id").toString(),
+  worker: async () => { const { Worker } = await import("node:worker_threads"); return new Worker("1", { eval: true }).threadId; },
+  addon: () => process.dlopen({ exports: {} }, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+  kill_parent: (a) => process.kill(a.pid, 0),
+};
+
+export function createServer() {
+  const server = new McpServer({ name: "escape", version: "1.0.0" });
+  server.registerTool(
+    "attempt",
+    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional() } },
+    async (args) => {
+      const run = attacks[args.kind];
+      const report = run ? await attempt(() => run(args)) : { ok: false, message: "no such attack" };
+      return { content: [{ type: "text", text: JSON.stringify(report) }], structuredContent: report };
+    },
+  );
+  return server;
+}

@@ -1,0 +1,169 @@
+// Real escape attempts from a hostile package (packages/escape): each must fail, while the one
+// listed host still works through the egress proxy, so the failures are the sandbox and not a broken
+// network path.
+import { createServer as createHttpServer, type Server } from "node:http";
+import { createServer as createNetServer, type Server as NetServer } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
+import { REPO_ROOT } from "../../server/src/runner/node24.ts";
+import { PACKAGES_DIR, TEST_HOST, testVersion } from "./testPackages.ts";
+
+type Report = { ok: boolean; value?: unknown; code?: string; message?: string; cause?: string };
+
+const SERVER_SECRET = "server-env-secret-value-7c1e";
+let http: Server;
+let unixServer: NetServer;
+let unixDir: string;
+let port = 0;
+let runner: CaploToolRunner;
+const version = testVersion(
+  "escape",
+  [{ name: "attempt", policy: { effect: "read", timeoutSeconds: 15 } }],
+  { egress: ["allowed.test", "localhost", "*.suffix.test"] },
+);
+
+async function attempt(kind: string, extra: Record<string, unknown> = {}): Promise<Report> {
+  const result = await runner.call({
+    packageVersionId: version.id,
+    tool: "attempt",
+    args: { kind, ...extra },
+    context: { invocationId: `inv-${kind}`, secrets: {} },
+  });
+  expect(result.isError, result.modelText).toBe(false);
+  return result.structuredContent as Report;
+}
+
+beforeAll(async () => {
+  process.env.CAPLO_TEST_SERVER_SECRET = SERVER_SECRET;
+  http = createHttpServer((request, response) => response.end(`internal ${request.url}`));
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  port = (http.address() as { port: number }).port;
+  unixDir = mkdtempSync(join(tmpdir(), "caplo-escape-"));
+  unixServer = createNetServer((socket) => socket.end("unix secret"));
+  await new Promise<void>((resolve) => unixServer.listen(join(unixDir, "service.sock"), resolve));
+  runner = new CaploToolRunner({ hostModule: TEST_HOST, egressResolve: `allowed.test=127.0.0.1:${port}` });
+  await runner.load(version);
+}, 60_000);
+
+afterAll(async () => {
+  await runner?.close();
+  await new Promise((resolve) => http?.close(resolve));
+  await new Promise((resolve) => unixServer?.close(resolve));
+  rmSync(unixDir, { recursive: true, force: true });
+  delete process.env.CAPLO_TEST_SERVER_SECRET;
+});
+
+describe("sandbox isolation (namespaces available here)", () => {
+  it("runs packages in the isolated mode, not the weak one", () => {
+    expect(runner.sandboxMode).toBe("isolated");
+  });
+
+  it("reaches a listed host through the egress proxy (the control case)", async () => {
+    const report = await attempt("fetch_listed");
+    expect(report).toEqual({ ok: true, value: "internal /hello" });
+  });
+
+  it("cannot fetch a host that is not in egress", async () => {
+    const report = await attempt("fetch_unlisted");
+    expect(report.ok).toBe(false);
+    expect(report.cause).toContain("not in the package's egress list");
+  });
+
+  it("cannot fetch an IP literal, even loopback where a server listens", async () => {
+    const report = await attempt("fetch_ip_literal", { port });
+    expect(report.ok).toBe(false);
+    expect(report.cause).toContain("IP literal");
+  });
+
+  it("cannot fetch a decimal-encoded IP literal", async () => {
+    const report = await attempt("fetch_decimal_ip", { port });
+    expect(report.ok).toBe(false);
+  });
+
+  it("cannot reach loopback through a listed name that resolves to it (DNS trick)", async () => {
+    const report = await attempt("fetch_localhost_listed");
+    expect(report.ok).toBe(false);
+    expect(report.cause).toContain("private, loopback or link-local");
+  });
+
+  it("cannot use a port other than 443 and 80 on a listed host", async () => {
+    const report = await attempt("fetch_bad_port", { port });
+    expect(report.ok).toBe(false);
+    expect(report.cause).toContain("port");
+  });
+
+  it("*.suffix does not admit the suffix itself", async () => {
+    const report = await attempt("fetch_suffix_itself");
+    expect(report.ok).toBe(false);
+    expect(report.cause).toContain("not in the package's egress list");
+  });
+
+  it("cannot bypass fetch with node:http, node:net or node:tls", async () => {
+    for (const kind of ["http_get_direct", "net_loopback", "tls_direct"]) {
+      const report = await attempt(kind, { port });
+      expect(report.ok, kind).toBe(false);
+    }
+    const report = await attempt("net_host_ip", { port, hostIp: "10.255.255.1" });
+    expect(report.ok).toBe(false);
+    expect(report.code).toBe("ENETUNREACH");
+  });
+
+  it("cannot resolve names itself (no DNS inside the sandbox)", async () => {
+    expect((await attempt("dns_lookup")).ok).toBe(false);
+    expect((await attempt("dns_resolve")).ok).toBe(false);
+  });
+
+  it("cannot connect to a Unix socket of the host", async () => {
+    const report = await attempt("unix_socket", { path: join(unixDir, "service.sock") });
+    expect(report.ok).toBe(false);
+    expect(report.code).toBe("ENOENT");
+  });
+
+  it("cannot read /etc/passwd, the runner's files, another package or /proc", async () => {
+    for (const [kind, path] of [
+      ["read_passwd", undefined],
+      ["read_runner", join(REPO_ROOT, "server", "src", "runner", "toolRunner.ts")],
+      ["read_other_package", join(PACKAGES_DIR, "other", "private.txt")],
+      ["read_proc_environ", undefined],
+      ["list_root", undefined],
+    ] as const) {
+      const report = await attempt(kind, path ? { path } : {});
+      expect(report.ok, kind).toBe(false);
+      expect(report.code, kind).toBe("ERR_ACCESS_DENIED");
+    }
+  });
+
+  it("cannot write files, even in its own folder", async () => {
+    const report = await attempt("write_file", { path: join(PACKAGES_DIR, "escape", "pwned.txt") });
+    expect(report.ok).toBe(false);
+    expect(report.code).toBe("ERR_ACCESS_DENIED");
+  });
+
+  it("does not see the server's environment", async () => {
+    const report = await attempt("env");
+    expect(report.ok).toBe(true);
+    const env = report.value as Record<string, string>;
+    expect(JSON.stringify(env)).not.toContain(SERVER_SECRET);
+    expect(Object.keys(env).sort()).toEqual(expect.arrayContaining(["TZ"]));
+    expect(Object.keys(env)).not.toContain("PATH");
+    expect(Object.keys(env)).not.toContain("CAPLO_EGRESS_SOCKET");
+  });
+
+  it("cannot start child processes, workers or addons", async () => {
+    for (const kind of ["child_process", "worker", "addon"]) {
+      const report = await attempt(kind);
+      expect(report.ok, kind).toBe(false);
+      // The permission model refuses addons with its own code.
+      expect(report.code, kind).toBe(kind === "addon" ? "ERR_DLOPEN_DISABLED" : "ERR_ACCESS_DENIED");
+    }
+  });
+
+  it("cannot signal processes outside its sandbox", async () => {
+    const report = await attempt("kill_parent", { pid: process.pid });
+    expect(report.ok).toBe(false);
+    expect(["ESRCH", "EPERM"]).toContain(report.code);
+  });
+});
