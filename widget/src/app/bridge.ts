@@ -1,0 +1,32 @@
+// The app's half of the host page API: messages go only to the host page's origin, and only messages
+// from the parent window at that origin are accepted. The loader checks the other direction.
+
+/** Every message of the API carries this marker so unrelated postMessage traffic is ignored. */
+export const MARK = "caplo";
+
+export type HostCommand = { type: "identify"; token: string } | { type: "open" } | { type: "close" };
+export type AppNotice =
+  | { type: "ready" }
+  | { type: "close" }
+  | { type: "activity" }
+  | { type: "step_up"; level: string; maxAuthAgeSeconds?: number };
+
+/** Identity tokens are capped as the identify frame caps them. */
+const TOKEN_MAX = 8192;
+
+/** The host command in a message event, if it is one and comes from the expected parent and origin. */
+export function readHostCommand(event: MessageEvent, parent: Window | null, parentOrigin: string | null): HostCommand | null {
+  if (!parentOrigin || event.origin !== parentOrigin || event.source !== parent) return null;
+  const data: unknown = event.data;
+  if (typeof data !== "object" || data === null) return null;
+  const { [MARK]: mark, type, token } = data as Record<string, unknown>;
+  if (mark !== 1) return null;
+  if (type === "identify") return typeof token === "string" && token.length > 0 && token.length <= TOKEN_MAX ? { type, token } : null;
+  if (type === "open" || type === "close") return { type };
+  return null;
+}
+
+export function notifyHost(notice: AppNotice, parent: Window | null, parentOrigin: string | null): void {
+  if (!parent || !parentOrigin || parent === window) return;
+  parent.postMessage({ [MARK]: 1, ...notice }, parentOrigin);
+}

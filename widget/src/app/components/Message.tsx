@@ -1,0 +1,82 @@
+// One conversation row that is not a card: visitor, agent, team and system text, handoff notices,
+// files, questions, step-up prompts and results. Agent and team text may use the small Markdown subset;
+// everything else is plain text.
+import type { Outbound, OutboundOf } from "@caplo/shared";
+import { useMemo } from "preact/hooks";
+import { useWidget } from "../context.ts";
+import { clampText, formatSize, safeUrl } from "../format.ts";
+import { markdownToHtml } from "../markdown.ts";
+import { Result } from "../layouts/Result.tsx";
+import { Question } from "./Question.tsx";
+import { StepUp } from "./StepUp.tsx";
+
+/** Agent text longer than this is cut; the inbound limit is 4000, and a reply should never be a book. */
+export const AGENT_TEXT_SHOWN_MAX = 8000;
+
+export function Message({ message }: { message: Outbound }) {
+  switch (message.type) {
+    case "text":
+      return <Text message={message} />;
+    case "handoff":
+      return (
+        <p class={`notice handoff handoff-${message.state}`} role="note">
+          {clampText(message.text, 1000)}
+        </p>
+      );
+    case "file":
+      return <FileDownload file={message} />;
+    case "question":
+      return <Question question={message} />;
+    case "step_up":
+      return <StepUp prompt={message} />;
+    case "result":
+      return <Result result={message} />;
+    default:
+      return null;
+  }
+}
+
+function Text({ message }: { message: OutboundOf<"text"> }) {
+  const { t } = useWidget();
+  const who = { customer: t.you, agent: t.agent, team: t.team, system: t.system }[message.from];
+  const rich = message.from === "agent" || message.from === "team";
+  const html = useMemo(() => (rich ? markdownToHtml(clampText(message.text, AGENT_TEXT_SHOWN_MAX)) : ""), [message.text, rich]);
+  return (
+    <div class={`bubble from-${message.from}`}>
+      <span class="sr-only">{who}: </span>
+      {message.from === "team" && <span class="who">{who}</span>}
+      {rich ? (
+        // markdownToHtml escapes the text and DOMPurify keeps only the subset's tags and https links.
+        <div class="text" dangerouslySetInnerHTML={{ __html: html }} />
+      ) : (
+        <div class="text plain">{clampText(message.text, AGENT_TEXT_SHOWN_MAX)}</div>
+      )}
+    </div>
+  );
+}
+
+/** A file from a read tool: a download link with its name, type and size. */
+export function FileDownload({ file }: { file: OutboundOf<"file"> }) {
+  const { t, locale } = useWidget();
+  const href = safeUrl(file.url);
+  const name = clampText(file.name, 200);
+  const type = t.fileType[file.mimeType] ?? file.mimeType;
+  const size = formatSize(file.size, locale);
+  return (
+    <div class="card file">
+      {href ? (
+        <a href={href} download={name} rel="noopener noreferrer" aria-label={t.download.replace("{name}", name)}>
+          <span class="file-icon" aria-hidden="true">
+            ⤓
+          </span>
+          <span class="file-name">{name}</span>
+        </a>
+      ) : (
+        <span class="file-name">{name}</span>
+      )}
+      <span class="muted">
+        {type} · {size}
+      </span>
+    </div>
+  );
+}

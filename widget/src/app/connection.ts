@@ -1,0 +1,153 @@
+// The widget's WebSocket client: says hello with its capabilities and resume point, hands every frame
+// it can read to the app, keeps the line alive with pings, and reconnects with growing, jittered gaps
+// when the line drops, resuming after the last event the app has so nothing is lost or shown twice.
+import type { ClientFrame, ServerFrame } from "@caplo/shared";
+import { PROTOCOL_VERSION, readServerFrame } from "./frames.ts";
+import type { ConnectionView } from "./conversation.ts";
+
+export interface ConnectionOptions {
+  url: string;
+  agent: string;
+  locale: string;
+  /** The stored resume token, if any. */
+  resumeToken: () => string | undefined;
+  /** The last event sequence the app has. */
+  lastSeq: () => number;
+  onFrame: (frame: ServerFrame) => void;
+  onView: (view: ConnectionView) => void;
+  WebSocketImpl?: typeof WebSocket;
+  random?: () => number;
+  now?: () => number;
+}
+
+/** The first gap before a reconnect, doubled per failed attempt up to the cap. */
+export const RECONNECT_BASE_MS = 500;
+export const RECONNECT_MAX_MS = 30_000;
+const PING_EVERY_MS = 25_000;
+const PONG_WITHIN_MS = 10_000;
+
+/** The gap before attempt `attempt` (1-based): exponential, capped, with up to half of it as jitter. */
+export function backoff(attempt: number, random: () => number = Math.random): number {
+  const full = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** Math.max(0, attempt - 1));
+  return Math.round(full * (0.5 + random() * 0.5));
+}
+
+export class Connection {
+  private socket: WebSocket | undefined;
+  private attempt = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private pingTimer: ReturnType<typeof setInterval> | undefined;
+  private pongTimer: ReturnType<typeof setTimeout> | undefined;
+  private stopped = false;
+  private welcomed = false;
+  private readonly options: ConnectionOptions;
+
+  constructor(options: ConnectionOptions) {
+    this.options = options;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.open();
+  }
+
+  /** Closes for good (the app is going away). */
+  stop(): void {
+    this.stopped = true;
+    this.clearTimers();
+    this.socket?.close(1000);
+    this.socket = undefined;
+  }
+
+  /** True when the frame went out on an open, welcomed connection. */
+  send(frame: ClientFrame): boolean {
+    if (!this.socket || this.socket.readyState !== 1 || !this.welcomed) return false;
+    this.socket.send(JSON.stringify(frame));
+    return true;
+  }
+
+  get ready(): boolean {
+    return this.welcomed && this.socket?.readyState === 1;
+  }
+
+  /** Skips the wait of a pending reconnect. */
+  reconnectNow(): void {
+    if (this.stopped || this.socket) return;
+    clearTimeout(this.retryTimer);
+    this.open();
+  }
+
+  private open(): void {
+    const Impl = this.options.WebSocketImpl ?? WebSocket;
+    this.options.onView({ phase: "connecting", attempt: this.attempt });
+    let socket: WebSocket;
+    try {
+      socket = new Impl(this.options.url);
+    } catch {
+      this.scheduleRetry();
+      return;
+    }
+    this.socket = socket;
+    this.welcomed = false;
+    socket.onopen = () => {
+      const token = this.options.resumeToken();
+      const hello: ClientFrame = {
+        t: "hello",
+        v: PROTOCOL_VERSION,
+        agent: this.options.agent,
+        capabilities: { forms: true, files: true, pages: true, questions: true },
+        locale: this.options.locale,
+        ...(token ? { resume: { token, after: this.options.lastSeq() } } : {}),
+      };
+      socket.send(JSON.stringify(hello));
+    };
+    socket.onmessage = (event: MessageEvent) => {
+      if (typeof event.data !== "string") return;
+      const frame = readServerFrame(event.data);
+      if (!frame) return;
+      if (frame.t === "welcome") {
+        this.welcomed = true;
+        this.attempt = 0;
+        this.startPings();
+        this.options.onView({ phase: "open", attempt: 0 });
+      }
+      if (frame.t === "pong") clearTimeout(this.pongTimer);
+      this.options.onFrame(frame);
+    };
+    socket.onclose = () => {
+      if (this.socket !== socket) return;
+      this.socket = undefined;
+      this.welcomed = false;
+      this.clearTimers();
+      if (!this.stopped) this.scheduleRetry();
+    };
+    socket.onerror = () => {
+      // onclose follows and schedules the retry.
+    };
+  }
+
+  private scheduleRetry(): void {
+    this.attempt += 1;
+    const wait = backoff(this.attempt, this.options.random);
+    const now = (this.options.now ?? Date.now)();
+    const offline = typeof navigator !== "undefined" && navigator.onLine === false;
+    this.options.onView({ phase: offline ? "offline" : "waiting", attempt: this.attempt, retryAt: now + wait });
+    this.retryTimer = setTimeout(() => this.open(), wait);
+  }
+
+  private startPings(): void {
+    clearInterval(this.pingTimer);
+    this.pingTimer = setInterval(() => {
+      if (!this.send({ t: "ping" })) return;
+      clearTimeout(this.pongTimer);
+      // No pong in time: the line is dead even if the socket has not noticed; close to reconnect.
+      this.pongTimer = setTimeout(() => this.socket?.close(4000), PONG_WITHIN_MS);
+    }, PING_EVERY_MS);
+  }
+
+  private clearTimers(): void {
+    clearTimeout(this.retryTimer);
+    clearInterval(this.pingTimer);
+    clearTimeout(this.pongTimer);
+  }
+}

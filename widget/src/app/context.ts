@@ -1,0 +1,44 @@
+// What every component may ask of the app: the strings and locale, sending the visitor's actions,
+// remembering what was already used, and opening a page panel. One context, so components stay small.
+import { createContext } from "preact";
+import { useContext } from "preact/hooks";
+import type { Inbound } from "@caplo/shared";
+import { en, type Strings } from "./i18n.ts";
+
+export interface WidgetApi {
+  t: Strings;
+  locale: string;
+  /**
+   * Sends a visitor action taken on card `id` and marks the card used with `value` (so it works once);
+   * false when it could not go out (not connected) and the card stays usable.
+   */
+  act: (id: string, value: string, event: Inbound) => boolean;
+  /** Sends a visitor text message, shown at once as in flight. */
+  say: (text: string) => boolean;
+  used: Record<string, string>;
+  /** Why the gateway refused an action on a card, by card id. */
+  failed: Record<string, string>;
+  connected: boolean;
+  /** Opens a safe URL in the panel over the chat; origins are the ones it may post messages from. */
+  openPage: (url: string, origins: string[], title: string) => void;
+  /** Asks the host page to verify the customer again. */
+  requestStepUp: (level: string, maxAuthAgeSeconds?: number) => void;
+  /** True while events restored from history are shown, so focus is not moved for them. */
+  live: boolean;
+}
+
+const noop = () => false;
+export const WidgetContext = createContext<WidgetApi>({
+  t: en,
+  locale: "en",
+  act: noop,
+  say: noop,
+  used: {},
+  failed: {},
+  connected: false,
+  openPage: () => undefined,
+  requestStepUp: () => undefined,
+  live: true,
+});
+
+export const useWidget = (): WidgetApi => useContext(WidgetContext);

@@ -1,0 +1,204 @@
+// The conversation as the widget holds it: events in seq order (deduplicated, so a resume never shows
+// one twice), the visitor's messages still in flight, what the visitor already acted on, and the
+// connection state. A pure reducer, so it is tested without sockets or a DOM.
+import type { Outbound, OutboundOf, ServerFrame } from "@caplo/shared";
+
+export interface Entry {
+  seq: number;
+  at: string;
+  message: Outbound;
+}
+
+export type Phase = "connecting" | "open" | "waiting" | "offline";
+export interface ConnectionView {
+  phase: Phase;
+  /** When the next attempt starts (ms since epoch), while waiting. */
+  retryAt?: number;
+  attempt: number;
+}
+
+export interface PendingMessage {
+  ref: string;
+  text: string;
+  acked: boolean;
+  error?: string;
+}
+
+export interface ConversationState {
+  conversationId?: string;
+  entries: Entry[];
+  lastSeq: number;
+  typing: boolean;
+  verified: boolean;
+  pending: PendingMessage[];
+  /** Cards, questions and choices already acted on: id → what was sent. A card is usable once. */
+  used: Record<string, string>;
+  /** Frame refs of those actions, so an error frame can make the card usable again. */
+  usedRefs: Record<string, string>;
+  /** Why the gateway refused an action on a card, by card id. */
+  failed: Record<string, string>;
+  connection: ConnectionView;
+  /** The last error the gateway reported that is not tied to a pending message. */
+  error?: { code: string; message: string };
+}
+
+export type Action =
+  | { type: "frame"; frame: ServerFrame }
+  | { type: "connection"; view: ConnectionView }
+  | { type: "send"; ref: string; text: string }
+  | { type: "use"; id: string; value: string; ref?: string }
+  | { type: "restore"; conversationId: string; entries: Entry[]; used: Record<string, string> }
+  | { type: "verified" };
+
+export const initialState: ConversationState = {
+  entries: [],
+  lastSeq: 0,
+  typing: false,
+  verified: false,
+  pending: [],
+  used: {},
+  usedRefs: {},
+  failed: {},
+  connection: { phase: "connecting", attempt: 0 },
+};
+
+export function reduce(state: ConversationState, action: Action): ConversationState {
+  switch (action.type) {
+    case "connection":
+      return { ...state, connection: action.view, typing: action.view.phase === "open" ? state.typing : false };
+    case "send":
+      return { ...state, pending: [...state.pending, { ref: action.ref, text: action.text, acked: false }] };
+    case "use": {
+      const { [action.id]: _, ...failed } = state.failed;
+      return {
+        ...state,
+        used: { ...state.used, [action.id]: action.value },
+        usedRefs: action.ref ? { ...state.usedRefs, [action.ref]: action.id } : state.usedRefs,
+        failed,
+      };
+    }
+    case "verified":
+      return { ...state, verified: true };
+    case "restore":
+      return {
+        ...state,
+        conversationId: action.conversationId,
+        entries: action.entries,
+        lastSeq: action.entries.at(-1)?.seq ?? 0,
+        used: action.used,
+      };
+    case "frame":
+      return applyFrame(state, action.frame);
+  }
+}
+
+function applyFrame(state: ConversationState, frame: ServerFrame): ConversationState {
+  switch (frame.t) {
+    case "welcome": {
+      const same = state.conversationId === frame.conversationId;
+      return {
+        ...state,
+        conversationId: frame.conversationId,
+        verified: frame.verified,
+        entries: same ? state.entries : [],
+        lastSeq: same ? state.lastSeq : 0,
+        used: same ? state.used : {},
+        failed: same ? state.failed : {},
+        error: undefined,
+      };
+    }
+    case "event": {
+      if (frame.seq <= state.lastSeq) return state; // already shown: a resume may repeat events
+      const entries = [...state.entries, { seq: frame.seq, at: frame.at, message: frame.message }];
+      let pending = state.pending;
+      const m = frame.message;
+      if (m.type === "text" && m.from === "customer") {
+        // The gateway echoes the visitor's own message as an event: it replaces the in-flight copy.
+        const i = pending.findIndex((p) => p.text === m.text && !p.error);
+        if (i >= 0) pending = pending.filter((_, j) => j !== i);
+      }
+      const typing = m.type === "text" && m.from !== "customer" ? false : state.typing;
+      return { ...state, entries, lastSeq: frame.seq, pending, typing };
+    }
+    case "ack":
+      return { ...state, pending: state.pending.map((p) => (p.ref === frame.ref ? { ...p, acked: true } : p)) };
+    case "error": {
+      const cardId = frame.ref ? state.usedRefs[frame.ref] : undefined;
+      if (cardId !== undefined) {
+        // The gateway refused the action: the card becomes usable again and says why.
+        const { [cardId]: _, ...used } = state.used;
+        return { ...state, used, failed: { ...state.failed, [cardId]: frame.message } };
+      }
+      if (frame.ref && state.pending.some((p) => p.ref === frame.ref)) {
+        return {
+          ...state,
+          pending: state.pending.map((p) => (p.ref === frame.ref ? { ...p, error: frame.message } : p)),
+        };
+      }
+      return { ...state, error: { code: frame.code, message: frame.message } };
+    }
+    case "typing":
+      return { ...state, typing: frame.on };
+    case "pong":
+      return state;
+  }
+}
+
+/** A review card with every later event about its proposal. */
+export interface ReviewView {
+  review: OutboundOf<"review">;
+  /** The state as of the latest review or outcome event. */
+  state: OutboundOf<"review">["state"];
+  outcomes: OutboundOf<"outcome">[];
+}
+
+export type Row =
+  | { kind: "message"; entry: Entry }
+  | { kind: "review"; entry: Entry; view: ReviewView }
+  | { kind: "outcome"; entry: Entry; outcome: OutboundOf<"outcome"> };
+
+/**
+ * What the conversation shows, in order: a proposal's card at its first review event, with its later
+ * review states and outcomes folded in (so status-check updates land on the card); progress events
+ * are not rows (the status line shows the running ones).
+ */
+export function rowsOf(entries: Entry[]): Row[] {
+  const rows: Row[] = [];
+  const cards = new Map<string, ReviewView>();
+  for (const entry of entries) {
+    const m = entry.message;
+    if (m.type === "progress") continue;
+    if (m.type === "review") {
+      const known = cards.get(m.proposalId);
+      if (known) {
+        known.state = m.state;
+        continue;
+      }
+      const view: ReviewView = { review: m, state: m.state, outcomes: [] };
+      cards.set(m.proposalId, view);
+      rows.push({ kind: "review", entry, view });
+      continue;
+    }
+    if (m.type === "outcome") {
+      const card = cards.get(m.proposalId);
+      if (card) {
+        card.outcomes.push(m);
+        card.state = m.state;
+      } else rows.push({ kind: "outcome", entry, outcome: m });
+      continue;
+    }
+    rows.push({ kind: "message", entry });
+  }
+  return rows;
+}
+
+/** The static progress labels of tools still running (a start without its end). */
+export function runningLabels(entries: Entry[]): string[] {
+  const running = new Map<string, string>();
+  for (const { message: m } of entries) {
+    if (m.type !== "progress") continue;
+    if (m.state === "start") running.set(m.callId, m.label ?? "");
+    else running.delete(m.callId);
+  }
+  return [...running.values()];
+}

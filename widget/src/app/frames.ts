@@ -1,0 +1,68 @@
+// Reading the gateway's frames in the browser without zod: a small structural check of every server
+// frame and outbound message the widget renders (the gateway validates with the shared zod schemas;
+// this keeps a malformed frame from crashing the app, and renderers still treat every value as text).
+import type { Outbound, ServerFrame } from "@caplo/shared";
+
+/** Mirrors PROTOCOL_VERSION and WS_PATH of shared/src/protocol.ts (a test keeps them equal). */
+export const PROTOCOL_VERSION = 1;
+export const WS_PATH = "/v1/ws";
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+const isStr = (v: unknown): v is string => typeof v === "string";
+const isArr = (v: unknown): v is unknown[] => Array.isArray(v);
+
+const OUTBOUND_REQUIRED: Record<Outbound["type"], string[]> = {
+  text: ["id", "from", "text"],
+  progress: ["id", "callId", "state"],
+  review: ["id", "proposalId", "title", "state"],
+  outcome: ["id", "proposalId", "state", "message"],
+  result: ["id", "callId", "layout", "title"],
+  question: ["id", "elicitationId", "style", "message"],
+  file: ["id", "name", "mimeType", "url"],
+  handoff: ["id", "state", "text"],
+  step_up: ["id", "level", "text"],
+};
+
+/** The outbound message if it has the shape the renderers rely on, else null. */
+export function readOutbound(raw: unknown): Outbound | null {
+  if (!isObj(raw) || !isStr(raw.type) || !(raw.type in OUTBOUND_REQUIRED)) return null;
+  const required = OUTBOUND_REQUIRED[raw.type as Outbound["type"]];
+  if (!required.every((key) => isStr(raw[key]))) return null;
+  if (raw.type === "review" && !isArr(raw.fields)) return null;
+  if (raw.type === "result" && (!isArr(raw.columns) || !isArr(raw.items) || !raw.items.every(isObj))) return null;
+  if (raw.type === "question" && !isArr(raw.fields)) return null;
+  if (raw.type === "file" && typeof raw.size !== "number") return null;
+  if (raw.type === "outcome" && raw.receipt !== undefined && !isArr(raw.receipt)) return null;
+  return raw as unknown as Outbound;
+}
+
+/** The server frame if it is one the widget knows, else null. */
+export function readServerFrame(text: string): ServerFrame | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (!isObj(raw) || !isStr(raw.t)) return null;
+  switch (raw.t) {
+    case "welcome":
+      return isStr(raw.conversationId) && isStr(raw.resumeToken) ? (raw as unknown as ServerFrame) : null;
+    case "event": {
+      if (typeof raw.seq !== "number" || !Number.isInteger(raw.seq) || raw.seq < 1) return null;
+      const message = readOutbound(raw.message);
+      return message ? { t: "event", seq: raw.seq, at: isStr(raw.at) ? raw.at : "", message } : null;
+    }
+    case "ack":
+      return isStr(raw.ref) ? (raw as unknown as ServerFrame) : null;
+    case "error":
+      return isStr(raw.code) && isStr(raw.message) ? (raw as unknown as ServerFrame) : null;
+    case "typing":
+      return typeof raw.on === "boolean" ? (raw as unknown as ServerFrame) : null;
+    case "pong":
+      return { t: "pong" };
+    default:
+      return null;
+  }
+}

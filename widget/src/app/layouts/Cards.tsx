@@ -1,0 +1,71 @@
+// The cards layout: up to 20 cards, each with its image, title, subtitle, description, money, badge,
+// link and time columns placed by role, other columns as label and value, and up to two actions.
+import type { ResultColumn } from "@caplo/shared";
+import { Actions, actionsOf, byRole, Cell, columnsOf, itemsOf, More, type ResultMessage } from "./common.tsx";
+
+const PLACED = new Set<ResultColumn["role"]>(["image", "title", "subtitle", "description", "money", "badge", "link", "time"]);
+
+export function Cards({ result }: { result: ResultMessage }) {
+  const columns = columnsOf(result);
+  const items = itemsOf(result);
+  const actions = actionsOf(result);
+  const [image, title, subtitle, description, money, badge, link, time] = [
+    "image",
+    "title",
+    "subtitle",
+    "description",
+    "money",
+    "badge",
+    "link",
+    "time",
+  ].map((role) => byRole(columns, role as ResultColumn["role"]));
+  const rest = columns.filter((c) => !PLACED.has(c.role));
+  return (
+    <>
+      <ul class="cards">
+        {items.map((item, i) => (
+          <li class="item-card" key={i}>
+            {image && <Cell column={image} item={item} />}
+            <div class="item-body">
+              {badge && <Cell column={badge} item={item} />}
+              {title && (
+                <h4 class="item-title">
+                  <Cell column={title} item={item} />
+                </h4>
+              )}
+              {subtitle && (
+                <p class="subtitle">
+                  <Cell column={subtitle} item={item} />
+                </p>
+              )}
+              {description && (
+                <p class="description">
+                  <Cell column={description} item={item} />
+                </p>
+              )}
+              {money && (
+                <p>
+                  <Cell column={money} item={item} />
+                </p>
+              )}
+              {time && (
+                <p class="muted">
+                  <Cell column={time} item={item} />
+                </p>
+              )}
+              {rest.map((c) => (
+                <p class="item-field" key={c.key}>
+                  <span class="label">{c.label}: </span>
+                  <Cell column={c} item={item} />
+                </p>
+              ))}
+              {link && <Cell column={link} item={item} />}
+              <Actions actions={actions} item={item} />
+            </div>
+          </li>
+        ))}
+      </ul>
+      <More result={result} shown={items.length} />
+    </>
+  );
+}

@@ -1,0 +1,136 @@
+// What every result layout shares: the seed's item, column and action limits, a cell rendered by its
+// column role (image and link only for https URLs, money in its currency, time for the locale), and
+// item actions (a reply sends the template with {name} filled; a link opens a page; neither calls a tool).
+import type { OutboundOf, ResultAction, ResultColumn } from "@caplo/shared";
+import {
+  ACTION_LAYOUTS,
+  ACTIONS_MAX,
+  COLUMNS_MAX,
+  COLUMNS_MAX_WIDE,
+  LAYOUT_ITEMS_MAX,
+  WIDE_COLUMN_LAYOUTS,
+} from "@caplo/shared/limits";
+import { useWidget } from "../context.ts";
+import { cellText, clampText, fillTemplate, formatMoney, formatTime, safeUrl, type Primitive } from "../format.ts";
+import { Masked } from "../components/Receipt.tsx";
+
+export type ResultMessage = OutboundOf<"result">;
+export type Item = Record<string, Primitive>;
+export type Layout = ResultMessage["layout"];
+
+/** The items a layout shows: up to 20 for list, table, cards and map, 10 choices, 4 compared, 12 steps, 1 detail or page. */
+export function itemsOf(result: ResultMessage): Item[] {
+  return result.items.slice(0, LAYOUT_ITEMS_MAX[result.layout] ?? 0);
+}
+
+/** Columns: at most 6, or 12 for a detail, comparison or map. */
+export function columnsOf(result: ResultMessage): ResultColumn[] {
+  const wide = (WIDE_COLUMN_LAYOUTS as readonly string[]).includes(result.layout);
+  return result.columns.slice(0, wide ? COLUMNS_MAX_WIDE : COLUMNS_MAX);
+}
+
+/** Item actions: up to two on cards, a detail, a comparison or a map; exactly one reply on choices. */
+export function actionsOf(result: ResultMessage): ResultAction[] {
+  if (!(ACTION_LAYOUTS as readonly string[]).includes(result.layout)) return [];
+  const actions = result.actions ?? [];
+  if (result.layout === "choices") return actions.filter((a) => a.kind === "reply").slice(0, 1);
+  return actions.slice(0, ACTIONS_MAX);
+}
+
+export const byRole = (columns: ResultColumn[], role: ResultColumn["role"]) => columns.find((c) => c.role === role);
+
+/** The column an item is named by: its title role, else the first column. */
+export const titleColumn = (columns: ResultColumn[]) => byRole(columns, "title") ?? columns[0];
+
+/** The currency of a money column for this item: a fixed code, or the sibling property named by key. */
+function currencyOf(column: ResultColumn, item: Item): string | undefined {
+  if (column.currency?.code) return column.currency.code;
+  const key = column.currency?.key;
+  const value = key ? item[key] : undefined;
+  return typeof value === "string" ? value : undefined;
+}
+
+/** One cell as its column role says; anything that is not safe to show as such is shown as text. */
+export function Cell({ column, item }: { column: ResultColumn; item: Item }) {
+  const { t, locale } = useWidget();
+  const value = item[column.key];
+  if (value === undefined || value === null || value === "") return null;
+  if (column.display === "last4") return <Masked value={cellText(value)} t={t} />;
+  switch (column.role) {
+    case "image": {
+      const src = safeUrl(value);
+      return src ? <img src={src} alt="" loading="lazy" referrerpolicy="no-referrer" /> : null;
+    }
+    case "link": {
+      const href = safeUrl(value);
+      return href ? (
+        <a href={href} target="_blank" rel="noopener noreferrer nofollow">
+          {clampText(column.label, 200)}
+          <span class="sr-only"> {t.newTab}</span>
+        </a>
+      ) : (
+        <span>{clampText(cellText(value), 200)}</span>
+      );
+    }
+    case "money":
+      return <span class="money">{formatMoney(value, currencyOf(column, item), locale)}</span>;
+    case "time": {
+      const text = formatTime(value, locale);
+      return typeof value === "string" ? <time dateTime={value}>{text}</time> : <span>{text}</span>;
+    }
+    case "badge":
+      return <span class="badge">{clampText(cellText(value), 80)}</span>;
+    case "status": {
+      const state = typeof value === "string" ? column.statuses?.[value] : undefined;
+      return (
+        <span class={`status-text${state ? ` step-${state}` : ""}`}>
+          {clampText(cellText(value), 200)}
+          {state && <span class="sr-only"> ({t.timelineStates[state]})</span>}
+        </span>
+      );
+    }
+    default:
+      return <span>{clampText(cellText(value))}</span>;
+  }
+}
+
+/** The plain text of a cell, for names and labels. */
+export function cellPlain(column: ResultColumn | undefined, item: Item): string {
+  if (!column) return "";
+  const text = cellText(item[column.key]);
+  return column.display === "last4" ? `•••• ${text.slice(-4)}` : clampText(text, 300);
+}
+
+/** An item's controls: a reply sends the filled template as the visitor's message, a link opens its https URL. */
+export function Actions({ actions, item }: { actions: ResultAction[]; item: Item }) {
+  const { say, connected, t } = useWidget();
+  if (actions.length === 0) return null;
+  return (
+    <div class="item-actions">
+      {actions.map((action, i) => {
+        if (action.kind === "reply") {
+          const text = action.template ? fillTemplate(action.template, item) : "";
+          return (
+            <button type="button" key={i} disabled={!connected || !text} onClick={() => say(text)}>
+              {clampText(action.label, 40)}
+            </button>
+          );
+        }
+        const href = action.key ? safeUrl(item[action.key]) : null;
+        return href ? (
+          <a class="button" key={i} href={href} target="_blank" rel="noopener noreferrer nofollow">
+            {clampText(action.label, 40)}
+            <span class="sr-only"> {t.newTab}</span>
+          </a>
+        ) : null;
+      })}
+    </div>
+  );
+}
+
+/** "N more not shown" when the server sent more items than the layout may show. */
+export function More({ result, shown }: { result: ResultMessage; shown: number }) {
+  const { t } = useWidget();
+  const extra = result.items.length - shown;
+  return extra > 0 ? <p class="more">{t.more.replace("{count}", String(extra))}</p> : null;
+}

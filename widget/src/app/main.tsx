@@ -1,0 +1,18 @@
+// The app's entry: reads the loader's parameters, finds the gateway's WebSocket on its own host, and
+// renders the widget into the iframe's page.
+import { render } from "preact";
+import { App } from "./components/App.tsx";
+import { WS_PATH } from "./frames.ts";
+import { readParams } from "./params.ts";
+import { WidgetStorage } from "./storage.ts";
+import "./style.css";
+
+const ancestor = (location as Location & { ancestorOrigins?: DOMStringList }).ancestorOrigins?.[0];
+const params = readParams(location.search, ancestor, navigator.language);
+const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}${WS_PATH}`;
+document.documentElement.lang = params.locale;
+const root = document.getElementById("caplo")!;
+render(
+  <App params={params} url={url} storage={new WidgetStorage(params.agent)} parent={window.parent === window ? null : window.parent} />,
+  root,
+);

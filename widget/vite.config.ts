@@ -1,0 +1,66 @@
+// Builds the website widget: `npx vite build -c widget/vite.config.ts` (from the repository root).
+//
+// What it produces in widget/dist/, and where the gateway serves it:
+//   widget/dist/widget.js          → GET /widget.js           the loader, stable name (short cache, e.g. max-age=300)
+//   widget/dist/app.html           → GET /widget/app.html     the app page the loader frames (no-cache); the
+//                                                             loader adds ?agent=NAME&locale=…&color=…&origin=…,
+//                                                             so the gateway may set `frame-ancestors` per agent
+//   widget/dist/assets/app-*.js    → GET /widget/assets/…     hashed app script and CSS (immutable, max-age=1y)
+//   widget/dist/assets/app-*.css
+// In short: `/widget.js` → dist/widget.js and `/widget/<path>` → dist/<path>. The app opens its
+// WebSocket at wss://<same host>/v1/ws (WS_PATH).
+//
+// The loader is built on its own as one classic script (IIFE) so it shares no chunk with the app.
+// JSX uses Preact's automatic runtime (no @preact/preset-vite). Only types and zod-free constants of
+// @caplo/shared reach the bundle; bench/widget/size.ts checks that no zod code does.
+import { fileURLToPath } from "node:url";
+import { build, defineConfig, type Plugin } from "vite";
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const outDir = here("./dist");
+const jsx = { runtime: "automatic" as const, importSource: "preact" };
+
+/** After the app is built, builds the loader into the same folder as dist/widget.js. */
+function loader(): Plugin {
+  return {
+    name: "caplo-widget-loader",
+    apply: "build",
+    async closeBundle() {
+      await build({
+        configFile: false,
+        logLevel: "warn",
+        oxc: { jsx },
+        build: {
+          outDir,
+          emptyOutDir: false,
+          target: "es2019",
+          minify: true,
+          lib: { entry: here("./src/loader/index.ts"), formats: ["iife"], name: "CaploLoader", fileName: () => "widget.js" },
+        },
+      });
+    },
+  };
+}
+
+export default defineConfig({
+  root: here("./src/app"),
+  base: "/widget/",
+  logLevel: "warn",
+  oxc: { jsx },
+  plugins: [loader()],
+  build: {
+    outDir,
+    emptyOutDir: true,
+    target: "es2020",
+    minify: true,
+    modulePreload: false,
+    rolldownOptions: {
+      input: { app: here("./src/app/app.html") },
+      output: {
+        entryFileNames: "assets/app-[hash].js",
+        chunkFileNames: "assets/[name]-[hash].js",
+        assetFileNames: "assets/app-[hash][extname]",
+      },
+    },
+  },
+});
