@@ -7,10 +7,11 @@ export type Primitive = string | number | boolean | null;
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 /**
- * The URL if it may be used as a link or image source: https, or http on loopback (dev only), or a
- * path on the widget's own host. javascript:, data:, blob:, file: and everything else give null.
+ * The URL if it may be used as a link or image source: an absolute https URL, or http on loopback (dev
+ * only). With `base`, a relative URL resolved against it also counts (files the gateway serves).
+ * javascript:, data:, blob:, file: and everything else give null.
  */
-export function safeUrl(raw: unknown, base = globalThis.location?.href ?? "https://invalid.invalid/"): string | null {
+export function safeUrl(raw: unknown, base?: string): string | null {
   if (typeof raw !== "string" || raw.length === 0 || raw.length > 2048) return null;
   // Control characters and whitespace inside a URL are a known trick to smuggle a scheme past filters.
   if (/[\u0000-\u0020\u007f]/.test(raw)) return null;

@@ -20,11 +20,11 @@ function inline(escaped: string): string {
     return `\u0000${codes.length - 1}\u0000`;
   });
   out = out.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (whole, label: string, href: string) => {
-    const url = safeUrl(unescapeAttr(href), "https://invalid.invalid/");
-    return url && /^https?:\/\//.test(unescapeAttr(href)) ? link(url, label) : whole;
+    const url = safeUrl(unescapeAttr(href));
+    return url ? link(url, label) : whole;
   });
   out = out.replace(/(^|[\s(])(https:\/\/[^\s<)]+[^\s<).,;:!?'"])/g, (whole, lead: string, href: string) => {
-    const url = safeUrl(unescapeAttr(href), "https://invalid.invalid/");
+    const url = safeUrl(unescapeAttr(href));
     return url ? `${lead}${link(url, href)}` : whole;
   });
   out = out.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
@@ -64,8 +64,7 @@ export function sanitize(html: string): string {
   if (!hooked) {
     DOMPurify.addHook("afterSanitizeAttributes", (node) => {
       if (node.nodeName === "A") {
-        const href = safeUrl(node.getAttribute("href"), "https://invalid.invalid/");
-        if (!href || !/^https?:\/\//i.test(node.getAttribute("href") ?? "")) node.removeAttribute("href");
+        if (!safeUrl(node.getAttribute("href"))) node.removeAttribute("href");
         node.setAttribute("target", "_blank");
         node.setAttribute("rel", "noopener noreferrer nofollow");
       }

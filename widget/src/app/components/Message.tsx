@@ -58,7 +58,8 @@ function Text({ message }: { message: OutboundOf<"text"> }) {
 /** A file from a read tool: a download link with its name, type and size. */
 export function FileDownload({ file }: { file: OutboundOf<"file"> }) {
   const { t, locale } = useWidget();
-  const href = safeUrl(file.url);
+  // Files are served by the gateway, so a path on the widget's own host is fine too.
+  const href = safeUrl(file.url, location.href);
   const name = clampText(file.name, 200);
   const type = t.fileType[file.mimeType] ?? file.mimeType;
   const size = formatSize(file.size, locale);

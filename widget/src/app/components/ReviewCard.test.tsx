@@ -1,0 +1,161 @@
+// @vitest-environment happy-dom
+import { fireEvent, screen } from "@testing-library/preact";
+import { describe, expect, test } from "vitest";
+import type { OutboundOf } from "@caplo/shared";
+import type { ReviewView } from "../conversation.ts";
+import { outbound, renderInWidget } from "../testing.tsx";
+import { ReviewCard } from "./ReviewCard.tsx";
+
+const review = outbound({
+  type: "review",
+  id: "m1",
+  proposalId: "p1",
+  tool: "orders/cancel_order",
+  title: "Cancel order SO-1002",
+  state: "proposed",
+  fields: [
+    { path: "/orderId", label: "Order", display: "plain", value: "SO-1002", editable: false },
+    { path: "/card", label: "Refund to card", display: "last4", value: "4242", editable: false },
+    { path: "/note", label: "Note", display: "plain", value: "Too late", editable: true, input: "text" },
+    {
+      path: "/reason",
+      label: "Reason",
+      display: "plain",
+      value: "changed_mind",
+      editable: true,
+      input: "select",
+      options: [
+        { value: "changed_mind", label: "Changed my mind" },
+        { value: "too_slow", label: "Delivery too slow" },
+      ],
+    },
+  ],
+}) as OutboundOf<"review">;
+
+const view = (over: Partial<ReviewView> = {}): ReviewView => ({ review, state: "proposed", outcomes: [], ...over });
+
+const outcome = (o: Partial<OutboundOf<"outcome">>) =>
+  outbound({ type: "outcome", id: "o1", proposalId: "p1", state: "applied", message: "", ...o }) as OutboundOf<"outcome">;
+
+describe("review card", () => {
+  test("shows the presentation title and every field under its label", () => {
+    renderInWidget(<ReviewCard view={view()} autoFocus={false} />);
+    expect(screen.getByRole("heading", { name: "Cancel order SO-1002" })).toBeTruthy();
+    expect(screen.getByText("Order")).toBeTruthy();
+    expect(screen.getByText("SO-1002")).toBeTruthy();
+    expect(screen.getByLabelText("Note")).toBeTruthy();
+    expect(screen.getByRole("region", { name: "Cancel order SO-1002" })).toBeTruthy();
+  });
+
+  test("a last4 field shows only its final four characters, even if the server sent more", () => {
+    const long = { ...review, fields: [{ ...review.fields[1]!, value: "4000123412344242" }] };
+    const { container } = renderInWidget(<ReviewCard view={view({ review: long })} autoFocus={false} />);
+    expect(container.textContent).toContain("4242");
+    expect(container.textContent).not.toContain("40001234");
+    expect(screen.getByLabelText("ending in 4242")).toBeTruthy();
+  });
+
+  test("editable fields are a text input and a select of the listed options; confirm sends only changed values", () => {
+    const { sent } = renderInWidget(<ReviewCard view={view()} autoFocus={false} />);
+    const note = screen.getByLabelText("Note") as HTMLInputElement;
+    expect(note.value).toBe("Too late");
+    fireEvent.input(note, { target: { value: "Ordered twice" } });
+    const reason = screen.getByLabelText("Reason") as HTMLSelectElement;
+    expect([...reason.options].map((o) => o.textContent)).toEqual(["Changed my mind", "Delivery too slow"]);
+    fireEvent.change(reason, { target: { value: "too_slow" } });
+    fireEvent.click(screen.getByRole("button", { name: "Confirm" }));
+    expect(sent).toEqual([
+      {
+        id: "review:p1",
+        value: "confirm",
+        event: { type: "confirm", proposalId: "p1", edits: { "/note": "Ordered twice", "/reason": "too_slow" } },
+      },
+    ]);
+  });
+
+  test("confirm without edits sends no edits", () => {
+    const { sent } = renderInWidget(<ReviewCard view={view()} autoFocus={false} />);
+    fireEvent.click(screen.getByRole("button", { name: "Confirm" }));
+    expect(sent[0]!.event).toEqual({ type: "confirm", proposalId: "p1" });
+  });
+
+  test("a double click on Confirm sends exactly one confirm and the card cannot be used again", () => {
+    const { sent } = renderInWidget(<ReviewCard view={view()} autoFocus={false} />);
+    const confirm = screen.getByRole("button", { name: "Confirm" });
+    fireEvent.click(confirm);
+    fireEvent.click(confirm);
+    expect(sent).toHaveLength(1);
+    expect(screen.queryByRole("button", { name: "Confirm" })).toBeNull();
+    expect(screen.queryByRole("button", { name: "Cancel" })).toBeNull();
+    expect(screen.queryByLabelText("Note")).toBeNull();
+    expect(screen.getByText("Confirming…")).toBeTruthy();
+  });
+
+  test("Cancel sends a decline for the proposal", () => {
+    const { sent } = renderInWidget(<ReviewCard view={view()} autoFocus={false} />);
+    fireEvent.click(screen.getByRole("button", { name: "Cancel" }));
+    expect(sent.map((s) => s.event)).toEqual([{ type: "decline", proposalId: "p1" }]);
+  });
+
+  test("while disconnected the card's buttons are disabled", () => {
+    renderInWidget(<ReviewCard view={view()} autoFocus={false} />, { connected: false });
+    expect((screen.getByRole("button", { name: "Confirm" }) as HTMLButtonElement).disabled).toBe(true);
+  });
+
+  test("a new card takes the focus", () => {
+    renderInWidget(<ReviewCard view={view()} autoFocus={true} />);
+    expect(document.activeElement).toBe(screen.getByRole("heading", { name: "Cancel order SO-1002" }));
+  });
+
+  test("applied shows the receipt fields", () => {
+    const o = outcome({ state: "applied", message: "Your order is cancelled.", receipt: [{ label: "Refund", value: "€49.90" }] });
+    renderInWidget(<ReviewCard view={view({ state: "applied", outcomes: [o] })} autoFocus={false} />);
+    expect(screen.getByText("Done")).toBeTruthy();
+    expect(screen.getByText("Your order is cancelled.")).toBeTruthy();
+    const receipt = screen.getByLabelText("Receipt");
+    expect(receipt.textContent).toBe("Refund€49.90");
+    expect(screen.queryByRole("button", { name: "Confirm" })).toBeNull();
+  });
+
+  test("not applied shows the reason", () => {
+    const o = outcome({ state: "not_applied", message: "This order has already shipped." });
+    renderInWidget(<ReviewCard view={view({ state: "not_applied", outcomes: [o] })} autoFocus={false} />);
+    expect(screen.getByText("Not done")).toBeTruthy();
+    expect(screen.getByText("This order has already shipped.")).toBeTruthy();
+  });
+
+  test.each(["pending", "unknown"] as const)("%s says it is not confirmed yet and not to send it again", (state) => {
+    const o = outcome({ state, message: "We are checking." });
+    renderInWidget(<ReviewCard view={view({ state, outcomes: [o] })} autoFocus={false} />);
+    expect(screen.getByText("Not confirmed yet")).toBeTruthy();
+    expect(screen.getByText(/don't send it again/)).toBeTruthy();
+  });
+
+  test("a later status-check update shows on the same card", () => {
+    const first = outcome({ id: "o1", state: "pending", message: "Processing." });
+    const later = outcome({ id: "o2", state: "applied", message: "Cancelled after all.", receipt: [{ label: "Status", value: "cancelled" }] });
+    renderInWidget(<ReviewCard view={view({ state: "applied", outcomes: [first, later] })} autoFocus={false} />);
+    expect(screen.getByText("Done")).toBeTruthy();
+    expect(screen.getByText("Processing.")).toBeTruthy();
+    expect(screen.getByText("Cancelled after all.")).toBeTruthy();
+    expect(screen.getByText(/Update/)).toBeTruthy();
+    expect(screen.queryByText(/don't send it again/)).toBeNull();
+  });
+
+  test("a refused confirm makes the card usable again and says why", () => {
+    renderInWidget(<ReviewCard view={view()} autoFocus={false} />, { failed: { "review:p1": "The proposal expired." } });
+    expect(screen.getByRole("alert").textContent).toBe("The proposal expired.");
+    expect(screen.getByRole("button", { name: "Confirm" })).toBeTruthy();
+  });
+
+  test("markup in a title, label or value is shown as text", () => {
+    const hostile = {
+      ...review,
+      title: '<img src=x onerror="alert(1)">',
+      fields: [{ path: "/a", label: "<b>bold</b>", display: "plain" as const, value: "<script>alert(1)</script>", editable: false }],
+    };
+    const { container } = renderInWidget(<ReviewCard view={view({ review: hostile })} autoFocus={false} />);
+    expect(container.querySelector("img, b, script")).toBeNull();
+    expect(container.textContent).toContain("<script>alert(1)</script>");
+  });
+});
