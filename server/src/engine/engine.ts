@@ -1,0 +1,822 @@
+// The conversation engine's driver: turns with the model, reads at once, writes through the write policy
+// and the ledger, status checks, step-up, elicitation and handoff. Every ledger transition is stored
+// (compare-and-set) before it is acted on; the pure rules live in writePolicy.ts and presentation.ts.
+import { randomBytes } from "node:crypto";
+import {
+  type CallSubject,
+  type ChannelCapabilities,
+  type ChannelKind,
+  type Inbound,
+  type Outbound,
+  type OutboundOf,
+  type StepUp,
+  type WriteOutcome,
+} from "@caplo/shared";
+import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
+import { MemoryBus } from "../bus/memoryBus.ts";
+import { satisfiesStepUp } from "../identity/stepUp.ts";
+import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
+import type { ElicitRequest, ElicitResponse, ToolRunner } from "../runner/api.ts";
+import { validateAgainst } from "../runner/schemaValidator.ts";
+import type { ConversationRecord, Store, StoredEvent, WriteChange, WriteRecord, WriteResult } from "../store/store.ts";
+import { questionFields } from "./elicitation.ts";
+import { customerText, modelNote } from "./outcomeText.ts";
+import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
+import { findTool, type AgentRelease, type EngineTool, type ReleaseSource } from "./release.ts";
+import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Decision } from "./writePolicy.ts";
+
+/** The model-facing name of the built-in handoff tool (no `__`, so it never clashes with a package tool). */
+export const HANDOFF_TOOL = "handoff_to_team";
+
+export type EngineOptions = {
+  store: Store;
+  runner: ToolRunner;
+  /** One model for every agent, or one per release. */
+  model: Model | ((release: AgentRelease) => Model);
+  releases: ReleaseSource;
+  /** Carries "new events up to seq N" notices to subscribers; in-process by default. */
+  bus?: EventBus;
+  /** This server node (recovery only touches writes this node ran). Default "local". */
+  nodeId?: string;
+  now?: () => number;
+  /** Gap before the first status check; each next gap doubles. Default 5000 ms. */
+  statusCheckBaseMs?: number;
+  /** How often the scheduler looks for due status checks. Default 1000 ms. */
+  checkPollMs?: number;
+  /** A proposal not decided within this time expires. Default 1 hour. */
+  proposalTtlMs?: number;
+  /** Model calls per turn at most. Default 8. */
+  maxModelSteps?: number;
+  /** How long a tool's question waits for the customer's answer. Default 120 s. */
+  elicitTimeoutMs?: number;
+  /** Secret values for a package version, from the workspace's secret store. */
+  secrets?: (packageVersionId: string) => Record<string, string>;
+  log?: (level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>) => void;
+};
+
+export type EngineResult = { ok: true } | { ok: false; error: Problem };
+
+export type OpenConversation = {
+  agent: string;
+  channel: ChannelKind;
+  capabilities: ChannelCapabilities;
+  ownerId: string;
+  externalId?: string | null;
+  resumeHash?: string | null;
+  subject?: CallSubject | null;
+};
+
+type Pending = { conversationId: string; resolve: (response: ElicitResponse) => void; schema: Record<string, unknown> };
+
+const randomId = (prefix: string, bytes = 12) => `${prefix}_${randomBytes(bytes).toString("base64url")}`;
+const fail = (code: string, path: string, message: string): EngineResult => ({ ok: false, error: { code, path, message } });
+
+export class Engine {
+  readonly store: Store;
+  readonly bus: EventBus;
+  private readonly options: EngineOptions;
+  private readonly now: () => number;
+  private readonly nodeId: string;
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly elicitations = new Map<string, Pending>();
+  private readonly typingListeners = new Set<(conversationId: string, on: boolean) => void>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private checkTimer: NodeJS.Timeout | undefined;
+  private checking = false;
+  private stopped = false;
+
+  constructor(options: EngineOptions) {
+    this.options = options;
+    this.store = options.store;
+    this.bus = options.bus ?? new MemoryBus();
+    this.now = options.now ?? Date.now;
+    this.nodeId = options.nodeId ?? "local";
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /** Load every release's packages, recover writes a stop interrupted, and start the status-check scheduler. */
+  async start(options: { scheduler?: boolean } = {}): Promise<void> {
+    for (const release of this.options.releases.list()) {
+      for (const version of release.packages) await this.options.runner.load(version);
+    }
+    await this.recover();
+    if (options.scheduler !== false) this.scheduleChecks();
+  }
+
+  /** Startup recovery: a write left running is unknown (told to the customer) and its status checks resume. */
+  async recover(): Promise<WriteRecord[]> {
+    const now = this.now();
+    const recovered = await this.store.recoverRunning(this.nodeId, now, now + this.checkBase());
+    for (const write of recovered) {
+      const tool = this.toolForWrite(write);
+      await this.tell(write, tool);
+      if (write.state === "unknown" && tool && !tool.hasStatus) await this.markFollowUp(write);
+    }
+    return recovered;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.checkTimer) clearTimeout(this.checkTimer);
+    for (const pending of this.elicitations.values()) pending.resolve({ action: "cancel" });
+    this.elicitations.clear();
+    await this.idle();
+  }
+
+  /** Resolves when no turn, confirm or status check started so far is still running. */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inFlight.add(promise);
+    void promise.finally(() => this.inFlight.delete(promise)).catch(() => undefined);
+    return promise;
+  }
+
+  /** Run fn after everything queued for the conversation (turns of one conversation never interleave in this process). */
+  private serial<T>(conversationId: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(conversationId) ?? Promise.resolve();
+    const next = previous.then(fn, fn);
+    const settled = next.catch(() => undefined);
+    this.queues.set(conversationId, settled);
+    void settled.then(() => {
+      if (this.queues.get(conversationId) === settled) this.queues.delete(conversationId);
+    });
+    return this.track(next);
+  }
+
+  private log(level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>): void {
+    this.options.log?.(level, message, data);
+  }
+
+  private checkBase(): number {
+    return this.options.statusCheckBaseMs ?? 5000;
+  }
+
+  // ---------------------------------------------------------------- conversations and events
+
+  async openConversation(input: OpenConversation): Promise<ConversationRecord> {
+    const release = this.options.releases.get(input.agent);
+    if (!release) throw new Error(`openConversation: no release for agent ${input.agent}`);
+    const conversation = await this.store.createConversation({
+      id: randomId("c", 16),
+      agent: release.agent,
+      releaseId: release.id,
+      channel: input.channel,
+      externalId: input.externalId ?? null,
+      resumeHash: input.resumeHash ?? null,
+      ownerId: input.ownerId,
+      subject: input.subject ?? null,
+      capabilities: input.capabilities,
+      createdAt: this.now(),
+    });
+    if (release.config.greeting) await this.emit(conversation.id, { type: "text", id: randomId("m"), from: "agent", text: release.config.greeting });
+    return conversation;
+  }
+
+  /** Store a customer-visible event and notify subscribers (on every node through the bus). */
+  async emit(conversationId: string, message: Outbound): Promise<StoredEvent> {
+    const event = await this.store.appendEvent(conversationId, message, this.now());
+    const published = await this.bus.publish(conversationId, { seq: event.seq });
+    if (!published.ok) this.log("warn", "event notice not published; subscribers catch up from the store", { code: published.error.code });
+    return event;
+  }
+
+  /** Listen for "events up to seq N are stored" on one conversation. */
+  subscribe(conversationId: string, listener: (seq: number) => void): Unsubscribe {
+    return this.bus.subscribe(conversationId, (_id, notice) => listener(notice.seq));
+  }
+
+  onTyping(listener: (conversationId: string, on: boolean) => void): () => void {
+    this.typingListeners.add(listener);
+    return () => this.typingListeners.delete(listener);
+  }
+
+  private typing(conversationId: string, on: boolean): void {
+    for (const listener of this.typingListeners) listener(conversationId, on);
+  }
+
+  private async note(conversationId: string, content: string): Promise<void> {
+    await this.store.appendTranscript(conversationId, { role: "system", content }, this.now());
+  }
+
+  private releaseOf(conversation: ConversationRecord): AgentRelease | undefined {
+    const current = this.options.releases.get(conversation.agent);
+    return current;
+  }
+
+  private toolForWrite(write: Pick<WriteRecord, "packageVersionId" | "tool" | "modelName">): EngineTool | undefined {
+    for (const release of this.options.releases.list()) {
+      const tool = release.tools.find((candidate) => candidate.packageVersionId === write.packageVersionId && candidate.tool === write.tool);
+      if (tool) return tool;
+    }
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- inbound
+
+  /**
+   * One customer action from the customer's own client. `ownerId` is the connection owner (resume-token
+   * holder or channel identity); only `confirm` from that owner runs a write. Typed text never does.
+   */
+  async handle(conversationId: string, ownerId: string, inbound: Inbound): Promise<EngineResult> {
+    const conversation = await this.store.getConversation(conversationId);
+    if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+    if (conversation.ownerId !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
+    switch (inbound.type) {
+      case "answer":
+        return this.answer(conversation, inbound);
+      case "message":
+        return this.serial(conversationId, () => this.customerMessage(conversationId, inbound.text));
+      case "confirm":
+      case "decline":
+        return this.serial(conversationId, () => this.decideProposal(conversationId, ownerId, inbound));
+    }
+  }
+
+  private async customerMessage(conversationId: string, text: string): Promise<EngineResult> {
+    await this.emit(conversationId, { type: "text", id: randomId("m"), from: "customer", text });
+    await this.store.appendTranscript(conversationId, { role: "user", content: text }, this.now());
+    const conversation = (await this.store.getConversation(conversationId))!;
+    if (conversation.handoff) return { ok: true }; // the team holds it: the agent stays silent
+    await this.runTurn(conversation);
+    return { ok: true };
+  }
+
+  private async decideProposal(conversationId: string, ownerId: string, inbound: Extract<Inbound, { type: "confirm" | "decline" }>): Promise<EngineResult> {
+    const conversation = (await this.store.getConversation(conversationId))!;
+    const write = await this.store.getWrite(inbound.proposalId);
+    // A proposal of another conversation is not visible here: refused exactly like a missing one.
+    if (!write || write.conversationId !== conversationId) return fail("proposal_not_found", "proposalId", "no such proposal in this conversation");
+    const tool = this.toolForWrite(write);
+    if (!tool) return fail("tool_unavailable", "proposalId", "the tool of this proposal is no longer available");
+    const actor: Actor = { ownerId, subjectId: conversation.subject?.id ?? null };
+    if (write.state === "proposed" && this.now() - write.createdAt > (this.options.proposalTtlMs ?? 3_600_000)) {
+      await this.apply(write, tool, decide(write, { type: "expire" }));
+      return fail("proposal_expired", "proposalId", "this proposal expired; ask the agent again");
+    }
+    if (inbound.type === "decline") {
+      const decision = decide(write, { type: "decline", actor });
+      if (!decision.ok) return fail(decision.code, "proposalId", decision.message);
+      const declined = await this.apply(write, tool, decision);
+      if (!declined) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
+      if (!conversation.handoff) await this.runTurn(conversation);
+      return { ok: true };
+    }
+    const decision = decide(write, { type: "confirm", actor });
+    if (!decision.ok) return fail(decision.code, "proposalId", decision.message);
+    const edited = applyEdits(tool, write.args, inbound.edits, conversation.capabilities);
+    if (!edited.ok) return { ok: false, error: edited.error };
+    const confirmed = await this.store.transitionWrite(
+      write.id,
+      { states: ["proposed"] },
+      { state: "confirmed", finalArgs: edited.args, idempotencyKey: randomId("ik", 32), nodeId: this.nodeId, note: "confirmed by the customer" },
+      this.now(),
+    );
+    // Two confirms (double click, two tabs): the compare-and-set lets exactly one through.
+    if (!confirmed) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
+    await this.runWrite(confirmed, tool, conversation);
+    const after = (await this.store.getConversation(conversationId))!;
+    if (!after.handoff) await this.runTurn(after);
+    return { ok: true };
+  }
+
+  /** A customer verified (identity token, or a channel identity): cancel other customers' proposals, resume step-ups. */
+  async verify(conversationId: string, subject: CallSubject): Promise<EngineResult> {
+    return this.serial(conversationId, async () => {
+      const conversation = await this.store.getConversation(conversationId);
+      if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      await this.store.setSubject(conversationId, subject);
+      await this.note(conversationId, `The customer is verified (level ${subject.level}).`);
+      const updated = (await this.store.getConversation(conversationId))!;
+      for (const write of await this.store.listWrites(conversationId)) {
+        const satisfies = write.stepUp ? satisfiesStepUp(subject, write.stepUp, new Date(this.now())) : false;
+        const decision = decide(write, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
+        if (!decision.ok) continue;
+        const tool = this.toolForWrite(write);
+        if (!tool) continue;
+        if (decision.to === "running") {
+          const running = await this.store.transitionWrite(write.id, { states: ["step_up_required"] }, { state: "running", stepUp: null, nodeId: this.nodeId, note: "step-up satisfied" }, this.now());
+          if (running) await this.runWrite(running, tool, updated, true);
+        } else {
+          await this.apply(write, tool, decision);
+        }
+      }
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  private async answer(conversation: ConversationRecord, inbound: Extract<Inbound, { type: "answer" }>): Promise<EngineResult> {
+    const pending = this.elicitations.get(inbound.elicitationId);
+    if (!pending || pending.conversationId !== conversation.id) return fail("question_not_open", "elicitationId", "no open question with this id");
+    if (inbound.action !== "accept") {
+      this.elicitations.delete(inbound.elicitationId);
+      pending.resolve({ action: inbound.action });
+      return { ok: true };
+    }
+    const content = inbound.content ?? {};
+    const issues = validateAgainst(pending.schema, content);
+    if (issues.length > 0) return fail("answer_invalid", `content${issues[0]!.path ? `.${issues[0]!.path}` : ""}`, issues[0]!.message);
+    this.elicitations.delete(inbound.elicitationId);
+    pending.resolve({ action: "accept", content });
+    return { ok: true };
+  }
+
+  // ---------------------------------------------------------------- turns
+
+  private modelFor(release: AgentRelease): Model {
+    return typeof this.options.model === "function" ? this.options.model(release) : this.options.model;
+  }
+
+  private modelTools(release: AgentRelease, conversation: ConversationRecord): ModelTool[] {
+    const tools: ModelTool[] = release.tools.map((tool) => ({ name: tool.modelName, description: tool.description, parameters: modelParameters(tool) }));
+    if (release.config.channels[conversation.channel]?.handoff) {
+      tools.push({
+        name: HANDOFF_TOOL,
+        description: "Hand the conversation to a person on the team when the customer asks for one or you cannot help.",
+        parameters: { type: "object", properties: { reason: { type: "string", maxLength: 500 } }, additionalProperties: false },
+      });
+    }
+    return tools;
+  }
+
+  private async runTurn(conversation: ConversationRecord): Promise<void> {
+    const release = this.releaseOf(conversation);
+    if (!release) return;
+    const model = this.modelFor(release);
+    const turnId = randomId("t");
+    this.typing(conversation.id, true);
+    try {
+      for (let step = 0; step < (this.options.maxModelSteps ?? 8); step++) {
+        const current = (await this.store.getConversation(conversation.id))!;
+        if (current.handoff) return;
+        const transcript = await this.store.listTranscript(conversation.id);
+        const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
+        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcript.map((entry) => entry.message)];
+        let text = "";
+        const calls: ModelToolCall[] = [];
+        let failed: string | undefined;
+        for await (const part of model.stream({ messages, tools: this.modelTools(release, current) })) {
+          if (part.type === "text-delta") text += part.text;
+          else if (part.type === "tool-call") calls.push(part.call);
+          else if (part.type === "error") failed = `${part.code}: ${part.message}`;
+        }
+        if (failed) {
+          this.log("error", "model failed", { conversationId: conversation.id, error: failed });
+          await this.emit(conversation.id, { type: "text", id: randomId("m"), from: "system", text: "Sorry, I could not answer just now. Please try again." });
+          return;
+        }
+        await this.store.appendTranscript(conversation.id, { role: "assistant", content: text, ...(calls.length > 0 && { toolCalls: calls }) }, this.now());
+        if (text.trim()) await this.emit(conversation.id, { type: "text", id: randomId("m"), from: "agent", text });
+        if (calls.length === 0) return;
+        let endTurn = false;
+        for (const call of calls) {
+          const outcome = await this.toolCall(current, release, turnId, call);
+          await this.store.appendTranscript(conversation.id, { role: "tool", toolCallId: call.id, name: call.name, content: outcome.modelText }, this.now());
+          if (outcome.endTurn) endTurn = true;
+        }
+        if (endTurn) return;
+      }
+    } finally {
+      this.typing(conversation.id, false);
+    }
+  }
+
+  /** One tool call of the model: a read runs at once, a write becomes a proposal (or runs, with confirmation none). */
+  private async toolCall(
+    conversation: ConversationRecord,
+    release: AgentRelease,
+    turnId: string,
+    call: ModelToolCall,
+  ): Promise<{ modelText: string; endTurn?: boolean }> {
+    if (call.name === HANDOFF_TOOL && release.config.channels[conversation.channel]?.handoff) {
+      await this.handOff(conversation, release);
+      return { modelText: "handed_off: the conversation is now with the team. Say nothing more.", endTurn: true };
+    }
+    const tool = findTool(release, call.name);
+    if (!tool) return { modelText: `tool_unknown: there is no tool named ${call.name}.` };
+    let args: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(call.arguments || "{}");
+      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
+      args = parsed as Record<string, unknown>;
+    } catch {
+      return { modelText: "arguments_invalid: the arguments must be one JSON object." };
+    }
+    const subjectPolicy = tool.policy.subject;
+    if (subjectPolicy?.selector && subjectPolicy.selector in args) {
+      return { modelText: `selector_refused: ${subjectPolicy.selector} is filled by Caplo from the verified customer; leave it out.` };
+    }
+    if (subjectPolicy && !conversation.subject) {
+      await this.emit(conversation.id, { type: "step_up", id: randomId("m"), level: "low", text: "Please verify your identity so I can help with that." });
+      return { modelText: "customer_not_verified: this tool acts for a verified customer; the customer has been asked to verify. Try again after they have." };
+    }
+    if (tool.policy.effect === "read") return this.runRead(conversation, tool, turnId, call, args);
+    return this.proposeWrite(conversation, tool, turnId, call, args);
+  }
+
+  private withSelector(tool: EngineTool, args: Record<string, unknown>, subject: CallSubject | null): Record<string, unknown> {
+    const selector = tool.policy.subject?.selector;
+    if (!selector || !subject?.ref) return args;
+    return { ...args, [selector]: subject.ref };
+  }
+
+  private secrets(packageVersionId: string): Record<string, string> {
+    return this.options.secrets?.(packageVersionId) ?? {};
+  }
+
+  private async progress(conversationId: string, tool: EngineTool, callId: string, state: "start" | "end"): Promise<void> {
+    const progress = tool.policy.progress;
+    await this.emit(conversationId, {
+      type: "progress",
+      id: randomId("m"),
+      callId,
+      state,
+      ...(progress?.label && { label: progress.label }),
+      ...(state === "start" && progress?.spoken && { spoken: progress.spoken }),
+    });
+  }
+
+  private async runRead(conversation: ConversationRecord, tool: EngineTool, turnId: string, call: ModelToolCall, args: Record<string, unknown>): Promise<{ modelText: string }> {
+    await this.progress(conversation.id, tool, call.id, "start");
+    let result;
+    try {
+      result = await this.options.runner.call({
+        packageVersionId: tool.packageVersionId,
+        tool: tool.tool,
+        args, // the runner fills the subject selector itself
+        context: {
+          invocationId: randomId("inv"),
+          conversationId: conversation.id,
+          turnId,
+          ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
+          secrets: this.secrets(tool.packageVersionId),
+        },
+        ...(this.canElicit(conversation, tool) && { elicit: (request: ElicitRequest) => this.elicit(conversation, tool, request) }),
+      });
+    } catch (error) {
+      await this.progress(conversation.id, tool, call.id, "end");
+      this.log("error", "read failed in the runner", { tool: tool.ref, error: String(error) });
+      return { modelText: "tool_failed: the tool could not run." };
+    }
+    await this.progress(conversation.id, tool, call.id, "end");
+    if (result.stepUp) {
+      await this.askStepUp(conversation.id, result.stepUp, undefined);
+      return { modelText: `step_up_required: the customer must verify at level ${result.stepUp.level}${result.stepUp.maxAuthAgeSeconds !== undefined ? ` within ${result.stepUp.maxAuthAgeSeconds} seconds` : ""}; they have been told. Nothing was looked up.` };
+    }
+    if (result.isError) return { modelText: `error: ${result.modelText}` };
+    const shown = projectResult(tool, result.structuredContent, randomId("m"), call.id);
+    if (shown) await this.emit(conversation.id, shown);
+    let modelText = result.modelText;
+    if (result.files.length > 0) {
+      // Files are delivered only where the channel can; the model is told either way and never sees the bytes.
+      modelText += `\n[${result.files.length} file(s) were not delivered: this channel cannot receive files here.]`;
+    }
+    return { modelText };
+  }
+
+  private canElicit(conversation: ConversationRecord, tool: EngineTool): boolean {
+    const elicitation = tool.policy.effect === "read" ? tool.policy.elicitation : undefined;
+    if (!elicitation) return false;
+    return elicitation.style === "questions" ? conversation.capabilities.questions : conversation.capabilities.forms;
+  }
+
+  private elicit(conversation: ConversationRecord, tool: EngineTool, request: ElicitRequest): Promise<ElicitResponse> {
+    const style = tool.policy.effect === "read" && tool.policy.elicitation?.style === "questions" ? "questions" : "form";
+    const elicitationId = randomId("q");
+    return new Promise<ElicitResponse>((resolve) => {
+      const timer = setTimeout(() => {
+        if (this.elicitations.delete(elicitationId)) resolve({ action: "cancel" });
+      }, this.options.elicitTimeoutMs ?? 120_000);
+      timer.unref?.();
+      this.elicitations.set(elicitationId, {
+        conversationId: conversation.id,
+        schema: request.requestedSchema,
+        resolve: (response) => {
+          clearTimeout(timer);
+          resolve(response);
+        },
+      });
+      void this.emit(conversation.id, { type: "question", id: randomId("m"), elicitationId, style, message: request.message, fields: questionFields(request.requestedSchema) });
+    });
+  }
+
+  private async askStepUp(conversationId: string, stepUp: StepUp, proposalId: string | undefined): Promise<void> {
+    await this.emit(conversationId, {
+      type: "step_up",
+      id: randomId("m"),
+      level: stepUp.level,
+      ...(stepUp.maxAuthAgeSeconds !== undefined && { maxAuthAgeSeconds: stepUp.maxAuthAgeSeconds }),
+      ...(proposalId && { proposalId }),
+      text: proposalId ? "To finish this, please verify your identity again." : "You need to verify your identity for this.",
+    });
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  private async proposeWrite(
+    conversation: ConversationRecord,
+    tool: EngineTool,
+    turnId: string,
+    call: ModelToolCall,
+    args: Record<string, unknown>,
+  ): Promise<{ modelText: string; endTurn?: boolean }> {
+    const writes = await this.store.listWrites(conversation.id);
+    for (const write of writes) {
+      // A proposal past its time expires here, so it does not block the conversation for ever.
+      if (write.state === "proposed" && this.now() - write.createdAt > (this.options.proposalTtlMs ?? 3_600_000)) {
+        const expiredTool = this.toolForWrite(write);
+        if (expiredTool) await this.apply(write, expiredTool, decide(write, { type: "expire" }));
+      }
+    }
+    const blocking = blockingWrite(await this.store.listWrites(conversation.id));
+    if (blocking) return { modelText: blockedMessage(blocking.state, blocking.toolRef) };
+    const issues = validateAgainst(tool.inputSchema, this.withSelector(tool, args, conversation.subject));
+    if (issues.length > 0) return { modelText: `arguments_invalid: ${issues.map((issue) => `${issue.path || "/"} ${issue.message}`).join("; ")}` };
+    const confirmation = tool.policy.effect === "write" ? tool.policy.confirmation : "required";
+    const write = await this.store.insertWrite({
+      id: randomId("p", 16),
+      conversationId: conversation.id,
+      turnId,
+      callId: call.id,
+      toolRef: tool.ref,
+      modelName: tool.modelName,
+      packageVersionId: tool.packageVersionId,
+      tool: tool.tool,
+      args,
+      state: "proposed",
+      confirmation,
+      ownerId: conversation.ownerId,
+      subjectId: conversation.subject?.id ?? null,
+      createdAt: this.now(),
+    });
+    if (confirmation === "none") {
+      const confirmed = await this.store.transitionWrite(
+        write.id,
+        { states: ["proposed"] },
+        { state: "confirmed", finalArgs: args, idempotencyKey: randomId("ik", 32), nodeId: this.nodeId, note: "confirmation: none" },
+        this.now(),
+      );
+      const done = await this.runWrite(confirmed!, tool, conversation, false, false);
+      return { modelText: modelNote(done ?? confirmed!) };
+    }
+    const card = reviewCard(tool, args, conversation.capabilities);
+    await this.emit(conversation.id, { type: "review", id: randomId("m"), proposalId: write.id, tool: tool.ref, title: card.title, fields: card.fields, state: "proposed" });
+    return {
+      modelText: `proposed: the customer sees a review card for ${tool.ref} (proposal ${write.id}). It runs only if the customer confirms it on the card; their typed text cannot confirm it. Do not call it again.`,
+      endTurn: true,
+    };
+  }
+
+  /**
+   * Run a confirmed write (or re-run one after step-up) with exactly its final arguments and its key, and
+   * record the outcome. The `running` transition is stored before the runner is called.
+   */
+  private async runWrite(
+    write: WriteRecord,
+    tool: EngineTool,
+    conversation: ConversationRecord,
+    alreadyRunning = false,
+    noteToModel = true,
+  ): Promise<WriteRecord | undefined> {
+    const running = alreadyRunning
+      ? write
+      : await this.store.transitionWrite(write.id, { states: ["confirmed"] }, { state: "running", nodeId: this.nodeId, note: "sent to the tool" }, this.now());
+    if (!running) return undefined;
+    await this.progress(conversation.id, tool, running.callId, "start");
+    let outcome: WriteOutcome;
+    try {
+      const result = await this.options.runner.call({
+        packageVersionId: running.packageVersionId,
+        tool: running.tool,
+        args: running.finalArgs ?? running.args, // the runner fills the subject selector itself
+        context: {
+          invocationId: randomId("inv"),
+          conversationId: conversation.id,
+          turnId: running.turnId,
+          idempotencyKey: running.idempotencyKey!,
+          ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
+          secrets: this.secrets(running.packageVersionId),
+        },
+      });
+      outcome =
+        result.outcome ??
+        (result.stepUp
+          ? { outcome: "step_up_required", stepUp: result.stepUp }
+          : result.isError
+            ? { outcome: "unknown", reason: result.modelText }
+            : { outcome: "applied", text: result.modelText, ...(result.structuredContent && { structuredContent: result.structuredContent }) });
+    } catch (error) {
+      outcome = { outcome: "unknown", reason: `the runner failed: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    await this.progress(conversation.id, tool, running.callId, "end");
+    return this.apply(running, tool, decide(running, { type: "finished", outcome }), outcome, noteToModel);
+  }
+
+  /** Store a decision's transition (compare-and-set from the write's current state), then carry out its effects. */
+  private async apply(write: WriteRecord, tool: EngineTool, decision: Decision, outcome?: WriteOutcome, noteToModel = true): Promise<WriteRecord | undefined> {
+    if (!decision.ok) return undefined;
+    const change: WriteChange = { state: decision.to };
+    const checking = decision.effects.find((effect) => effect.type === "schedule_check");
+    if (outcome) {
+      const result = toResult(outcome);
+      if (result) change.result = result;
+      if (outcome.outcome === "pending" && outcome.operationRef) change.operationRef = outcome.operationRef;
+      if (outcome.outcome === "step_up_required") change.stepUp = outcome.stepUp;
+    }
+    if (checking?.type === "schedule_check") {
+      if (tool.hasStatus) {
+        change.nextCheckAt = this.now() + checkDelay(checking.index, this.checkBase());
+        change.checkLeaseUntil = null;
+      } else {
+        // No status check to ask: straight to the team's follow-up list.
+        change.nextCheckAt = null;
+        change.followUp = true;
+      }
+    }
+    if (decision.effects.some((effect) => effect.type === "follow_up")) {
+      change.followUp = true;
+      change.nextCheckAt = null;
+      change.checkLeaseUntil = null;
+    }
+    const updated = await this.store.transitionWrite(write.id, { states: [write.state] }, change, this.now());
+    if (!updated) return undefined;
+    for (const effect of decision.effects) {
+      if (effect.type === "tell") await this.tell(updated, tool, noteToModel);
+      if (effect.type === "ask_step_up") {
+        await this.askStepUp(updated.conversationId, effect.stepUp, updated.id);
+        if (noteToModel) await this.note(updated.conversationId, modelNote(updated));
+      }
+    }
+    return updated;
+  }
+
+  /** Tell the customer (outcome event) and the model (transcript note) where a write stands. */
+  private async tell(write: WriteRecord, tool: EngineTool | undefined, noteToModel = true): Promise<void> {
+    const title = tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
+    const receipt = write.state === "applied" && tool && write.result?.outcome === "applied" ? receiptFields(tool, write.result.structuredContent) : undefined;
+    const message: OutboundOf<"outcome"> = {
+      type: "outcome",
+      id: randomId("m"),
+      proposalId: write.id,
+      state: write.state === "confirmed" ? "running" : write.state,
+      message: customerText(title, write),
+      ...(receipt && receipt.length > 0 && { receipt }),
+    };
+    await this.emit(write.conversationId, message);
+    if (noteToModel) await this.note(write.conversationId, modelNote(write));
+  }
+
+  private async markFollowUp(write: WriteRecord): Promise<void> {
+    await this.store.transitionWrite(write.id, { states: [write.state] }, { state: write.state, followUp: true, nextCheckAt: null, note: "no status check: listed for the team" }, this.now());
+  }
+
+  // ---------------------------------------------------------------- status checks
+
+  private scheduleChecks(): void {
+    if (this.stopped) return;
+    this.checkTimer = setTimeout(() => {
+      void this.runDueChecks()
+        .catch((error) => this.log("error", "status checks failed", { error: String(error) }))
+        .finally(() => this.scheduleChecks());
+    }, this.options.checkPollMs ?? 1000);
+    this.checkTimer.unref?.();
+  }
+
+  /** Run every status check that is due now, one at a time per write (the claim is a lease). Returns how many ran. */
+  async runDueChecks(): Promise<number> {
+    if (this.checking) return 0;
+    this.checking = true;
+    try {
+      const now = this.now();
+      const claimed = await this.store.claimDueChecks(now, now + 60_000, 20);
+      for (const write of claimed) await this.track(this.checkOne(write));
+      return claimed.length;
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  private async checkOne(write: WriteRecord): Promise<void> {
+    const tool = this.toolForWrite(write);
+    if (!tool || !tool.hasStatus) {
+      await this.markFollowUp(write);
+      return;
+    }
+    const conversation = await this.store.getConversation(write.conversationId);
+    let outcome: WriteOutcome;
+    try {
+      outcome = await this.options.runner.checkStatus({
+        packageVersionId: write.packageVersionId,
+        tool: write.tool,
+        ...(write.operationRef && { operationRef: write.operationRef }),
+        context: {
+          invocationId: randomId("inv"),
+          conversationId: write.conversationId,
+          turnId: write.turnId,
+          idempotencyKey: write.idempotencyKey!,
+          ...(tool.policy.subject && conversation?.subject && { subject: conversation.subject }),
+          secrets: this.secrets(write.packageVersionId),
+        },
+      });
+    } catch (error) {
+      outcome = { outcome: "unknown", reason: `the status check failed: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    const decision = decide(write, { type: "checked", outcome });
+    if (!decision.ok) return;
+    const change: WriteChange = { state: decision.to, checkCount: write.checkCount + 1, checkLeaseUntil: null, note: `status check ${write.checkCount + 1}: ${outcome.outcome}` };
+    const result = toResult(outcome);
+    if (result && (decision.to === "applied" || decision.to === "not_applied")) change.result = result;
+    if (outcome.outcome === "pending" && outcome.operationRef) change.operationRef = outcome.operationRef;
+    const next = decision.effects.find((effect) => effect.type === "schedule_check");
+    if (next?.type === "schedule_check") change.nextCheckAt = this.now() + checkDelay(next.index, this.checkBase());
+    if (decision.effects.some((effect) => effect.type === "follow_up")) {
+      change.followUp = true;
+      change.nextCheckAt = null;
+    }
+    if (decision.to === "applied" || decision.to === "not_applied") change.nextCheckAt = null;
+    const updated = await this.store.transitionWrite(write.id, { states: [write.state], checkCount: write.checkCount }, change, this.now());
+    if (!updated) return;
+    if (decision.effects.some((effect) => effect.type === "tell")) await this.tell(updated, tool);
+  }
+
+  // ---------------------------------------------------------------- handoff and the team
+
+  private async handOff(conversation: ConversationRecord, release: AgentRelease): Promise<void> {
+    const destination = release.config.channels[conversation.channel]?.handoff;
+    if (!destination) return;
+    await this.store.setHandoff(conversation.id, { state: "requested", queue: destination.queue, at: this.now() });
+    await this.emit(conversation.id, {
+      type: "handoff",
+      id: randomId("m"),
+      state: "requested",
+      text: destination.message ?? "I've passed this conversation to our team. Someone will reply here.",
+    });
+  }
+
+  /** A team member takes over any text conversation: the agent stays silent until it is handed back. */
+  async takeOver(conversationId: string, member: string): Promise<EngineResult> {
+    return this.serial(conversationId, async () => {
+      const conversation = await this.store.getConversation(conversationId);
+      if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      if (conversation.handoff?.state === "taken" && conversation.handoff.member !== member) {
+        return fail("conversation_held", "member", "another team member holds this conversation");
+      }
+      await this.store.setHandoff(conversationId, { state: "taken", member, ...(conversation.handoff?.queue && { queue: conversation.handoff.queue }), at: this.now() });
+      await this.emit(conversationId, { type: "handoff", id: randomId("m"), state: "taken", text: "A member of our team has joined the conversation." });
+      await this.note(conversationId, "A team member took over the conversation.");
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  async teamMessage(conversationId: string, member: string, text: string): Promise<EngineResult> {
+    return this.serial(conversationId, async () => {
+      const conversation = await this.store.getConversation(conversationId);
+      if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      if (conversation.handoff?.state !== "taken" || conversation.handoff.member !== member) {
+        return fail("conversation_not_held", "member", "take the conversation over before writing in it");
+      }
+      await this.emit(conversationId, { type: "text", id: randomId("m"), from: "team", text });
+      await this.note(conversationId, `[team] ${text}`);
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  /** Hand the conversation back to the agent. */
+  async handBack(conversationId: string, member: string): Promise<EngineResult> {
+    return this.serial(conversationId, async () => {
+      const conversation = await this.store.getConversation(conversationId);
+      if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      if (!conversation.handoff) return fail("conversation_not_held", "conversationId", "the agent already holds this conversation");
+      if (conversation.handoff.state === "taken" && conversation.handoff.member !== member) {
+        return fail("conversation_held", "member", "another team member holds this conversation");
+      }
+      await this.store.setHandoff(conversationId, null);
+      await this.emit(conversationId, { type: "handoff", id: randomId("m"), state: "released", text: "You're back with the assistant." });
+      await this.note(conversationId, "The team handed the conversation back to you.");
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  /** Writes still unresolved after the last status check: the team checks their own system and follows up. */
+  async followUps(): Promise<WriteRecord[]> {
+    return this.store.listFollowUps();
+  }
+}
+
+function toResult(outcome: WriteOutcome): WriteResult | undefined {
+  switch (outcome.outcome) {
+    case "applied":
+      return { outcome: "applied", text: outcome.text, ...(outcome.structuredContent && { structuredContent: outcome.structuredContent }) };
+    case "not_applied":
+      return { outcome: "not_applied", message: outcome.message };
+    case "pending":
+      return { outcome: "pending", ...(outcome.message && { message: outcome.message }) };
+    case "unknown":
+      return { outcome: "unknown", reason: outcome.reason };
+    case "step_up_required":
+      return undefined;
+  }
+}

@@ -1,0 +1,52 @@
+// What the customer and the model are told about a write, by its state, as the seeds' outcome table says:
+// applied → it succeeded; not applied → it did not go through; pending and unknown → not confirmed yet,
+// do not send it again. operationRef and idempotency keys are never part of either text.
+import type { WriteRecord, WriteState } from "../store/store.ts";
+
+export function customerText(title: string, write: Pick<WriteRecord, "state" | "result">): string {
+  switch (write.state) {
+    case "applied":
+      return `${title}: done. Your request went through.`;
+    case "not_applied": {
+      const reason = write.result?.outcome === "not_applied" ? write.result.message : "";
+      return `${title} did not go through${reason ? `: ${reason}` : "."}`;
+    }
+    case "pending":
+    case "unknown":
+      return `${title} is not confirmed yet. Please don't send it again: we are checking and will let you know here.`;
+    case "declined":
+      return `${title} was not done: you declined it. Nothing was changed.`;
+    case "cancelled":
+      return `${title} was cancelled because a different customer verified in this conversation. Nothing was changed.`;
+    case "expired":
+      return `${title} expired before it was confirmed. Nothing was changed.`;
+    case "step_up_required":
+      return `To do this (${title}), please verify your identity again.`;
+    default:
+      return `${title}: ${write.state}.`;
+  }
+}
+
+export function modelNote(write: Pick<WriteRecord, "id" | "toolRef" | "state" | "result">): string {
+  const head = `[write ${write.toolRef}, proposal ${write.id}]`;
+  const state: WriteState = write.state;
+  switch (state) {
+    case "applied":
+      return `${head} outcome: applied. The change happened. Result: ${write.result?.outcome === "applied" ? write.result.text : ""}`;
+    case "not_applied":
+      return `${head} outcome: not applied. The provider definitely did not make the change: ${write.result?.outcome === "not_applied" ? write.result.message : ""}`;
+    case "pending":
+    case "unknown":
+      return `${head} outcome: ${state}. The change is not confirmed yet. Tell the customer it is not confirmed yet and that they should not send it again. Do not call the tool again: Caplo checks the status and reports the real outcome.`;
+    case "declined":
+      return `${head} the customer declined. Nothing ran.`;
+    case "cancelled":
+      return `${head} cancelled: a different customer verified in the conversation. Nothing ran.`;
+    case "expired":
+      return `${head} the proposal expired before the customer confirmed it. Nothing ran.`;
+    case "step_up_required":
+      return `${head} the tool needs the customer to verify again; they have been asked. Once they verify, the same call runs again by itself.`;
+    default:
+      return `${head} state: ${state}.`;
+  }
+}
