@@ -433,8 +433,9 @@ export async function startShopApi(options: ShopApiOptions = {}): Promise<ShopAp
         return idempotent(request, () => {
           const customer = state.customer(customerId)!;
           customer.address = { street: String(body.street).trim(), city: String(body.city).trim(), postalCode: String(body.postalCode).trim(), country: customer.address.country };
-          state.addOperation({ kind: "update_address", target: customerId, idempotencyKey: key(request), status: "applied" });
-          return json(200, { customerId, address: customer.address, updatedAt: iso() });
+          const result = { customerId, address: customer.address, updatedAt: iso() };
+          state.addOperation({ kind: "update_address", target: customerId, idempotencyKey: key(request), status: "applied", result });
+          return json(200, result);
         });
       },
     },
