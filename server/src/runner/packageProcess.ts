@@ -146,7 +146,20 @@ export class PackageProcess {
       this.stderr = (this.stderr + `[stdout] ${line}\n`).slice(-STDERR_KEEP);
     });
     const exitedEarly = new Promise<never>((_, reject) =>
-      this.onExit(() => reject(new Error(`package ${this.options.label} ${this.exitReason} during start: ${this.stderr.trim().slice(-2000)}`))),
+      this.onExit(() => {
+        // The SDK's host reports why it could not serve as one line: caplo-host-error {"code","message"}.
+        const hostError = /caplo-host-error (\{.*\})/.exec(this.stderr)?.[1];
+        let detail = this.stderr.trim().slice(-2000);
+        if (hostError) {
+          try {
+            const parsed = JSON.parse(hostError) as { code?: string; message?: string };
+            detail = `${parsed.code}: ${parsed.message}`;
+          } catch {
+            // keep the raw stderr
+          }
+        }
+        reject(new Error(`package ${this.options.label} ${this.exitReason} during start: ${detail}`));
+      }),
     );
     exitedEarly.catch(() => undefined);
     await Promise.race([this.client.connect(transport, { timeout: this.options.startTimeoutMs }), exitedEarly]);
