@@ -5,6 +5,7 @@ import { z } from "zod";
 import * as L from "./limits.ts";
 import { CHANNEL_KINDS } from "./channel.ts";
 import { modelToolName, toolPolicySchema } from "./manifest.ts";
+import { formatPath } from "./manifestParse.ts";
 import { packageVersionSchema } from "./version.ts";
 
 /** The body of a pattern (its source without the ^ and $ anchors), to build larger patterns from it. */
@@ -60,7 +61,7 @@ const messageText = (max: number) =>
     .string()
     .min(1)
     .max(max)
-    .regex(/^[^<>\u0000-\u0009\u000B-\u001F\u007F]+$/, "text without markup or control characters (line breaks are allowed)");
+    .regex(/^[^<>\u0000-\u0009\u000B-\u001F\u007F]*$/, "text without markup or control characters (line breaks are allowed)");
 
 const origin = z
   .string()
@@ -286,31 +287,29 @@ export type Handoff = z.output<typeof handoffSchema>;
 export type AgentChannels = z.output<typeof channelsSchema>;
 
 /** A problem in an agent file or a release, at a path written as caplo.yaml errors write it: tools[2]. */
-export type AgentIssue = { code: string; path: string; message: string };
+export type AgentIssue = { code: string; path: string; message: string; /** 1-based line in agent.yaml, when known. */ line?: number };
 
-/** `["channels", "web", "handoff"]` → `channels.web.handoff`, `["tools", 2]` → `tools[2]`; the root is "". */
-export function formatAgentPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const segment of path) {
-    if (typeof segment === "number") out += `[${segment}]`;
-    else out += out === "" ? String(segment) : `.${String(segment)}`;
-  }
-  return out;
-}
+/** Finds the line of a value in the source text, for located errors (the YAML reader supplies one). */
+export type LineLocator = (path: readonly PropertyKey[]) => number | undefined;
 
-/** Turn zod issues into stable `{ code, path, message }` values. */
-export function agentIssues(error: z.ZodError, input: unknown): AgentIssue[] {
+/** Turn zod issues into stable `{ code, path, message }` values, with lines when a locator is given. */
+export function agentIssues(error: z.ZodError, input: unknown, locate?: LineLocator): AgentIssue[] {
+  const at = (path: readonly PropertyKey[]) => {
+    const line = locate?.(path);
+    return line === undefined ? {} : { line };
+  };
   const issues: AgentIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
-        issues.push({ code: "field_unknown", path: formatAgentPath([...issue.path, key]), message: `unknown field "${key}": other fields are refused` });
+        const path = [...issue.path, key];
+        issues.push({ code: "field_unknown", path: formatPath(path), message: `unknown field "${key}": other fields are refused`, ...at(path) });
       }
       continue;
     }
     const code = issue.code === "invalid_type" && valueAt(input, issue.path) === undefined ? "field_required" : issueCode(issue);
     const message = code === "field_required" ? `required: ${issue.message.replace(/^Invalid input: /, "")}` : issue.message;
-    issues.push({ code, path: formatAgentPath(issue.path), message });
+    issues.push({ code, path: formatPath(issue.path), message, ...at(issue.path) });
   }
   return issues;
 }
@@ -348,9 +347,9 @@ function issueCode(issue: z.core.$ZodIssue): string {
 export type AgentParseResult = { ok: true; agent: AgentConfig } | { ok: false; issues: AgentIssue[] };
 
 /** Parse an already-decoded agent.yaml document (unknown in, AgentConfig out). */
-export function parseAgentConfig(value: unknown): AgentParseResult {
+export function parseAgentConfig(value: unknown, locate?: LineLocator): AgentParseResult {
   const result = agentConfigSchema.safeParse(value);
-  return result.success ? { ok: true, agent: result.data } : { ok: false, issues: agentIssues(result.error, value) };
+  return result.success ? { ok: true, agent: result.data } : { ok: false, issues: agentIssues(result.error, value, locate) };
 }
 
 /** One tool of a release: the frozen definition the model sees and the policy the engine enforces. */
