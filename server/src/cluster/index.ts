@@ -1,5 +1,5 @@
 // What other folders may use for running several nodes on one PostgreSQL: claimed work with leases,
-// and migrations that run once under an advisory lock.
+// node liveness leases with takeover of lost nodes, and migrations that run once under an advisory lock.
 export { migrateOnce, withAdvisoryLock, lockKey, SCHEMA_NAME_PATTERN, type Migration, type MigrateOptions, type LockError } from "./migrationLock.ts";
 export {
   WorkQueue,
@@ -15,3 +15,4 @@ export {
   type WorkError,
   type WorkQueueOptions,
 } from "./workQueue.ts";
+export { NodeLeases, NODE_LEASE_MIGRATIONS, NODE_MIGRATIONS_TABLE, type NodeLeasesOptions } from "./nodeLeases.ts";
