@@ -14,13 +14,13 @@ export function createServer() {
     "get_invoice",
     {
       description: "Get the invoice of an order, for example SO-1004, as a PDF the customer can download, with its totals.",
-      inputSchema: { orderId: z.string().regex(/^SO-[0-9]{4}$/).describe("Order number") },
+      inputSchema: z.strictObject({ orderId: z.string().regex(/^SO-[0-9]{4}$/).describe("Order number") }),
       outputSchema: {
         invoice: z.object({
           invoiceId: z.string(),
           orderId: z.string(),
           customerName: z.string(),
-          issuedAt: z.string(),
+          issuedAt: z.iso.datetime(),
           status: z.enum(["paid", "void"]),
           subtotal: z.number(),
           tax: z.number(),

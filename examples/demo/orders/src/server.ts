@@ -54,13 +54,13 @@ export function createServer() {
     "get_order",
     {
       description: "Look up one order by its number, for example SO-1002: status, total, when it was placed and how many items.",
-      inputSchema: { orderId },
+      inputSchema: z.strictObject({ orderId }),
       outputSchema: {
         orderId: z.string(),
         status: orderStatus,
         total: z.number(),
         currency: z.string(),
-        placedAt: z.string().describe("ISO 8601 date-time"),
+        placedAt: z.iso.datetime(),
         itemCount: z.number().int(),
         paymentCard: z.string(),
       },
@@ -83,10 +83,10 @@ export function createServer() {
     "list_orders",
     {
       description: "List a customer's orders by the email address they ordered with, newest last.",
-      inputSchema: { email: z.string().email().max(254).describe("The email address the customer ordered with") },
+      inputSchema: z.strictObject({ email: z.string().email().max(254).describe("The email address the customer ordered with") }),
       outputSchema: {
         orders: z.array(
-          z.object({ orderId: z.string(), status: orderStatus, total: z.number(), currency: z.string(), placedAt: z.string() }),
+          z.object({ orderId: z.string(), status: orderStatus, total: z.number(), currency: z.string(), placedAt: z.iso.datetime() }),
         ),
       },
     },
@@ -108,7 +108,7 @@ export function createServer() {
     "cancel_order",
     {
       description: "Cancel an order that has not shipped yet. The customer reviews and confirms before it runs.",
-      inputSchema: { orderId, reason: z.string().max(200).optional().describe("Why the customer cancels, in their words") },
+      inputSchema: z.strictObject({ orderId, reason: z.string().max(200).optional().describe("Why the customer cancels, in their words") }),
       outputSchema: {
         orderId: z.string(),
         status: z.string(),
@@ -148,7 +148,7 @@ export function createServer() {
     "add_order_note",
     {
       description: "Add a delivery note to an order, for example where to leave the parcel.",
-      inputSchema: { orderId, text: z.string().min(1).max(500).describe("The note, in the customer's words") },
+      inputSchema: z.strictObject({ orderId, text: z.string().min(1).max(500).describe("The note, in the customer's words") }),
       outputSchema: { orderId: z.string(), noteCount: z.number().int() },
     },
     async ({ orderId, text }, extra) => {
