@@ -1,7 +1,7 @@
 // The widget app: connects, keeps the conversation, and lays out the header, the conversation log, the
 // status line (typing, the running tool's progress label, reconnecting) and the message box.
 import type { ClientFrame, Inbound } from "@caplo/shared";
-import { useEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import { notifyHost, readHostCommand } from "../bridge.ts";
 import { Connection } from "../connection.ts";
 import { initialState, reduce, rowsOf, runningLabels, type ConversationState } from "../conversation.ts";
@@ -93,8 +93,9 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     };
   }, []);
 
-  // Keep what a reload needs: the events shown and what the visitor already acted on.
-  useEffect(() => {
+  // Keep what a reload needs: the events shown and what the visitor already acted on. A layout effect,
+  // so it is written before the page can go away.
+  useLayoutEffect(() => {
     if (state.conversationId) storage.save({ conversationId: state.conversationId, entries: state.entries, used: state.used });
   }, [state.conversationId, state.entries, state.used]);
 

@@ -1,0 +1,65 @@
+// @vitest-environment happy-dom
+import { fireEvent, screen } from "@testing-library/preact";
+import { describe, expect, test } from "vitest";
+import type { Outbound } from "@caplo/shared";
+import { outbound, renderInWidget } from "../testing.tsx";
+import { Message } from "./Message.tsx";
+
+const text = (from: "customer" | "agent" | "team" | "system", t: string) => outbound({ type: "text", id: "m1", from, text: t }) as Outbound;
+
+describe("conversation messages", () => {
+  test("agent text may use the markdown subset with https links", () => {
+    const { container } = renderInWidget(<Message message={text("agent", "Your order **SO-1002** shipped. [Track it](https://track.example/1)")} />);
+    expect(container.querySelector("strong")!.textContent).toBe("SO-1002");
+    expect(container.querySelector("a")!.getAttribute("href")).toBe("https://track.example/1");
+  });
+
+  test("hostile agent text: markup and javascript: links never become elements or links", () => {
+    const hostile = '<script>alert(1)</script><img src=x onerror=alert(1)> [x](javascript:alert(1)) <a href="javascript:alert(1)">y</a> <iframe src="https://evil.example"></iframe>';
+    const { container } = renderInWidget(<Message message={text("agent", hostile)} />);
+    expect(container.querySelector("script, img, iframe, a")).toBeNull();
+    expect(container.textContent).toContain("<script>alert(1)</script>");
+  });
+
+  test("visitor and system text is plain text, not markdown", () => {
+    const { container } = renderInWidget(<Message message={text("customer", "**not bold** <b>x</b> https://a.example")} />);
+    expect(container.querySelector("strong, b, a")).toBeNull();
+    expect(container.textContent).toContain("**not bold** <b>x</b>");
+  });
+
+  test("overlong agent text is cut", () => {
+    const { container } = renderInWidget(<Message message={text("agent", "word ".repeat(10_000))} />);
+    expect(container.textContent!.length).toBeLessThan(8_100);
+  });
+
+  test("a file is a download link with its name, type and size", () => {
+    const file = outbound({ type: "file", id: "f1", name: "invoice-1002.pdf", mimeType: "application/pdf", size: 48_213, url: "https://gw.example/v1/files/abc" });
+    const { container } = renderInWidget(<Message message={file} />);
+    const a = screen.getByRole("link", { name: "Download invoice-1002.pdf" });
+    expect(a.getAttribute("href")).toBe("https://gw.example/v1/files/abc");
+    expect(a.getAttribute("download")).toBe("invoice-1002.pdf");
+    expect(container.textContent).toContain("PDF document · 47.1 KB");
+  });
+
+  test("a file with an unsafe URL is listed but not linked", () => {
+    const file = outbound({ type: "file", id: "f1", name: "x.pdf", mimeType: "application/pdf", size: 1, url: "javascript:alert(1)" });
+    const { container } = renderInWidget(<Message message={file} />);
+    expect(container.querySelector("a")).toBeNull();
+    expect(container.textContent).toContain("x.pdf");
+  });
+
+  test("a handoff notice is shown as text", () => {
+    renderInWidget(<Message message={outbound({ type: "handoff", id: "h", state: "requested", text: "A person from our team will reply here." })} />);
+    expect(screen.getByRole("note").textContent).toBe("A person from our team will reply here.");
+  });
+
+  test("a step-up prompt asks the host page to verify again", () => {
+    const { stepUps } = renderInWidget(
+      <Message message={outbound({ type: "step_up", id: "s", level: "high", maxAuthAgeSeconds: 300, text: "Please sign in again to cancel." })} />,
+    );
+    expect(screen.getByText("Please sign in again to cancel.")).toBeTruthy();
+    fireEvent.click(screen.getByRole("button", { name: "Verify" }));
+    expect(stepUps).toEqual([{ level: "high", maxAuthAgeSeconds: 300 }]);
+    expect(screen.getByRole("status").textContent).toContain("Follow the steps");
+  });
+});

@@ -1,0 +1,81 @@
+import { describe, expect, test } from "vitest";
+import type { Outbound, ServerFrame } from "@caplo/shared";
+import { initialState, reduce, rowsOf, runningLabels, type ConversationState } from "./conversation.ts";
+
+const event = (seq: number, message: Outbound): ServerFrame => ({ t: "event", seq, at: "2026-01-01T00:00:00Z", message });
+const apply = (frames: ServerFrame[], state: ConversationState = initialState) =>
+  frames.reduce((s, frame) => reduce(s, { type: "frame", frame }), state);
+const welcome = (conversationId = "c1"): ServerFrame => ({ t: "welcome", v: 1, conversationId, resumeToken: "tok", verified: false });
+
+describe("conversation state", () => {
+  test("an event already shown is ignored when a resume repeats it", () => {
+    const msg: Outbound = { type: "text", id: "m1", from: "agent", text: "Hi" };
+    const s = apply([welcome(), event(1, msg), event(1, msg), event(2, { ...msg, id: "m2" }), event(2, msg)]);
+    expect(s.entries.map((e) => e.seq)).toEqual([1, 2]);
+    expect(s.lastSeq).toBe(2);
+  });
+
+  test("a welcome to a different conversation starts empty; to the same one keeps the history", () => {
+    const msg: Outbound = { type: "text", id: "m1", from: "agent", text: "Hi" };
+    const s = apply([welcome("c1"), event(1, msg)]);
+    expect(apply([welcome("c1")], s).entries).toHaveLength(1);
+    expect(apply([welcome("c2")], s).entries).toHaveLength(0);
+  });
+
+  test("the visitor's echoed message replaces its in-flight copy", () => {
+    let s = reduce(apply([welcome()]), { type: "send", ref: "r1", text: "Where is SO-1002?" });
+    s = apply([{ t: "ack", ref: "r1" }], s);
+    expect(s.pending).toEqual([{ ref: "r1", text: "Where is SO-1002?", acked: true }]);
+    s = apply([event(1, { type: "text", id: "m1", from: "customer", text: "Where is SO-1002?" })], s);
+    expect(s.pending).toEqual([]);
+  });
+
+  test("an error frame for a message marks it as not sent with the reason", () => {
+    let s = reduce(apply([welcome()]), { type: "send", ref: "r1", text: "x" });
+    s = apply([{ t: "error", ref: "r1", code: "rate_limited", message: "Too many messages" }], s);
+    expect(s.pending[0]!.error).toBe("Too many messages");
+  });
+
+  test("an error frame for a confirm makes its card usable again", () => {
+    let s = reduce(apply([welcome()]), { type: "use", id: "review:p1", value: "confirm", ref: "r9" });
+    expect(s.used["review:p1"]).toBe("confirm");
+    s = apply([{ t: "error", ref: "r9", code: "proposal_expired", message: "This request expired." }], s);
+    expect(s.used["review:p1"]).toBeUndefined();
+    expect(s.failed["review:p1"]).toBe("This request expired.");
+  });
+
+  test("outcomes and later review states fold into their card; an orphan outcome is its own row", () => {
+    const review: Outbound = { type: "review", id: "m1", proposalId: "p1", tool: "o/c", title: "Cancel", fields: [], state: "proposed" };
+    const s = apply([
+      welcome(),
+      event(1, review),
+      event(2, { type: "text", id: "m2", from: "agent", text: "Please confirm" }),
+      event(3, { ...review, id: "m3", state: "running" }),
+      event(4, { type: "outcome", id: "m4", proposalId: "p1", state: "pending", message: "Not confirmed yet" }),
+      event(5, { type: "outcome", id: "m5", proposalId: "p1", state: "applied", message: "Done" }),
+      event(6, { type: "outcome", id: "m6", proposalId: "p0", state: "unknown", message: "?" }),
+    ]);
+    const rows = rowsOf(s.entries);
+    expect(rows.map((r) => r.kind)).toEqual(["review", "message", "outcome"]);
+    const card = rows[0]!;
+    if (card.kind !== "review") throw new Error("not a card");
+    expect(card.view.state).toBe("applied");
+    expect(card.view.outcomes.map((o) => o.state)).toEqual(["pending", "applied"]);
+  });
+
+  test("a tool's progress label shows from its start until its end", () => {
+    const start: Outbound = { type: "progress", id: "p1", callId: "c1", state: "start", label: "Looking up your order" };
+    const s1 = apply([welcome(), event(1, start)]);
+    expect(runningLabels(s1.entries)).toEqual(["Looking up your order"]);
+    const s2 = apply([event(2, { ...start, id: "p2", state: "end" })], s1);
+    expect(runningLabels(s2.entries)).toEqual([]);
+    expect(rowsOf(s2.entries)).toEqual([]);
+  });
+
+  test("typing stops when the agent's text arrives or the connection drops", () => {
+    const s = apply([welcome(), { t: "typing", on: true }]);
+    expect(s.typing).toBe(true);
+    expect(apply([event(1, { type: "text", id: "m", from: "agent", text: "x" })], s).typing).toBe(false);
+    expect(reduce(s, { type: "connection", view: { phase: "waiting", attempt: 1 } }).typing).toBe(false);
+  });
+});
