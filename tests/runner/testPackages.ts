@@ -9,7 +9,8 @@ export const TEST_HOST = join(PACKAGES_DIR, "host.mjs");
 
 export type TestTool = {
   name: string;
-  policy: Omit<ToolPolicy, "name">;
+  /** caplo.yaml policy fields of the tool (name added here). */
+  policy: { effect: "read" | "write"; timeoutSeconds: number } & Record<string, unknown>;
   inputSchema?: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
   hasStatus?: boolean;
