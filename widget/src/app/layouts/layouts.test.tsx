@@ -38,7 +38,7 @@ describe("list", () => {
 
 describe("table", () => {
   test("has a header per column (at most 6) and one row per item", () => {
-    const columns = many(7, (i) => ({ key: `c${i}`, label: `Col ${i}`, display: "plain" })) as R["columns"];
+    const columns: R["columns"] = Array.from({ length: 7 }, (_, i) => ({ key: `c${i}`, label: `Col ${i}`, display: "plain" as const }));
     const items = many(3, (i) => Object.fromEntries(columns.map((c) => [c.key, `${c.key}-${i}`])));
     renderInWidget(<Result result={result({ layout: "table", columns, items })} />);
     expect(screen.getAllByRole("columnheader").map((h) => h.textContent)).toEqual(["Col 0", "Col 1", "Col 2", "Col 3", "Col 4", "Col 5"]);
@@ -149,7 +149,7 @@ describe("choices", () => {
 
 describe("detail", () => {
   test("shows one object's columns (up to 12) as label and value, with up to two actions", () => {
-    const columns = many(13, (i) => ({ key: `f${i}`, label: `Field ${i}`, display: "plain" })) as R["columns"];
+    const columns: R["columns"] = Array.from({ length: 13 }, (_, i) => ({ key: `f${i}`, label: `Field ${i}`, display: "plain" as const }));
     const item = Object.fromEntries(columns.map((c) => [c.key, `v-${c.key}`]));
     renderInWidget(
       <Result
