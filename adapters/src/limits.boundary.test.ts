@@ -109,15 +109,15 @@ const body = (m: GraphMessage) => checkSendBody({ recipient: { id: "1" }, messag
 
 describe("Messenger limits", () => {
   it("buttons: 3 options are a button template, 4 become quick replies", () => {
-    const three = meta("Pick", 3).messages.at(-1) as { message: { attachment?: unknown } };
+    const three = meta("Pick", 3).messages.at(-1) as unknown as { message: { attachment?: unknown } };
     expect(three.message.attachment).toBeDefined();
-    const four = meta("Pick", 4).messages.at(-1) as { message: { quick_replies?: unknown[] } };
+    const four = meta("Pick", 4).messages.at(-1) as unknown as { message: { quick_replies?: unknown[] } };
     expect(four.message.quick_replies).toHaveLength(4);
   });
   it("quick replies: 13 kept, 14 become numbered text", () => {
-    expect((meta("Pick", 13).messages.at(-1) as { message: { quick_replies: unknown[] } }).message.quick_replies).toHaveLength(13);
+    expect((meta("Pick", 13).messages.at(-1) as unknown as { message: { quick_replies: unknown[] } }).message.quick_replies).toHaveLength(13);
     const fourteen = meta("Pick", 14);
-    expect((fourteen.messages[0] as { message: { text: string; quick_replies?: unknown } }).message).toEqual({ text: expect.stringContaining("14. Option 14") });
+    expect((fourteen.messages[0] as unknown as { message: { text: string; quick_replies?: unknown } }).message).toEqual({ text: expect.stringContaining("14. Option 14") });
     expect(fourteen.warnings[0]?.feature).toBe("quick_replies");
   });
   it("button template text: 640 in the template, 641 sent as text before a short prompt", () => {
@@ -128,7 +128,7 @@ describe("Messenger limits", () => {
     for (const m of [...fits, ...over]) expect(body(m)).toEqual([]);
   });
   it("quick reply titles: 20 kept, 21 shortened", () => {
-    const titles = (n: number) => (meta("Pick", 4, MESSENGER_LIMITS, (i) => s(n, String(i))).messages.at(-1) as { message: { quick_replies: Array<{ title: string }> } }).message.quick_replies.map((q) => q.title);
+    const titles = (n: number) => (meta("Pick", 4, MESSENGER_LIMITS, (i) => s(n, String(i))).messages.at(-1) as unknown as { message: { quick_replies: Array<{ title: string }> } }).message.quick_replies.map((q) => q.title);
     expect(titles(20)[0]).toBe(s(20, "0"));
     expect(titles(21)[0]).toBe(`${s(19, "0")}…`);
   });
@@ -170,7 +170,7 @@ describe("Instagram limits", () => {
     for (const m of split) expect(checkSendBody({ recipient: { id: "1" }, messaging_type: "RESPONSE", message: (m as { message: unknown }).message }, INSTAGRAM_RULES)).toEqual([]);
   });
   it("quick replies: 13 kept, 14 become numbered text; text only", () => {
-    const thirteen = meta("Pick", 13, INSTAGRAM_LIMITS).messages.at(-1) as { message: { quick_replies: Array<{ content_type: string }> } };
+    const thirteen = meta("Pick", 13, INSTAGRAM_LIMITS).messages.at(-1) as unknown as { message: { quick_replies: Array<{ content_type: string }> } };
     expect(thirteen.message.quick_replies).toHaveLength(13);
     expect(new Set(thirteen.message.quick_replies.map((q) => q.content_type))).toEqual(new Set(["text"]));
     expect(meta("Pick", 14, INSTAGRAM_LIMITS).warnings[0]?.feature).toBe("quick_replies");
