@@ -50,6 +50,13 @@ export function parseChallenges(header: string): Challenge[] {
     const challenge: Challenge = { scheme: scheme.toLowerCase(), params: new Map() };
     challenges.push(challenge);
     skip();
+    // token68 credentials (`Negotiate abc123==`) stand alone right after the scheme.
+    const start68 = i;
+    if (match(TOKEN68) !== undefined) {
+      skip();
+      if (i >= header.length || header[i] === ",") continue;
+      i = start68;
+    }
     // auth-params until the next scheme (a token not followed by "=").
     for (;;) {
       skip();
@@ -60,8 +67,6 @@ export function parseChallenges(header: string): Challenge[] {
           i++;
           continue;
         }
-        const t68 = match(TOKEN68);
-        if (t68) continue;
         break;
       }
       skip();
