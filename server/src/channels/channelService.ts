@@ -42,6 +42,7 @@ export class ChannelService {
   readonly #subscriptions = new Map<string, () => void>();
   readonly #chains = new Map<string, Promise<void>>();
   #draining: Promise<void> | null = null;
+  readonly #inflight = new Set<Promise<void>>();
   #again = false;
   #noticeSeq = 0;
 
@@ -91,12 +92,12 @@ export class ChannelService {
     return this.#draining;
   }
 
-  /** Resolves when no inbound processing or outbound sending is under way (for tests and shutdown). */
+  /** Resolves when no inbound processing, engine hand-off or outbound sending is under way. */
   async idle(): Promise<void> {
     for (;;) {
-      const pending = [this.#draining, ...this.#chains.values()].filter(Boolean);
+      const pending = [this.#draining, ...this.#inflight, ...this.#chains.values()].filter(Boolean);
       await Promise.all(pending);
-      const still = [this.#draining, ...this.#chains.values()].filter(Boolean);
+      const still = [this.#draining, ...this.#inflight, ...this.#chains.values()].filter(Boolean);
       if (still.length === pending.length && still.every((p, i) => p === pending[i])) return;
     }
   }
@@ -170,7 +171,17 @@ export class ChannelService {
     if (inbound.type === "confirm") await this.#store.setProposalState(conversationId, inbound.proposalId, "running");
     if (inbound.type === "decline") await this.#store.setProposalState(conversationId, inbound.proposalId, "declined");
     if (decision.closesQuestion) await this.#store.setOpenQuestion(conversationId, null);
-    await this.#port.receive(conversationId, inbound, { channel: platform, externalId: event.from, sourceId: `${platform}:${event.messageId}` });
+    // Handed to the engine without waiting for the turn to end: a turn may wait for this customer's next
+    // tap (a question), which is processed from the inbox meanwhile. A refusal is recorded on the row.
+    const handed = this.#port
+      .receive(conversationId, inbound, { channel: platform, externalId: event.from, sourceId: `${platform}:${event.messageId}` })
+      .catch(async (error: unknown) => {
+        const message = String((error as Error)?.message ?? error);
+        await this.#store.finishInbound(platform, event.messageId, "failed", message);
+        this.#alerts.alert({ platform, conversationId, code: "inbound_refused", message: `The engine refused an inbound ${platform} event: ${message}` });
+      })
+      .finally(() => this.#inflight.delete(handed));
+    this.#inflight.add(handed);
   }
 
   #ensureSubscribed(binding: Binding): void {

@@ -159,7 +159,10 @@ export class SqliteInboxStore implements InboxStore {
   }
 
   async finishInbound(platform: Platform, messageId: string, state: "done" | "failed", error?: string): Promise<void> {
-    this.db.prepare(`UPDATE channel_inbox SET state = ?, error = ? WHERE platform = ? AND message_id = ?`).run(state, error ?? null, platform, messageId);
+    // done only ends processing; failed may follow a hand-off that the engine refused later.
+    this.db
+      .prepare(`UPDATE channel_inbox SET state = ?, error = ? WHERE platform = ? AND message_id = ? AND (state = 'processing' OR ? = 'failed')`)
+      .run(state, error ?? null, platform, messageId, state);
   }
 
   async requeueProcessing(): Promise<number> {

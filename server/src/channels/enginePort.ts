@@ -1,0 +1,79 @@
+// The ConversationPort over C1's engine: a channel customer opens a conversation of the agent on that
+// channel, acts through engine.handle as the conversation's owner, and is sent every stored event in order.
+import type { ChannelCapabilities } from "@caplo/shared/channel";
+import type { Inbound, Outbound } from "@caplo/shared/messages";
+import type { ChannelActor, ConversationEvent, ConversationPort, Platform } from "./ports.ts";
+
+/** What the port needs of the engine: a structural view, so the glue imports no engine internals. */
+export interface EngineView {
+  openConversation(input: {
+    agent: string;
+    channel: Platform;
+    capabilities: ChannelCapabilities;
+    ownerId: string;
+    externalId?: string | null;
+  }): Promise<{ id: string }>;
+  handle(conversationId: string, ownerId: string, inbound: Inbound): Promise<{ ok: true } | { ok: false; error: { code: string; path: string; message: string } }>;
+  subscribe(conversationId: string, listener: (seq: number) => void): () => void;
+  readonly store: { listEvents(conversationId: string, after: number): Promise<Array<{ seq: number; message: Outbound }>> };
+}
+
+export interface EnginePortOptions {
+  engine: EngineView;
+  /** The agent that answers on each platform. */
+  agentFor: (platform: Platform) => string;
+  capabilities: (platform: Platform) => ChannelCapabilities;
+}
+
+/** The owner of a channel conversation: the customer's platform identity, the only one whose taps count. */
+export function channelOwner(platform: Platform, externalId: string): string {
+  return `${platform}:${externalId}`;
+}
+
+export class EnginePort implements ConversationPort {
+  readonly #options: EnginePortOptions;
+
+  constructor(options: EnginePortOptions) {
+    this.#options = options;
+  }
+
+  async openConversation(channel: Platform, externalId: string): Promise<{ conversationId: string }> {
+    const conversation = await this.#options.engine.openConversation({
+      agent: this.#options.agentFor(channel),
+      channel,
+      capabilities: this.#options.capabilities(channel),
+      ownerId: channelOwner(channel, externalId),
+      externalId,
+    });
+    return { conversationId: conversation.id };
+  }
+
+  async receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void> {
+    const result = await this.#options.engine.handle(conversationId, channelOwner(actor.channel, actor.externalId), inbound);
+    if (!result.ok) throw Object.assign(new Error(`${result.error.code}: ${result.error.message}`), { code: result.error.code });
+  }
+
+  subscribe(conversationId: string, afterSeq: number, listener: (event: ConversationEvent) => void): () => void {
+    const { engine } = this.#options;
+    let cursor = afterSeq;
+    let chain = Promise.resolve();
+    let closed = false;
+    // Every notice (and the subscription itself) catches up from the store, so nothing is missed or repeated.
+    const catchUp = () => {
+      chain = chain.then(async () => {
+        if (closed) return;
+        for (const event of await engine.store.listEvents(conversationId, cursor)) {
+          if (event.seq <= cursor) continue;
+          cursor = event.seq;
+          listener({ seq: event.seq, outbound: event.message });
+        }
+      });
+    };
+    const unsubscribe = engine.subscribe(conversationId, catchUp);
+    catchUp();
+    return () => {
+      closed = true;
+      unsubscribe();
+    };
+  }
+}
