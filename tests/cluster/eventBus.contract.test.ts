@@ -261,6 +261,28 @@ describe.each(transports)("EventBus over $name", (transport) => {
     await bus.close();
   });
 
+  if (transport.name !== "memory") {
+    it("finds an event whose notice was never sent by a look at the store while healthy (the safety poll)", async () => {
+      const options = { latestSeqs: store.latestSeqs, ...FAST, safetyPollMs: 1_000 };
+      const bus: EventBus = transport.name === "redis"
+        ? new RedisBus({ url: REDIS_URL, prefix: `caplo-test-${RUN}`, ...options })
+        : new PostgresBus({ connectionString: pgUrl(PG_HOST.port), channel: `caplo_test_${RUN}`, ...options });
+      try {
+        await waitFor("healthy", () => bus.health().state === "healthy");
+        const conversation = id();
+        const inbox = new Inbox();
+        const off = bus.subscribe(conversation, inbox.listener);
+        await off.ready;
+        store.append(conversation); // stored by a node whose notice never left it
+        await waitFor("seq 1 from the safety poll", () => inbox.highest === 1);
+        expect(bus.health()).toMatchObject({ state: "healthy", polling: false });
+        off();
+      } finally {
+        await bus.close();
+      }
+    });
+  }
+
   it("refuses to publish after close and reports itself closed", async () => {
     const [c] = transport.pair(store);
     await waitFor("healthy", () => c.health().state === "healthy");

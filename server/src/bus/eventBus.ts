@@ -93,6 +93,18 @@ export const POLL_INTERVAL_MIN_MS = 50;
 export const POLL_INTERVAL_MAX_MS = 60_000;
 export const POLL_INTERVAL_DEFAULT_MS = 1_000;
 
+/** While healthy, a look at the store this often catches a notice another node could not send. */
+export const SAFETY_POLL_MIN_MS = 1_000;
+export const SAFETY_POLL_MAX_MS = 600_000;
+export const SAFETY_POLL_DEFAULT_MS = 30_000;
+
+/** 0 turns the safety poll off; anything else is kept within its bounds. */
+export function clampSafetyPoll(ms: number | undefined): number {
+  if (ms === 0) return 0;
+  if (ms === undefined || !Number.isFinite(ms)) return SAFETY_POLL_DEFAULT_MS;
+  return Math.min(SAFETY_POLL_MAX_MS, Math.max(SAFETY_POLL_MIN_MS, Math.round(ms)));
+}
+
 export function clampPollInterval(ms: number | undefined): number {
   if (ms === undefined || !Number.isFinite(ms)) return POLL_INTERVAL_DEFAULT_MS;
   return Math.min(POLL_INTERVAL_MAX_MS, Math.max(POLL_INTERVAL_MIN_MS, Math.round(ms)));

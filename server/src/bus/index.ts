@@ -14,6 +14,7 @@ export type BusSettings = {
   /** The store's latest seq per conversation; required for Redis and PostgreSQL (their slower path). */
   latestSeqs?: LatestSeqs;
   pollIntervalMs?: number;
+  safetyPollMs?: number;
   /** Shared by every node of a deployment: Redis channel prefix / PostgreSQL channel name. */
   namespace?: string;
   onHealthChange?: (health: BusHealth) => void;
@@ -37,6 +38,7 @@ function isPostgresUrl(url: string): boolean {
 export async function openEventBus(settings: BusSettings): Promise<{ ok: true; bus: EventBus } | { ok: false; error: BusConfigError }> {
   const common = {
     ...(settings.pollIntervalMs !== undefined ? { pollIntervalMs: settings.pollIntervalMs } : {}),
+    ...(settings.safetyPollMs !== undefined ? { safetyPollMs: settings.safetyPollMs } : {}),
     ...(settings.onHealthChange ? { onHealthChange: settings.onHealthChange } : {}),
     ...(settings.onListenerError ? { onListenerError: settings.onListenerError } : {}),
   };

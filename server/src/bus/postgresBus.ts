@@ -9,6 +9,7 @@
 import pg from "pg";
 import {
   clampPollInterval,
+  clampSafetyPoll,
   closedResult,
   messageOf,
   conversationIdSchema,
@@ -36,7 +37,10 @@ export type PostgresBusOptions = {
   latestSeqs: LatestSeqs;
   /** LISTEN/NOTIFY channel shared by the nodes of one deployment. */
   channel?: string;
+  /** How often to poll the store while the transport is down (50 ms to 60 s, default 1 s). */
   pollIntervalMs?: number;
+  /** How often to poll the store while healthy, for notices another node failed to send (0 = never; 1 s to 10 min, default 30 s). */
+  safetyPollMs?: number;
   reconnectMinMs?: number;
   reconnectMaxMs?: number;
   /** How long a publish may wait for a connection before it is reported as failed. */
@@ -56,6 +60,8 @@ export class PostgresBus implements EventBus {
   #attempt = 0;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #health: BusHealth;
+  #pollMs: number;
+  #safetyMs: number;
   #connectTimeoutMs: number;
   #lastError = "connecting to PostgreSQL";
 
@@ -66,17 +72,18 @@ export class PostgresBus implements EventBus {
     this.#channel = channel;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 3_000;
     this.#fanout = new LocalFanout(options.onListenerError ?? reportListenerError);
+    this.#pollMs = clampPollInterval(options.pollIntervalMs);
+    this.#safetyMs = clampSafetyPoll(options.safetyPollMs);
     this.#poller = new StorePoller({
       latestSeqs: options.latestSeqs,
       fanout: this.#fanout,
-      intervalMs: clampPollInterval(options.pollIntervalMs),
       onError: (error) => this.#noteError(`polling the store failed: ${messageOf(error)}`),
     });
     this.#pool = new pg.Pool({ connectionString: options.connectionString, max: 2, connectionTimeoutMillis: this.#connectTimeoutMs, application_name: "caplo-bus-notify" });
     // An idle pooled connection that dies emits here; the next publish gets a fresh one.
     this.#pool.on("error", (error) => this.#noteError(messageOf(error)));
     this.#health = { transport: "postgres", state: "degraded", since: Date.now(), reason: "connecting to PostgreSQL", polling: true };
-    this.#poller.start();
+    this.#poller.run(this.#pollMs, true);
     void this.#connect();
   }
 
@@ -149,7 +156,7 @@ export class PostgresBus implements EventBus {
     }
     this.#listener = client;
     this.#attempt = 0;
-    this.#poller.stop();
+    this.#poller.run(this.#safetyMs, false); // the safety net only (or nothing, if 0)
     this.#setHealth({ transport: "postgres", state: "healthy", since: Date.now(), polling: false });
     // Events stored while nothing listened: one last look at the store.
     void this.#poller.pollOnce();
@@ -191,7 +198,7 @@ export class PostgresBus implements EventBus {
   #degrade(): void {
     if (this.#health.state !== "healthy") return;
     this.#setHealth({ transport: "postgres", state: "degraded", since: Date.now(), reason: this.#lastError, polling: true });
-    this.#poller.start();
+    this.#poller.run(this.#pollMs, true);
   }
 
   #noteError(message: string): void {

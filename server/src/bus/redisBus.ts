@@ -4,6 +4,7 @@ import { Redis } from "ioredis";
 import {
   busNoticeSchema,
   clampPollInterval,
+  clampSafetyPoll,
   closedResult,
   messageOf,
   parsePublish,
@@ -28,7 +29,10 @@ export type RedisBusOptions = {
   latestSeqs: LatestSeqs;
   /** Channel names are `<prefix>:conv:<conversationId>`; nodes of one deployment share it. */
   prefix?: string;
+  /** How often to poll the store while the transport is down (50 ms to 60 s, default 1 s). */
   pollIntervalMs?: number;
+  /** How often to poll the store while healthy, for notices another node failed to send (0 = never; 1 s to 10 min, default 30 s). */
+  safetyPollMs?: number;
   /** Reconnect backoff: doubles from min to max, forever, until `close()`. */
   reconnectMinMs?: number;
   reconnectMaxMs?: number;
@@ -45,6 +49,8 @@ export class RedisBus implements EventBus {
   #sub: Redis;
   #subscribed = false; // the subscriber connection is ready and has re-subscribed every channel
   #health: BusHealth;
+  #pollMs: number;
+  #safetyMs: number;
   #lastError = "connecting to Redis";
   #onHealthChange: ((health: BusHealth) => void) | undefined;
 
@@ -54,10 +60,11 @@ export class RedisBus implements EventBus {
     this.#prefix = prefix;
     this.#onHealthChange = options.onHealthChange;
     this.#fanout = new LocalFanout(options.onListenerError ?? reportListenerError);
+    this.#pollMs = clampPollInterval(options.pollIntervalMs);
+    this.#safetyMs = clampSafetyPoll(options.safetyPollMs);
     this.#poller = new StorePoller({
       latestSeqs: options.latestSeqs,
       fanout: this.#fanout,
-      intervalMs: clampPollInterval(options.pollIntervalMs),
       onError: (error) => this.#noteError(`polling the store failed: ${messageOf(error)}`),
     });
     const min = Math.max(10, options.reconnectMinMs ?? 100);
@@ -69,7 +76,7 @@ export class RedisBus implements EventBus {
     // Subscriptions are re-made by this class after each reconnect, so it knows when they are live.
     this.#sub = new Redis(options.url, { enableOfflineQueue: false, autoResubscribe: false, maxRetriesPerRequest: 0, retryStrategy, lazyConnect: true });
     this.#health = { transport: "redis", state: "degraded", since: Date.now(), reason: this.#lastError, polling: true };
-    this.#poller.start();
+    this.#poller.run(this.#pollMs, true);
 
     for (const connection of [this.#pub, this.#sub]) {
       connection.on("error", (error: Error) => this.#noteError(messageOf(error)));
@@ -186,14 +193,14 @@ export class RedisBus implements EventBus {
     if (this.#health.state === "closed") return;
     const healthy = this.#subscribed && this.#pub.status === "ready";
     if (healthy && this.#health.state !== "healthy") {
-      this.#poller.stop();
+      this.#poller.run(this.#safetyMs, false); // the safety net only (or nothing, if 0)
       this.#setHealth({ transport: "redis", state: "healthy", since: Date.now(), polling: false });
       // Anything stored while notices could not arrive: one last look at the store.
       void this.#poller.pollOnce();
     } else if (!healthy && this.#health.state !== "degraded") {
       const reason = this.#pub.status !== "ready" && this.#subscribed ? `publish connection down: ${this.#lastError}` : this.#lastError;
       this.#setHealth({ transport: "redis", state: "degraded", since: Date.now(), reason, polling: true });
-      this.#poller.start();
+      this.#poller.run(this.#pollMs, true);
     }
   }
 

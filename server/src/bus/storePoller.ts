@@ -1,13 +1,12 @@
 // The slower path while a bus transport is down: ask the store for the latest seq of every conversation
-// subscribed on this node, at a bounded interval, and hand anything new to the local listeners.
+// subscribed on this node, at a bounded interval, and hand anything new to the local listeners. While the
+// transport is up it also runs, far less often, as a safety net for a notice another node failed to send.
 import type { LatestSeqs } from "./eventBus.ts";
 import type { LocalFanout } from "./localFanout.ts";
 
 export type StorePollerOptions = {
   latestSeqs: LatestSeqs;
   fanout: LocalFanout;
-  /** Already clamped by the bus (see `clampPollInterval`). */
-  intervalMs: number;
   /** A poll that failed (the store is unreachable too); the poller tries again next interval. */
   onError: (error: unknown) => void;
 };
@@ -16,6 +15,7 @@ export class StorePoller {
   #options: StorePollerOptions;
   #timer: NodeJS.Timeout | undefined;
   #running = false;
+  #intervalMs = 0;
   #inFlight: Promise<void> | undefined;
 
   constructor(options: StorePollerOptions) {
@@ -26,11 +26,22 @@ export class StorePoller {
     return this.#running;
   }
 
-  /** Start polling: once at once, then every interval, one poll at a time. Idempotent. */
-  start(): void {
-    if (this.#running) return;
+  get intervalMs(): number {
+    return this.#running ? this.#intervalMs : 0;
+  }
+
+  /**
+   * Poll every `intervalMs` (already clamped by the bus), one poll at a time; `now` also polls at once.
+   * Calling it again changes the interval. Zero stops polling.
+   */
+  run(intervalMs: number, now: boolean): void {
+    if (intervalMs <= 0) return this.stop();
+    const changed = !this.#running || intervalMs !== this.#intervalMs;
     this.#running = true;
-    this.#schedule(0);
+    this.#intervalMs = intervalMs;
+    if (!changed && !now) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#schedule(now ? 0 : intervalMs);
   }
 
   stop(): void {
@@ -74,7 +85,7 @@ export class StorePoller {
       this.#timer = undefined;
       if (!this.#running) return;
       void this.pollOnce().then(() => {
-        if (this.#running) this.#schedule(this.#options.intervalMs);
+        if (this.#running && !this.#timer) this.#schedule(this.#intervalMs);
       });
     }, delay);
     this.#timer.unref();
