@@ -196,7 +196,11 @@ export const es256IdentitySchema = z
   })
   .meta({
     description: "Tokens signed with ECDSA P-256 SHA-256; Caplo holds only the public key (publicKey or jwks, exactly one).",
-    oneOf: [{ required: ["publicKey"] }, { required: ["jwks"] }],
+    // Exactly one of the two keys (each branch names its property, as strict validators ask).
+    oneOf: [
+      { required: ["publicKey"], properties: { publicKey: true } },
+      { required: ["jwks"], properties: { jwks: true } },
+    ],
   });
 
 export const identitySchema = z

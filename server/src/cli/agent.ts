@@ -1,0 +1,165 @@
+// `caplo agent validate|publish|schema`: check an agent.yaml, publish it as an immutable release pinned
+// to built package versions, and print the JSON Schema of agent.yaml.
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import type { AgentIssue, Release } from "@caplo/shared";
+import { agentJsonSchemaText, createRelease, FileReleaseStore, loadAgentFile } from "../agents/index.ts";
+import { buildPackage } from "../build/index.ts";
+
+/** Where releases are kept unless --store or CAPLO_RELEASES_DIR says otherwise. */
+export const DEFAULT_RELEASES_DIR = ".caplo/releases";
+
+type Io = { out: (line: string) => void; err: (line: string) => void };
+const consoleIo: Io = { out: (line) => console.log(line), err: (line) => console.error(line) };
+
+export const validate = {
+  help: `caplo agent validate FILE
+
+Checks an agent.yaml: YAML syntax, every field (other fields are refused), tool references,
+origins, channels and identity settings (an ES256 key must load as P-256).
+Prints each problem as FILE:LINE: PATH: MESSAGE [CODE]. Exit code 0 when valid, 1 when not, 2 on usage errors.`,
+  run: (args: string[]) => runValidate(args, consoleIo),
+};
+
+export const publish = {
+  help: `caplo agent publish FILE --packages DIR... [--store DIR] [--json]
+
+Publishes an agent as an immutable release. Each --packages DIR is a tool package folder, built now
+(the same build as caplo tool build), or a built version's JSON file. Every package/tool the agent
+lists must resolve to exactly one of them. The release pins those exact package version ids and is
+content-hashed: publishing the same agent with the same package versions again changes nothing.
+A new package version reaches customers only through a new release.
+
+  --store DIR  where releases are kept (default $CAPLO_RELEASES_DIR or ${DEFAULT_RELEASES_DIR})
+  --json       print the whole release as JSON instead of a summary`,
+  run: (args: string[]) => runPublish(args, consoleIo),
+};
+
+export const schema = {
+  help: `caplo agent schema
+
+Prints the JSON Schema (draft 2020-12) of agent.yaml, generated from the zod schema in @caplo/shared.
+schemas/agent.schema.json is this output; regenerate it with:
+  node bin/caplo.mjs agent schema > schemas/agent.schema.json`,
+  run: async (_args: string[]) => {
+    process.stdout.write(agentJsonSchemaText());
+    return 0;
+  },
+};
+
+export async function runValidate(args: string[], io: Io): Promise<number> {
+  const files = args.filter((arg) => !arg.startsWith("-"));
+  const unknown = args.filter((arg) => arg.startsWith("-"));
+  if (files.length !== 1 || unknown.length > 0) {
+    io.err(`usage: caplo agent validate FILE${unknown.length > 0 ? ` (unknown option ${unknown[0]})` : ""}`);
+    return 2;
+  }
+  const file = files[0]!;
+  const loaded = await loadAgentFile(file);
+  if (!loaded.ok) {
+    printIssues(io, file, loaded.issues);
+    return 1;
+  }
+  const { agent } = loaded;
+  const channels = Object.keys(agent.channels).join(", ");
+  io.out(`${file}: valid agent ${agent.name}: ${agent.tools.length} tool${agent.tools.length === 1 ? "" : "s"}, channels ${channels}${agent.identity ? `, identity ${agent.identity.algorithm}` : ""}`);
+  return 0;
+}
+
+type PublishArgs = { file: string; packages: string[]; store: string; json: boolean };
+
+export function parsePublishArgs(args: string[], env: Record<string, string | undefined>): PublishArgs | string {
+  const files: string[] = [];
+  const packages: string[] = [];
+  let store = env.CAPLO_RELEASES_DIR || DEFAULT_RELEASES_DIR;
+  let json = false;
+  let mode: "file" | "packages" = "file";
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    if (arg === "--packages") mode = "packages";
+    else if (arg.startsWith("--packages=")) packages.push(arg.slice("--packages=".length));
+    else if (arg === "--store") {
+      const value = args[++index];
+      if (value === undefined || value.startsWith("-")) return "--store needs a folder";
+      store = value;
+    } else if (arg.startsWith("--store=")) store = arg.slice("--store=".length);
+    else if (arg === "--json") json = true;
+    else if (arg.startsWith("-")) return `unknown option ${arg}`;
+    else if (mode === "packages") packages.push(arg);
+    else files.push(arg);
+  }
+  if (files.length !== 1) return "give exactly one agent file";
+  if (packages.length === 0 && args.includes("--packages")) return "--packages needs at least one folder";
+  return { file: files[0]!, packages, store, json };
+}
+
+export async function runPublish(args: string[], io: Io, env: Record<string, string | undefined> = process.env, now = new Date()): Promise<number> {
+  const parsed = parsePublishArgs(args, env);
+  if (typeof parsed === "string") {
+    io.err(`caplo agent publish: ${parsed}\nusage: caplo agent publish FILE --packages DIR... [--store DIR] [--json]`);
+    return 2;
+  }
+  const loaded = await loadAgentFile(parsed.file);
+  if (!loaded.ok) {
+    printIssues(io, parsed.file, loaded.issues);
+    return 1;
+  }
+
+  const versions: unknown[] = [];
+  let failed = false;
+  for (const source of parsed.packages) {
+    const version = await loadVersion(source);
+    if (version.ok) versions.push(version.version);
+    else {
+      failed = true;
+      for (const issue of version.issues) io.err(`${source}: ${issue.path ? `${issue.path}: ` : ""}${issue.message} [${issue.code}]`);
+    }
+  }
+  if (failed) return 1;
+
+  const result = createRelease(loaded.agent, versions, now);
+  if (!result.ok) {
+    printIssues(io, parsed.file, result.issues);
+    return 1;
+  }
+  const store = new FileReleaseStore(resolve(parsed.store));
+  const { created } = await store.put(result.release);
+  if (parsed.json) io.out(JSON.stringify(result.release, null, 2));
+  else io.out(describeRelease(result.release, created));
+  return 0;
+}
+
+/** A package folder is built now; a .json file is a version `caplo tool build` already recorded. */
+async function loadVersion(source: string): Promise<{ ok: true; version: unknown } | { ok: false; issues: AgentIssue[] }> {
+  if (source.endsWith(".json")) {
+    try {
+      return { ok: true, version: JSON.parse(await readFile(source, "utf8")) };
+    } catch (error) {
+      return { ok: false, issues: [{ code: "package_version_unreadable", path: "", message: `cannot read a built version from it: ${(error as Error).message}` }] };
+    }
+  }
+  const built = await buildPackage(source);
+  return built.ok ? { ok: true, version: built.version } : { ok: false, issues: built.errors };
+}
+
+export function describeRelease(release: Release, created: boolean): string {
+  const lines = [
+    `${created ? "Published" : "Unchanged (already published; now the latest)"} ${release.id}`,
+    `  agent     ${release.agent}`,
+    `  packages  ${release.packages.length === 0 ? "none" : ""}`,
+    ...release.packages.map((version) => `    ${version.id}`),
+    `  tools     ${release.tools.length === 0 ? "none" : ""}`,
+    ...release.tools.map((tool) => {
+      const policy = tool.policy;
+      const effect = policy.effect === "write" ? `write, confirmation ${policy.confirmation}` : "read";
+      return `    ${tool.modelName.padEnd(40)} ${effect}, ${policy.timeoutSeconds}s${policy.subject ? ", verified customer" : ""}`;
+    }),
+  ];
+  return lines.map((line) => line.trimEnd()).join("\n");
+}
+
+function printIssues(io: Io, file: string, issues: AgentIssue[]): void {
+  for (const issue of issues) {
+    io.err(`${file}${issue.line !== undefined ? `:${issue.line}` : ""}: ${issue.path ? `${issue.path}: ` : ""}${issue.message} [${issue.code}]`);
+  }
+}
