@@ -1,0 +1,193 @@
+// The gateway: one Node HTTP server with `ws`. It serves the widget's WebSocket at /v1/ws (Origin checked
+// against the agents' allowed origins, frame size and rate limits, heartbeats), the widget's static
+// files, /schemas/*.json, /healthz and /readyz, the team's HTTP API, and any routes channels register.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { WebSocketServer, type WebSocket } from "ws";
+import { WS_PATH } from "@caplo/shared";
+import type { Engine } from "../engine/engine.ts";
+import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
+import { createIdentityVerifier, type SecretLookup } from "../identity/index.ts";
+import { Connection, DEFAULT_LIMITS, type ConnectionLimits, type VerifyResult } from "./connection.ts";
+import { RouteTable, sendError, sendJson, type RouteHandler } from "./http.ts";
+import { serveFile, widgetCacheControl } from "./staticFiles.ts";
+import { registerTeamApi } from "./teamApi.ts";
+
+export type GatewayOptions = {
+  engine: Engine;
+  releases: ReleaseSource;
+  /** Folder of the widget's build; default widget/dist of this repository. */
+  widgetDir?: string;
+  /** Folder of the published JSON Schemas; default schemas/ of this repository. */
+  schemasDir?: string;
+  /** Bearer token of the team's HTTP API; the API answers 503 without one. */
+  teamToken?: string;
+  /** Workspace secrets (for HS256 identity keys). */
+  secrets?: SecretLookup;
+  /** Verify an identity token for an agent; default: the agent's `identity` settings. */
+  verifyIdentity?: (release: AgentRelease, token: string) => VerifyResult | Promise<VerifyResult>;
+  limits?: Partial<ConnectionLimits>;
+  /** Ping every connection this often; one that missed the last ping is closed. Default 30 s. */
+  heartbeatMs?: number;
+  /** Frames larger than this close the socket (1009) before they are read; below it they get an error frame. */
+  hardMaxPayloadBytes?: number;
+  log?: (level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>) => void;
+};
+
+const REPO_ROOT = join(import.meta.dirname, "..", "..", "..");
+
+export class Gateway {
+  readonly server: Server;
+  private readonly wss: WebSocketServer;
+  private readonly routes = new RouteTable();
+  private readonly options: GatewayOptions;
+  private readonly limits: ConnectionLimits;
+  private readonly connections = new Set<Connection>();
+  private readonly byConversation = new Map<string, Set<Connection>>();
+  private readonly heartbeat: NodeJS.Timeout;
+  private readonly stopTyping: () => void;
+  private readonly verifiers = new Map<string, (token: string) => VerifyResult>();
+
+  constructor(options: GatewayOptions) {
+    this.options = options;
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.server = createServer((req, res) => void this.request(req, res));
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: options.hardMaxPayloadBytes ?? Math.max(1024 * 1024, this.limits.maxFrameBytes * 4) });
+    this.server.on("upgrade", (req, socket, head) => this.upgrade(req, socket as import("node:net").Socket, head));
+    this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs ?? 30_000);
+    this.heartbeat.unref();
+    this.stopTyping = options.engine.onTyping((conversationId, on) => {
+      for (const connection of this.byConversation.get(conversationId) ?? []) connection.send({ t: "typing", on });
+    });
+    this.routes.add("GET", "/healthz", (_req, res) => sendJson(res, 200, { ok: true }));
+    this.routes.add("GET", "/readyz", async (_req, res) => {
+      const store = await options.engine.store.ping().catch(() => false);
+      const bus = options.engine.bus.health();
+      const ready = store && bus.state !== "closed";
+      sendJson(res, ready ? 200 : 503, { ready, store: store ? "ok" : "unavailable", bus: bus.state });
+    });
+    registerTeamApi(this.routes, options.engine, options.teamToken);
+  }
+
+  /** Register a route (channel webhooks, for example): `:name` segments become params. */
+  route(method: string, path: string, handler: RouteHandler): void {
+    this.routes.add(method, path, handler);
+  }
+
+  async listen(port = 0, host = "127.0.0.1"): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(port, host, () => {
+        this.server.off("error", reject);
+        resolve();
+      });
+    });
+    return this.server.address() as AddressInfo;
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    this.stopTyping();
+    for (const connection of this.connections) connection.ws.terminate();
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private log(level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>): void {
+    this.options.log?.(level, message, data);
+  }
+
+  private beat(): void {
+    for (const connection of this.connections) {
+      if (!connection.alive) {
+        connection.ws.terminate();
+        continue;
+      }
+      connection.alive = false;
+      connection.ws.ping();
+    }
+  }
+
+  private verifyIdentity(release: AgentRelease, token: string): VerifyResult | Promise<VerifyResult> {
+    if (this.options.verifyIdentity) return this.options.verifyIdentity(release, token);
+    const settings = release.config.identity;
+    if (!settings) return { ok: false, error: { code: "identity_not_configured", path: "", message: "this agent does not verify customers" } };
+    let verify = this.verifiers.get(release.id);
+    if (!verify) {
+      const created = createIdentityVerifier(settings, this.options.secrets ?? (() => undefined));
+      if (!created.ok) return { ok: false, error: { code: "identity_not_configured", path: created.error.path, message: created.error.message } };
+      verify = created.verify;
+      this.verifiers.set(release.id, verify);
+    }
+    return verify(token);
+  }
+
+  private upgrade(req: IncomingMessage, socket: import("node:net").Socket, head: Buffer): void {
+    const url = new URL(req.url ?? "/", "http://gateway");
+    const refuse = (status: number, text: string) => {
+      socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    };
+    if (url.pathname !== WS_PATH) return refuse(404, "Not Found");
+    const origin = req.headers.origin;
+    if (!origin) return refuse(403, "Forbidden");
+    // The agent is named in hello; here the origin must be allowed for the named agent, or for at least one.
+    const agent = url.searchParams.get("agent");
+    const releases = agent ? [this.options.releases.get(agent)].filter((release): release is AgentRelease => release !== undefined) : this.options.releases.list();
+    if (!releases.some((release) => release.config.origins.includes(origin))) return refuse(403, "Forbidden");
+    this.wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+      const connection = new Connection(ws, origin, {
+        engine: this.options.engine,
+        releases: this.options.releases,
+        limits: this.limits,
+        verifyIdentity: (release, token) => this.verifyIdentity(release, token),
+        log: (level, message, data) => this.log(level, message, data),
+        joined: (joined) => {
+          const set = this.byConversation.get(joined.conversationId!) ?? new Set<Connection>();
+          set.add(joined);
+          this.byConversation.set(joined.conversationId!, set);
+        },
+        left: (left) => {
+          this.connections.delete(left);
+          if (!left.conversationId) return;
+          const set = this.byConversation.get(left.conversationId);
+          set?.delete(left);
+          if (set?.size === 0) this.byConversation.delete(left.conversationId);
+        },
+      });
+      this.connections.add(connection);
+    });
+  }
+
+  private async request(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url ?? "/", "http://gateway");
+      const method = req.method ?? "GET";
+      const matched = this.routes.match(method, url.pathname);
+      if ("handler" in matched) return await matched.handler(req, res, matched.params);
+      const head = method === "HEAD";
+      if (method === "GET" || head) {
+        const widgetDir = this.options.widgetDir ?? join(REPO_ROOT, "widget", "dist");
+        if (url.pathname === "/widget.js" && (await serveFile(res, widgetDir, "widget.js", widgetCacheControl("widget.js"), head))) return;
+        if (url.pathname.startsWith("/widget/")) {
+          const relative = url.pathname.slice("/widget/".length);
+          if (await serveFile(res, widgetDir, relative, widgetCacheControl(relative), head)) return;
+        }
+        if (url.pathname.startsWith("/schemas/") && url.pathname.endsWith(".json")) {
+          const relative = url.pathname.slice("/schemas/".length);
+          if (!relative.includes("/") && (await serveFile(res, this.options.schemasDir ?? join(REPO_ROOT, "schemas"), relative, "public, max-age=300", head))) return;
+        }
+      }
+      if (matched.methodMismatch) return sendError(res, 405, { code: "method_not_allowed", path: "", message: `${method} is not allowed here` });
+      sendError(res, 404, { code: "not_found", path: url.pathname, message: "nothing here" });
+    } catch (error) {
+      this.log("error", "request failed", { error: String(error) });
+      if (!res.headersSent) sendError(res, 500, { code: "internal_error", path: "", message: "something went wrong on our side" });
+      else res.destroy();
+    }
+  }
+}

@@ -1,0 +1,4 @@
+// The gateway's public surface: the HTTP + WebSocket server and the helpers channels use to add routes.
+export { Gateway, type GatewayOptions } from "./gateway.ts";
+export { DEFAULT_LIMITS, hashToken, type ConnectionLimits, type VerifyResult } from "./connection.ts";
+export { bearerMatches, readJson, sendError, sendJson, type HttpError, type RouteHandler } from "./http.ts";

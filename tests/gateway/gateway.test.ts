@@ -1,0 +1,313 @@
+// The gateway with real `ws` clients: the protocol, the write policy over the wire, frame validation and
+// limits, origins, resume, static files, health, registered routes and the team API.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ServerFrame } from "@caplo/shared";
+import { mintIdentityToken } from "../../server/src/identity/index.ts";
+import { releaseFromVersions } from "../../server/src/engine/release.ts";
+import { ORDERS } from "../engine/support/shopTools.ts";
+import { TestClient } from "./support/client.ts";
+import { ORIGIN, OTHER_ORIGIN, startStack, type Stack } from "./support/stack.ts";
+
+type Frame<T extends ServerFrame["t"]> = Extract<ServerFrame, { t: T }>;
+const isT =
+  <T extends ServerFrame["t"]>(t: T, extra: (frame: Frame<T>) => boolean = () => true) =>
+  (frame: ServerFrame): frame is Frame<T> =>
+    frame.t === t && extra(frame as Frame<T>);
+const isEvent = (type: string, extra: (message: Record<string, unknown>) => boolean = () => true) =>
+  isT("event", (frame) => frame.message.type === type && extra(frame.message as unknown as Record<string, unknown>));
+
+let stack: Stack;
+const clients: TestClient[] = [];
+async function client(origin = ORIGIN): Promise<TestClient> {
+  const opened = await TestClient.open(stack.wsUrl, origin);
+  clients.push(opened);
+  return opened;
+}
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+});
+
+const HS_SECRET = "a-test-identity-secret-of-at-least-32-bytes!!";
+
+beforeAll(async () => {
+  const widgetDir = mkdtempSync(join(tmpdir(), "caplo-widget-"));
+  mkdirSync(join(widgetDir, "assets"));
+  writeFileSync(join(widgetDir, "widget.js"), "console.log('loader')");
+  writeFileSync(join(widgetDir, "app.html"), "<!doctype html><title>app</title>");
+  writeFileSync(join(widgetDir, "assets", "app-1.js"), "export {}");
+  const schemasDir = mkdtempSync(join(tmpdir(), "caplo-schemas-"));
+  writeFileSync(join(schemasDir, "caplo.schema.json"), JSON.stringify({ $id: "https://docs.caplo.si/schemas/caplo.schema.json" }));
+  stack = await startStack({
+    gateway: { widgetDir, schemasDir, limits: { maxFrameBytes: 4096, framesPerSecond: 10, burst: 20 }, secrets: (name) => (name === "WIDGET_IDENTITY_SECRET" ? HS_SECRET : undefined) },
+    releases: (version) => [
+      releaseFromVersions({
+        agent: "shop-agent",
+        instructions: "Help shop customers.",
+        origins: [ORIGIN],
+        versions: [version],
+        identity: { algorithm: "HS256", secret: "WIDGET_IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low" },
+      }),
+      releaseFromVersions({ agent: "other-agent", instructions: "Another site.", origins: [OTHER_ORIGIN], versions: [version] }),
+    ],
+  });
+  stack.gateway.route("POST", "/webhooks/test/:channel", (_req, res, params) => {
+    res.writeHead(200, { "content-type": "text/plain" });
+    res.end(`hook ${params.channel}`);
+  });
+  return () => {
+    rmSync(widgetDir, { recursive: true, force: true });
+    rmSync(schemasDir, { recursive: true, force: true });
+  };
+});
+afterAll(async () => stack?.close());
+
+async function proposal(c: TestClient, orderId: string = ORDERS.applied) {
+  c.send({ t: "in", ref: "m1", event: { type: "message", text: `please cancel ${orderId}` } });
+  const review = await c.waitFor(isEvent("review"));
+  return (review.message as { proposalId: string }).proposalId;
+}
+
+describe("conversation over the WebSocket", () => {
+  it("hello gets a welcome with a resume token; a message is acked and the turn's events arrive in order with typing", async () => {
+    const c = await client();
+    const welcome = await c.hello("shop-agent");
+    expect(welcome).toMatchObject({ v: 1, verified: false });
+    expect(welcome.resumeToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    c.send({ t: "in", ref: "r1", event: { type: "message", text: "where is order SO-1234" } });
+    await c.waitFor(isT("ack", (frame) => frame.ref === "r1"));
+    await c.waitFor(isEvent("text", (message) => message.from === "agent"));
+    const events = c.events();
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+    expect(events.map((event) => event.message.type)).toEqual(["text", "progress", "progress", "result", "text"]);
+    expect(c.frames.some((frame) => frame.t === "typing" && frame.on)).toBe(true);
+    c.send({ t: "ping" });
+    await c.waitFor(isT("pong"));
+  });
+
+  it("two confirm frames for one proposal (double click) run the write once", async () => {
+    const c = await client();
+    await c.hello("shop-agent");
+    const proposalId = await proposal(c, "SO-7001");
+    c.send({ t: "in", ref: "c1", event: { type: "confirm", proposalId } });
+    c.send({ t: "in", ref: "c2", event: { type: "confirm", proposalId } });
+    await c.waitFor(isEvent("outcome", (message) => message.state === "applied"));
+    const answers = await Promise.all([c.waitFor((f) => (f.t === "ack" || f.t === "error") && f.ref === "c1"), c.waitFor((f) => (f.t === "ack" || f.t === "error") && f.ref === "c2")]);
+    expect(answers.map((frame) => frame.t).sort()).toEqual(["ack", "error"]);
+    expect(answers.find((frame) => frame.t === "error")).toMatchObject({ code: "proposal_not_open" });
+    expect(stack.backend.invocations.filter((call) => call.tool === "cancel_order" && call.args.orderId === "SO-7001")).toHaveLength(1);
+  });
+
+  it("two tabs of one conversation (same resume token) confirming at once run the write once", async () => {
+    const first = await client();
+    const welcome = await first.hello("shop-agent");
+    const proposalId = await proposal(first, "SO-7002");
+    const second = await client();
+    await second.hello("shop-agent", { token: welcome.resumeToken, after: 0 });
+    await second.waitFor(isEvent("review"));
+    first.send({ t: "in", ref: "a", event: { type: "confirm", proposalId } });
+    second.send({ t: "in", ref: "b", event: { type: "confirm", proposalId } });
+    await first.waitFor(isEvent("outcome", (message) => message.state === "applied"));
+    await second.waitFor(isEvent("outcome", (message) => message.state === "applied"));
+    const a = await first.waitFor((f) => (f.t === "ack" || f.t === "error") && f.ref === "a");
+    const b = await second.waitFor((f) => (f.t === "ack" || f.t === "error") && f.ref === "b");
+    expect([a.t, b.t].sort()).toEqual(["ack", "error"]);
+    expect(stack.backend.invocations.filter((call) => call.tool === "cancel_order" && call.args.orderId === "SO-7002")).toHaveLength(1);
+  });
+
+  it("a confirm from another customer's connection is refused and nothing runs", async () => {
+    const owner = await client();
+    await owner.hello("shop-agent");
+    const proposalId = await proposal(owner, "SO-7003");
+    const stranger = await client();
+    await stranger.hello("shop-agent");
+    stranger.send({ t: "in", ref: "x", event: { type: "confirm", proposalId } });
+    expect(await stranger.waitFor(isT("error", (frame) => frame.ref === "x"))).toMatchObject({ code: "proposal_not_found" });
+    stranger.send({ t: "in", ref: "y", event: { type: "decline", proposalId } });
+    expect(await stranger.waitFor(isT("error", (frame) => frame.ref === "y"))).toMatchObject({ code: "proposal_not_found" });
+    expect(stack.backend.invocations.filter((call) => call.args.orderId === "SO-7003")).toEqual([]);
+    expect((await stack.store.getWrite(proposalId))?.state).toBe("proposed");
+    expect(stranger.events().some((event) => event.message.type === "review")).toBe(false);
+  });
+
+  it("identify with a valid signed token verifies the customer; a forged one is refused", async () => {
+    const c = await client();
+    await c.hello("shop-agent");
+    const token = mintIdentityToken({ algorithm: "HS256", secret: HS_SECRET, claims: { sub: "cust-42", level: "standard" } });
+    c.send({ t: "identify", ref: "i1", token });
+    await c.waitFor(isT("ack", (frame) => frame.ref === "i1"));
+    const conversationId = (c.frames.find((frame) => frame.t === "welcome") as Frame<"welcome">).conversationId;
+    expect((await stack.store.getConversation(conversationId))?.subject).toMatchObject({ id: "cust-42", level: "standard" });
+    const forged = mintIdentityToken({ algorithm: "HS256", secret: "another-secret-that-is-also-32-bytes-long!", claims: { sub: "cust-43" } });
+    c.send({ t: "identify", ref: "i2", token: forged });
+    const error = await c.waitFor(isT("error", (frame) => frame.ref === "i2"));
+    expect(error.code).toMatch(/signature/);
+    expect((await stack.store.getConversation(conversationId))?.subject?.id).toBe("cust-42");
+  });
+});
+
+describe("frames and limits", () => {
+  it("a malformed or oversized frame gets an error frame; the connection and other conversations live on", async () => {
+    const bystander = await client();
+    await bystander.hello("shop-agent");
+    const c = await client();
+    await c.hello("shop-agent");
+    c.send("{not json");
+    expect(await c.waitFor(isT("error", (frame) => frame.code === "frame_invalid"))).toMatchObject({ message: "the frame is not valid JSON" });
+    c.send({ t: "in", ref: "bad", event: { type: "message", text: "" } });
+    expect(await c.waitFor(isT("error", (frame) => frame.ref === "bad"))).toMatchObject({ code: "frame_invalid", path: "event.text" });
+    c.send({ t: "launch" });
+    await c.waitFor(isT("error", (frame) => frame.code === "frame_invalid" && frame.path === "t"));
+    c.ws.send(Buffer.from([1, 2, 3]), { binary: true });
+    await c.waitFor(isT("error", (frame) => frame.message === "frames are JSON text, not binary"));
+    // 4096 bytes is the limit: 4097 is refused, 4096 is handled.
+    const framed = (size: number) => {
+      const base = JSON.stringify({ t: "in", ref: "big", event: { type: "message", text: "" } });
+      return JSON.stringify({ t: "in", ref: "big", event: { type: "message", text: "x".repeat(size - base.length) } });
+    };
+    expect(Buffer.byteLength(framed(4097))).toBe(4097);
+    c.send(framed(4097));
+    expect(await c.waitFor(isT("error", (frame) => frame.code === "frame_too_large"))).toMatchObject({ message: "frames are at most 4096 bytes; this one had 4097" });
+    c.send({ t: "in", ref: "ok", event: { type: "message", text: "hello there" } });
+    await c.waitFor(isT("ack", (frame) => frame.ref === "ok"));
+    expect(c.closed).toBeUndefined();
+    bystander.send({ t: "in", ref: "still", event: { type: "message", text: "hello again" } });
+    await bystander.waitFor(isT("ack", (frame) => frame.ref === "still"));
+    await bystander.waitFor(isEvent("text", (message) => message.text === "Hi! How can I help?"));
+    expect(bystander.closed).toBeUndefined();
+    expect(bystander.frames.some((frame) => frame.t === "error")).toBe(false);
+  });
+
+  it("a frame of exactly the size limit is handled", async () => {
+    const c = await client();
+    await c.hello("shop-agent");
+    const base = JSON.stringify({ t: "in", ref: "edge", event: { type: "message", text: "" } });
+    // Text at most 4000 characters (the message limit): use multi-byte characters to reach 4096 bytes.
+    const filler = "é".repeat((4096 - Buffer.byteLength(base)) / 2);
+    const frame = JSON.stringify({ t: "in", ref: "edge", event: { type: "message", text: filler } });
+    expect(Buffer.byteLength(frame)).toBe(4096);
+    c.send(frame);
+    await c.waitFor(isT("ack", (f) => f.ref === "edge"));
+  });
+
+  it("frames beyond the per-connection rate get rate_limited and are dropped; the connection lives on", async () => {
+    const c = await client();
+    await c.hello("shop-agent");
+    for (let i = 0; i < 25; i++) c.send({ t: "ping" });
+    await c.waitFor(isT("error", (frame) => frame.code === "rate_limited"));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const pongs = c.frames.filter((frame) => frame.t === "pong").length;
+    expect(pongs).toBeGreaterThanOrEqual(19);
+    expect(pongs).toBeLessThan(25);
+    expect(c.closed).toBeUndefined();
+  });
+
+  it("frames before hello are refused; a second hello is refused", async () => {
+    const c = await client();
+    c.send({ t: "in", ref: "early", event: { type: "message", text: "hi" } });
+    expect(await c.waitFor(isT("error", (frame) => frame.ref === "early"))).toMatchObject({ code: "not_started" });
+    await c.hello("shop-agent");
+    c.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {} });
+    await c.waitFor(isT("error", (frame) => frame.code === "already_started"));
+  });
+});
+
+describe("origins", () => {
+  it("an upgrade from an origin no agent allows, or without an origin, is refused with 403", async () => {
+    await expect(TestClient.open(stack.wsUrl, "https://evil.example")).rejects.toThrow("HTTP 403");
+    await expect(TestClient.open(`${stack.wsUrl}?agent=shop-agent`, OTHER_ORIGIN)).rejects.toThrow("HTTP 403");
+  });
+
+  it("hello for an agent not embedded on this origin gets origin_not_allowed and the socket closes", async () => {
+    const c = await client(OTHER_ORIGIN);
+    c.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {} });
+    expect(await c.waitFor(isT("error", (frame) => frame.code === "origin_not_allowed"))).toBeDefined();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(c.closed?.code).toBe(1008);
+  });
+});
+
+describe("resume", () => {
+  it("reconnecting with the resume token and the last seq delivers exactly the missed events, in order", async () => {
+    const c = await client();
+    const welcome = await c.hello("shop-agent");
+    c.send({ t: "in", ref: "1", event: { type: "message", text: "hello" } });
+    await c.waitFor(isEvent("text", (message) => message.from === "agent"));
+    const lastSeen = c.events().at(-1)!.seq;
+    await c.close();
+    // Meanwhile the team writes in the conversation.
+    const headers = { authorization: "Bearer team-secret-token", "content-type": "application/json" };
+    expect((await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/takeover`, { method: "POST", headers, body: JSON.stringify({ member: "ana" }) })).status).toBe(200);
+    expect((await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/messages`, { method: "POST", headers, body: JSON.stringify({ member: "ana", text: "Ana here" }) })).status).toBe(200);
+    const again = await client();
+    const resumed = await again.hello("shop-agent", { token: welcome.resumeToken, after: lastSeen });
+    expect(resumed.conversationId).toBe(welcome.conversationId);
+    expect(resumed.resumeToken).toBe(welcome.resumeToken);
+    await again.waitFor(isEvent("text", (message) => message.text === "Ana here"));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const seqs = again.events().map((event) => event.seq);
+    expect(seqs).toEqual([lastSeen + 1, lastSeen + 2]);
+    expect(again.events().map((event) => event.message.type)).toEqual(["handoff", "text"]);
+    // Live events keep coming after the replay, once each.
+    await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/messages`, { method: "POST", headers, body: JSON.stringify({ member: "ana", text: "Still here" }) });
+    await again.waitFor(isEvent("text", (message) => message.text === "Still here"));
+    expect(again.events().map((event) => event.seq)).toEqual([lastSeen + 1, lastSeen + 2, lastSeen + 3]);
+  });
+
+  it("a resume token that is unknown, or of another agent, starts a new conversation and says so", async () => {
+    const c = await client();
+    c.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {}, resume: { token: "nope", after: 3 } });
+    await c.waitFor(isT("error", (frame) => frame.code === "resume_invalid"));
+    const welcome = await c.waitFor(isT("welcome"));
+    expect(welcome.resumeToken).not.toBe("nope");
+  });
+});
+
+describe("HTTP", () => {
+  it("serves health, readiness, the widget's files, the schema and registered routes; refuses path traversal", async () => {
+    expect(await (await fetch(`${stack.base}/healthz`)).json()).toEqual({ ok: true });
+    expect(await (await fetch(`${stack.base}/readyz`)).json()).toEqual({ ready: true, store: "ok", bus: "healthy" });
+    const loader = await fetch(`${stack.base}/widget.js`);
+    expect(loader.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect(loader.headers.get("cache-control")).toBe("public, max-age=300");
+    expect(await loader.text()).toBe("console.log('loader')");
+    expect((await fetch(`${stack.base}/widget/app.html`)).headers.get("cache-control")).toBe("no-cache");
+    expect((await fetch(`${stack.base}/widget/assets/app-1.js`)).headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    const schema = await fetch(`${stack.base}/schemas/caplo.schema.json`);
+    expect(await schema.json()).toEqual({ $id: "https://docs.caplo.si/schemas/caplo.schema.json" });
+    expect((await fetch(`${stack.base}/widget/..%2f..%2fetc%2fpasswd`)).status).toBe(404);
+    expect((await fetch(`${stack.base}/widget/%2e%2e/caplo.db`)).status).toBe(404);
+    expect((await fetch(`${stack.base}/nothing`)).status).toBe(404);
+    const hook = await fetch(`${stack.base}/webhooks/test/whatsapp`, { method: "POST", body: "x" });
+    expect(await hook.text()).toBe("hook whatsapp");
+    expect((await fetch(`${stack.base}/webhooks/test/whatsapp`)).status).toBe(405);
+  });
+
+  it("the team API needs the bearer token", async () => {
+    expect((await fetch(`${stack.base}/v1/team/follow-ups`)).status).toBe(401);
+    const wrong = await fetch(`${stack.base}/v1/team/follow-ups`, { headers: { authorization: "Bearer nope" } });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.json()).toEqual({ error: { code: "unauthorized", path: "authorization", message: "a valid bearer token is required" } });
+    const right = await fetch(`${stack.base}/v1/team/follow-ups`, { headers: { authorization: "Bearer team-secret-token" } });
+    expect(right.status).toBe(200);
+    expect(await right.json()).toHaveProperty("writes");
+  });
+
+  it("the team API refuses bad bodies with a located error and changes nothing", async () => {
+    const c = await client();
+    const welcome = await c.hello("shop-agent");
+    const headers = { authorization: "Bearer team-secret-token", "content-type": "application/json" };
+    const bad = await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/takeover`, { method: "POST", headers, body: JSON.stringify({ member: "" }) });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { path: string } }).error.path).toBe("member");
+    const extra = await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/takeover`, { method: "POST", headers, body: JSON.stringify({ member: "ana", admin: true }) });
+    expect(extra.status).toBe(400);
+    const missing = await fetch(`${stack.base}/v1/team/conversations/c_nope/takeover`, { method: "POST", headers, body: JSON.stringify({ member: "ana" }) });
+    expect(missing.status).toBe(404);
+    expect((await stack.store.getConversation(welcome.conversationId))?.handoff).toBeNull();
+    const list = await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/events`, { headers });
+    expect(list.status).toBe(200);
+  });
+});

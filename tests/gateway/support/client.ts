@@ -1,0 +1,75 @@
+// A real `ws` client for gateway tests: collects server frames and waits for the ones a test expects.
+import WebSocket from "ws";
+import { serverFrameSchema, type ServerFrame } from "@caplo/shared";
+
+export class TestClient {
+  readonly ws: WebSocket;
+  readonly frames: ServerFrame[] = [];
+  closed: { code: number; reason: string } | undefined;
+  private waiters: (() => void)[] = [];
+
+  private constructor(ws: WebSocket) {
+    this.ws = ws;
+    ws.on("message", (data) => {
+      // Every frame the server sends must be a valid protocol frame.
+      this.frames.push(serverFrameSchema.parse(JSON.parse(String(data))));
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+    ws.on("close", (code, reason) => {
+      this.closed = { code, reason: String(reason) };
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+  }
+
+  static open(url: string, origin: string): Promise<TestClient> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { origin });
+      const client = new TestClient(ws);
+      ws.once("open", () => resolve(client));
+      ws.once("error", reject);
+      ws.once("unexpected-response", (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    });
+  }
+
+  send(frame: unknown): void {
+    this.ws.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+  }
+
+  async waitFor<T extends ServerFrame>(predicate: (frame: ServerFrame) => frame is T, timeoutMs?: number): Promise<T>;
+  async waitFor(predicate: (frame: ServerFrame) => boolean, timeoutMs?: number): Promise<ServerFrame>;
+  async waitFor(predicate: (frame: ServerFrame) => boolean, timeoutMs = 5000): Promise<ServerFrame> {
+    const deadline = Date.now() + timeoutMs;
+    let seen = 0;
+    for (;;) {
+      for (; seen < this.frames.length; seen++) if (predicate(this.frames[seen]!)) return this.frames[seen]!;
+      if (this.closed) throw new Error(`connection closed (${this.closed.code}) before the expected frame; got ${JSON.stringify(this.frames)}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out; frames: ${JSON.stringify(this.frames)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** The conversation events received, in order of arrival. */
+  events() {
+    return this.frames.flatMap((frame) => (frame.t === "event" ? [frame] : []));
+  }
+
+  async hello(agent: string, resume?: { token: string; after: number }) {
+    this.send({ t: "hello", v: 1, agent, capabilities: { forms: true, files: false, pages: false, questions: true }, ...(resume && { resume }) });
+    return this.waitFor((frame): frame is Extract<ServerFrame, { t: "welcome" }> => frame.t === "welcome");
+  }
+
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.ws.once("close", () => resolve());
+      this.ws.close();
+    });
+  }
+}

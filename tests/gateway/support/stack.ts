@@ -1,0 +1,82 @@
+// A whole server for gateway tests: SQLite file store, the shop's MCP server through the in-process test
+// runner, the scripted model, the engine and the gateway on a free loopback port.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Engine } from "../../../server/src/engine/engine.ts";
+import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../../server/src/engine/release.ts";
+import { Gateway, type GatewayOptions } from "../../../server/src/gateway/index.ts";
+import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
+import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
+import { CANCEL } from "../../engine/support/harness.ts";
+import { InMemoryMcpRunner } from "../../engine/support/inMemoryMcpRunner.ts";
+import { createShopServer, ORDERS, ShopBackend, shopVersion } from "../../engine/support/shopTools.ts";
+
+export const ORIGIN = "https://shop.example";
+export const OTHER_ORIGIN = "https://other.example";
+
+export const SHOP_RULES: ScriptedRule[] = [
+  { when: /cancel (SO-\d{4})/i, replies: [{ text: "Please review.", toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }] },
+  { when: /order (SO-\d{4})/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Your order is on its way." }] },
+  { when: "hello", replies: [{ text: "Hi! How can I help?" }] },
+  { whenNote: /outcome: applied/, replies: [{ text: "Done: your order is cancelled." }] },
+];
+
+export type StackOptions = {
+  dir?: string;
+  backendFile?: string;
+  rules?: ScriptedRule[];
+  gateway?: Partial<GatewayOptions>;
+  releases?: (version: ReturnType<typeof shopVersion>) => AgentRelease[];
+  statusCheckBaseMs?: number;
+  checkPollMs?: number;
+  nodeId?: string;
+};
+
+export async function startStack(options: StackOptions = {}) {
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "caplo-gateway-"));
+  const store = new SqliteStore(join(dir, "caplo.db"));
+  await store.migrate();
+  const backend = new ShopBackend(options.backendFile);
+  const runner = new InMemoryMcpRunner({ shop: () => createShopServer(backend) });
+  const version = shopVersion();
+  const releases = new StaticReleases(
+    options.releases?.(version) ?? [
+      releaseFromVersions({ agent: "shop-agent", instructions: "Help shop customers.", origins: [ORIGIN], versions: [version] }),
+      releaseFromVersions({ agent: "other-agent", instructions: "Another site.", origins: [OTHER_ORIGIN], versions: [version] }),
+    ],
+  );
+  const engine = new Engine({
+    store,
+    runner,
+    model: new ScriptedModel(options.rules ?? SHOP_RULES, { fallback: "I can help with orders." }),
+    releases,
+    statusCheckBaseMs: options.statusCheckBaseMs ?? 5000,
+    checkPollMs: options.checkPollMs ?? 1000,
+    nodeId: options.nodeId ?? "test-node",
+  });
+  await engine.start();
+  const gateway = new Gateway({ engine, releases, teamToken: "team-secret-token", ...options.gateway });
+  const address = await gateway.listen(0, "127.0.0.1");
+  const base = `http://127.0.0.1:${address.port}`;
+  return {
+    dir,
+    store,
+    backend,
+    runner,
+    engine,
+    gateway,
+    releases,
+    base,
+    wsUrl: `ws://127.0.0.1:${address.port}/v1/ws`,
+    close: async () => {
+      await gateway.close();
+      await engine.stop();
+      await runner.close();
+      await store.close();
+      if (!options.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export type Stack = Awaited<ReturnType<typeof startStack>>;
