@@ -97,7 +97,7 @@ describe("caplo agent publish", () => {
     await writeFile(file, AGENT.replace("cancel-order/cancel_order", "cancel-order/cancel"));
     const run = capture();
     expect(await runPublish([file, "--packages", join(work, "cancel-order.json"), join(work, "order-lookup.json"), "--store", join(work, "none")], run.io, {}, NOW)).toBe(1);
-    expect(run.err).toEqual([`${file}: tools[1]: ${"cancel-order@sha256:"}${run.err[0]!.split("cancel-order@sha256:")[1]!.split(" ")[0]} has no tool cancel (its tools: cancel_order) [tool_unknown]`]);
+    expect(run.err).toEqual([`${file}:7: tools[1]: ${"cancel-order@sha256:"}${run.err[0]!.split("cancel-order@sha256:")[1]!.split(" ")[0]} has no tool cancel (its tools: cancel_order) [tool_unknown]`]);
     expect(run.out).toEqual([]);
   });
 

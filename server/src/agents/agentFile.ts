@@ -6,7 +6,8 @@ import { LineCounter, isNode, parseDocument, type Document } from "yaml";
 import { parseAgentConfig, type AgentConfig, type AgentIssue } from "@caplo/shared";
 import { loadPublicKeys } from "../identity/keys.ts";
 
-export type AgentFileResult = { ok: true; agent: AgentConfig } | { ok: false; issues: AgentIssue[] };
+/** A valid file also says where things are, so later problems (publishing) can name their line. */
+export type AgentFileResult = { ok: true; agent: AgentConfig; lineOf: (path: string) => number | undefined } | { ok: false; issues: AgentIssue[] };
 
 /** Largest agent.yaml read: instructions may be 32,000 characters; anything far past that is a mistake. */
 export const AGENT_FILE_MAX_BYTES = 256 * 1024;
@@ -39,11 +40,12 @@ export function parseAgentYaml(text: string): AgentFileResult {
   }
   const parsed = parseAgentConfig(value, (path) => lineOf(doc, lines, path));
   if (!parsed.ok) return parsed;
+  const lineOfPath = (path: string) => lineOf(doc, lines, splitPath(path));
   const issues = checkAgent(parsed.agent).map((issue) => {
-    const line = lineOf(doc, lines, issue.path.replace(/\[(\d+)\]/g, ".$1").split(".").map((part) => (/^\d+$/.test(part) ? Number(part) : part)));
+    const line = lineOfPath(issue.path);
     return line === undefined ? issue : { ...issue, line };
   });
-  return issues.length > 0 ? { ok: false, issues } : parsed;
+  return issues.length > 0 ? { ok: false, issues } : { ok: true, agent: parsed.agent, lineOf: lineOfPath };
 }
 
 /** Read and parse an agent.yaml file. */
@@ -67,6 +69,16 @@ export function checkAgent(agent: AgentConfig): AgentIssue[] {
   if (agent.identity?.algorithm !== "ES256") return [];
   const keys = loadPublicKeys(agent.identity);
   return keys.ok ? [] : [{ code: keys.error.code, path: keys.error.path, message: keys.error.message }];
+}
+
+/** `tools[1].name` → ["tools", 1, "name"]; the root "" → []. */
+function splitPath(path: string): (string | number)[] {
+  if (path === "") return [];
+  return path
+    .replace(/\[(\d+)\]/g, ".$1")
+    .split(".")
+    .filter((part) => part !== "")
+    .map((part) => (/^\d+$/.test(part) ? Number(part) : part));
 }
 
 function lineOf(doc: Document, lines: LineCounter, path: readonly PropertyKey[]): number | undefined {

@@ -119,7 +119,11 @@ export async function runPublish(args: string[], io: Io, env: Record<string, str
 
   const result = createRelease(loaded.agent, versions, now);
   if (!result.ok) {
-    printIssues(io, parsed.file, result.issues);
+    const located = result.issues.map((issue) => {
+      const line = issue.path.startsWith("packages") ? undefined : loaded.lineOf(issue.path);
+      return line === undefined ? issue : { ...issue, line };
+    });
+    printIssues(io, parsed.file, located);
     return 1;
   }
   const store = new FileReleaseStore(resolve(parsed.store));
