@@ -1,0 +1,53 @@
+// The write policy on chat apps: only a tap on that proposal's Confirm confirms it; typed text never does;
+// a stale, foreign or unknown tap changes nothing; typed answers match an option by number or exact label.
+import { describe, expect, it } from "vitest";
+import { decideTap, decideText, matchTypedAnswer } from "./inboundPolicy.ts";
+import type { ButtonRef, OpenQuestion } from "./ports.ts";
+
+const confirmRef: ButtonRef = { token: "c1.a", platform: "whatsapp", conversationId: "conv-1", kind: "confirm", targetId: "prop-1" };
+const question: OpenQuestion = { elicitationId: "el-1", field: "size", options: [{ value: "S", label: "Small" }, { value: "M", label: "Medium" }, { value: "L", label: "Large" }] };
+
+describe("typed text", () => {
+  it("never confirms: 'yes', 'confirm' and 'OK' stay plain messages", () => {
+    for (const text of ["yes", "Yes!", "confirm", "CONFIRM", "ok", "Confirm prop-1"]) {
+      expect(decideText(text, undefined)).toEqual({ kind: "forward", inbound: { type: "message", text } });
+    }
+  });
+  it("answers an open question by the option's number or its exact label, case aside", () => {
+    expect(matchTypedAnswer("2", question)).toBe("M");
+    expect(matchTypedAnswer(" large ", question)).toBe("L");
+    expect(matchTypedAnswer("4", question)).toBeUndefined();
+    expect(matchTypedAnswer("0", question)).toBeUndefined();
+    expect(matchTypedAnswer("Larg", question)).toBeUndefined();
+    expect(decideText("3", question)).toEqual({ kind: "forward", closesQuestion: true, inbound: { type: "answer", elicitationId: "el-1", action: "accept", content: { size: "L" } } });
+    expect(decideText("I want the big one", question)).toEqual({ kind: "forward", inbound: { type: "message", text: "I want the big one" } });
+  });
+});
+
+describe("taps", () => {
+  it("a Confirm tap on a proposal still waiting confirms exactly that proposal", () => {
+    expect(decideTap(confirmRef, "conv-1", "proposed", undefined)).toEqual({ kind: "forward", inbound: { type: "confirm", proposalId: "prop-1" } });
+    expect(decideTap({ ...confirmRef, kind: "decline" }, "conv-1", "proposed", undefined)).toEqual({ kind: "forward", inbound: { type: "decline", proposalId: "prop-1" } });
+  });
+  it("a tap on an already decided proposal changes nothing and says so", () => {
+    for (const state of ["running", "applied", "not_applied", "pending", "unknown", "declined", "cancelled", "expired"]) {
+      const d = decideTap(confirmRef, "conv-1", state, undefined);
+      expect(d).toMatchObject({ kind: "notice", code: "proposal_decided" });
+      if (d.kind === "notice") expect(d.text).toContain("Nothing was changed.");
+    }
+  });
+  it("a tap from another conversation, or with an unknown reference, changes nothing", () => {
+    expect(decideTap(confirmRef, "conv-2", "proposed", undefined)).toMatchObject({ kind: "notice", code: "button_foreign" });
+    expect(decideTap(undefined, "conv-1", undefined, undefined)).toMatchObject({ kind: "notice", code: "button_unknown" });
+  });
+  it("an answer tap answers only the question still open", () => {
+    const ref: ButtonRef = { token: "c1.b", platform: "messenger", conversationId: "conv-1", kind: "answer", targetId: "el-1", field: "size", value: "M" };
+    expect(decideTap(ref, "conv-1", undefined, question)).toMatchObject({ kind: "forward", inbound: { type: "answer", elicitationId: "el-1", content: { size: "M" } } });
+    expect(decideTap(ref, "conv-1", undefined, undefined)).toMatchObject({ kind: "notice", code: "question_closed" });
+    expect(decideTap(ref, "conv-1", undefined, { ...question, elicitationId: "el-2" })).toMatchObject({ kind: "notice", code: "question_closed" });
+  });
+  it("a reply tap sends the reply action's text as the customer's message", () => {
+    const ref: ButtonRef = { token: "c1.c", platform: "instagram", conversationId: "conv-1", kind: "reply", targetId: "", value: "I pick Store 2" };
+    expect(decideTap(ref, "conv-1", undefined, undefined)).toEqual({ kind: "forward", inbound: { type: "message", text: "I pick Store 2" } });
+  });
+});

@@ -1,0 +1,90 @@
+// The channel store: an inbound event is stored once per (platform, message id) even when two processes
+// insert the same ids at the same moment; bindings, references and failures survive reopening the file.
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SqliteInboxStore } from "./sqliteInboxStore.ts";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "caplo-inbox-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Starts a process that opens the store and waits; `go()` lets it insert; resolves its count of new rows. */
+function racer(file: string, count: number) {
+  const script = fileURLToPath(new URL("./testing/insertRace.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", script, file, String(count)], { stdio: ["pipe", "pipe", "inherit"] });
+  let out = "";
+  let onReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (onReady = resolve));
+  child.stdout.on("data", (chunk: Buffer) => {
+    out += chunk.toString();
+    if (out.includes("ready")) onReady();
+  });
+  const done = new Promise<number>((resolve, reject) =>
+    child.on("exit", (code) => (code === 0 ? resolve(Number(/inserted (\d+)/.exec(out)?.[1])) : reject(new Error(`racer exited ${code}`)))),
+  );
+  return { ready, go: () => child.stdin.write("go\n"), done };
+}
+
+describe("SqliteInboxStore", () => {
+  it("stores a repeat of the same (platform, message id) once, and the same id on another platform separately", async () => {
+    const store = new SqliteInboxStore(join(dir, "a.db"));
+    const row = { platform: "whatsapp" as const, messageId: "SM1", event: "{}", receivedAt: 1 };
+    expect(await store.insertInbound(row)).toBe(true);
+    expect(await store.insertInbound(row)).toBe(false);
+    expect(await store.insertInbound({ ...row, platform: "messenger" })).toBe(true);
+    expect(await store.listInbound()).toHaveLength(2);
+    store.close();
+  });
+
+  it("two processes inserting the same ids at the same moment store each id exactly once", async () => {
+    const file = join(dir, "race.db");
+    new SqliteInboxStore(file).close();
+    const racers = [racer(file, 400), racer(file, 400)];
+    await Promise.all(racers.map((r) => r.ready));
+    for (const r of racers) r.go();
+    const [a, b] = await Promise.all(racers.map((r) => r.done));
+    expect(a! + b!).toBe(400);
+    const store = new SqliteInboxStore(file);
+    expect(await store.listInbound()).toHaveLength(400);
+    store.close();
+  });
+
+  it("claims received rows once, oldest first, and a crash's processing rows go back to received", async () => {
+    const store = new SqliteInboxStore(join(dir, "c.db"));
+    for (const [id, at] of [["b", 2], ["a", 1], ["c", 3]] as const) await store.insertInbound({ platform: "instagram", messageId: id, event: "{}", receivedAt: at });
+    const first = await store.claimInbound(2);
+    expect(first.map((r) => r.messageId)).toEqual(["a", "b"]);
+    expect((await store.claimInbound(5)).map((r) => r.messageId)).toEqual(["c"]);
+    expect(await store.claimInbound(5)).toEqual([]);
+    await store.finishInbound("instagram", "a", "done");
+    expect(await store.requeueProcessing()).toBe(2);
+    expect((await store.claimInbound(5)).map((r) => r.messageId)).toEqual(["b", "c"]);
+    await store.finishInbound("instagram", "b", "failed", "engine refused");
+    await store.finishInbound("instagram", "b", "done");
+    expect((await store.listInbound("failed"))[0]).toMatchObject({ messageId: "b", error: "engine refused" });
+    store.close();
+  });
+
+  it("binds a customer to one conversation even when bound twice, and keeps state across reopening", async () => {
+    const file = join(dir, "d.db");
+    const store = new SqliteInboxStore(file);
+    expect((await store.bind("messenger", "u1", "conv-1", 10)).conversationId).toBe("conv-1");
+    expect((await store.bind("messenger", "u1", "conv-2", 11)).conversationId).toBe("conv-1");
+    await store.touchInbound("messenger", "u1", 50);
+    await store.touchInbound("messenger", "u1", 40);
+    await store.putRefs([{ token: "c1.x", platform: "messenger", conversationId: "conv-1", kind: "confirm", targetId: "p1" }]);
+    await store.recordOutbox({ platform: "messenger", conversationId: "conv-1", seq: 3, part: 0, state: "failed", attempts: 5, code: "platform_unavailable", message: "503", at: 99 });
+    store.close();
+    const again = new SqliteInboxStore(file);
+    expect(await again.findBinding("messenger", "u1")).toMatchObject({ conversationId: "conv-1", lastInboundAt: 50, disclosed: false });
+    expect(await again.getRef("c1.x")).toEqual({ token: "c1.x", platform: "messenger", conversationId: "conv-1", kind: "confirm", targetId: "p1" });
+    expect(await again.listFailures()).toEqual([expect.objectContaining({ seq: 3, code: "platform_unavailable", attempts: 5 })]);
+    again.close();
+  });
+});
