@@ -4,10 +4,10 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { z } from "zod";
-import { manifestSchema } from "@caplo/shared";
+import { MANIFEST_SCHEMA_URL, manifestSchema } from "@caplo/shared";
 
 /** Where editors find the schema (the `# yaml-language-server: $schema=` line of caplo.yaml). */
-export const SCHEMA_URL = "https://docs.caplo.si/schemas/caplo.schema.json";
+export const SCHEMA_URL = MANIFEST_SCHEMA_URL;
 export const SCHEMA_FILE = join(dirname(fileURLToPath(import.meta.url)), "..", "schemas", "caplo.schema.json");
 
 /** The JSON Schema of caplo.yaml as the author writes it (input side: defaulted fields are optional). */

@@ -6,6 +6,9 @@
 import { z } from "zod";
 import * as L from "./limits.ts";
 
+/** Where editors load the caplo.yaml JSON Schema from (`# yaml-language-server: $schema=...`). */
+export const MANIFEST_SCHEMA_URL = "https://docs.caplo.si/schemas/caplo.schema.json";
+
 const plainText = (max: number) =>
   z.string().max(max).regex(L.PLAIN_TEXT_PATTERN, "plain text: no markup, control characters, or surrounding whitespace");
 const pointer = z.string().regex(L.JSON_POINTER_PATTERN, "a JSON pointer to one direct property, such as /orderId");

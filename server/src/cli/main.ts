@@ -12,6 +12,8 @@ export const COMMANDS: Record<string, Command> = {
   "agent validate": { summary: "Check an agent.yaml and print every problem with its line", load: () => import("./agent.ts").then((m) => m.validate) },
   "agent publish": { summary: "Publish an agent as an immutable release pinned to built package versions", load: () => import("./agent.ts").then((m) => m.publish) },
   "agent schema": { summary: "Print the JSON Schema of agent.yaml", load: () => import("./agent.ts").then((m) => m.schema) },
+  "tool init": { summary: "Create a tool package (function or MCP) that builds as written", load: () => import("./tool-init.ts") },
+  "tool build": { summary: "Build a tool package and print its frozen version, or every error", load: () => import("./tool-build.ts") },
 };
 
 export function usage(): string {
