@@ -1,0 +1,217 @@
+// Delivery through the channel glue against fake platforms: retries with backoff, permanent failures
+// recorded and told, the 24-hour window, HUMAN_AGENT only for the team, the disclosure, typing indicators,
+// Content API caching, foreign taps, proxies and extra parameters, the subscription handshake.
+import { afterEach, describe, expect, it } from "vitest";
+import { META_HUMAN_AGENT_WINDOW_MS, WHATSAPP_WINDOW_MS } from "@caplo/shared/channels";
+import { twilioSignature } from "@caplo/adapters/testkit";
+import { CANCEL } from "../engine/support/harness.ts";
+import { ORDERS } from "../engine/support/shopTools.ts";
+import { channelBench, type Bench } from "./support.ts";
+
+const rules = [
+  { when: /where is my order/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: ORDERS.applied } }] }, { text: "Your order is on its way." }] },
+  { when: /cancel/i, replies: [{ text: "Here is what I will do.", toolCalls: [CANCEL(ORDERS.applied)] }] },
+  { when: /hello/i, replies: [{ text: "Hello there." }] },
+];
+
+let b: Bench | undefined;
+afterEach(async () => {
+  await b?.close();
+  b = undefined;
+});
+const texts = (bench: Bench) => bench.received().map((m) => m.text);
+const conversationOf = async (bench: Bench) => (await bench.store.listBindings())[0]!.conversationId;
+
+describe("sending with retry and recorded failures", () => {
+  it("WhatsApp: a 503 twice is retried with backoff and the message is sent once", async () => {
+    b = await channelBench({ platform: "whatsapp", rules });
+    const bench = b;
+    bench.twilio!.failNext(2, 503, 20500);
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the reply after retries");
+    await bench.service.idle();
+    expect(texts(bench).filter((t) => t === "Hello there.")).toHaveLength(1);
+    expect(await bench.store.listFailures()).toEqual([]);
+  });
+
+  it("Messenger: a permanent refusal is not retried; it is recorded and the team is told", async () => {
+    b = await channelBench({ platform: "messenger", rules });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+    bench.graph!.failNext(1, 400, 551);
+    await bench.h.engine.emit(await conversationOf(bench), { type: "text", id: "m-x", from: "agent", text: "This one is refused." });
+    const failure = await bench.waitFor(async () => (await bench.store.listFailures())[0], "the recorded failure");
+    expect(failure).toMatchObject({ platform: "messenger", state: "failed", attempts: 1, code: "platform_refused" });
+    expect(bench.alerts).toContainEqual(expect.objectContaining({ platform: "messenger", code: "platform_refused" }));
+    expect(texts(bench)).not.toContain("This one is refused.");
+  });
+
+  it("Instagram: retries give up after the last attempt and the failure is recorded", async () => {
+    b = await channelBench({ platform: "instagram", rules, retry: { attempts: 3, baseMs: 2, maxMs: 5 } });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+    bench.graph!.failNext(3, 500, 2);
+    await bench.h.engine.emit(await conversationOf(bench), { type: "text", id: "m-y", from: "agent", text: "Never arrives." });
+    const failure = await bench.waitFor(async () => (await bench.store.listFailures())[0], "the recorded failure");
+    expect(failure).toMatchObject({ attempts: 3, code: "platform_unavailable" });
+  });
+});
+
+describe("the 24-hour window", () => {
+  it("WhatsApp: at 24 hours a reply is sent; past it no free-form message is attempted, it is recorded and the team told", async () => {
+    const clock = { t: Date.parse("2026-12-01T10:00:00Z") };
+    b = await channelBench({ platform: "whatsapp", rules, now: () => clock.t });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+    await bench.service.idle();
+    const conversationId = await conversationOf(bench);
+    clock.t += WHATSAPP_WINDOW_MS;
+    await bench.h.engine.emit(conversationId, { type: "text", id: "m-1", from: "agent", text: "Exactly at 24 hours." });
+    await bench.waitFor(() => texts(bench).includes("Exactly at 24 hours."), "the message at the boundary");
+    const sentBefore = bench.twilio!.sent.length;
+    clock.t += 1;
+    await bench.h.engine.emit(conversationId, { type: "text", id: "m-2", from: "agent", text: "One millisecond too late." });
+    const failure = await bench.waitFor(async () => (await bench.store.listFailures())[0], "the window failure");
+    expect(failure).toMatchObject({ code: "outside_window", attempts: 0 });
+    expect(failure.message).toContain("63016");
+    expect(bench.twilio!.sent.length).toBe(sentBefore);
+    expect(bench.alerts).toContainEqual(expect.objectContaining({ code: "outside_window", conversationId }));
+  });
+
+  it("WhatsApp: Twilio's own 63016 refusal and a 63016 status callback are recorded as outside the window", async () => {
+    b = await channelBench({ platform: "whatsapp", rules });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+    await bench.service.idle();
+    const sent = bench.twilio!.sent.at(-1)!;
+    const status = new URLSearchParams({
+      MessageSid: sent.sid,
+      AccountSid: bench.twilio!.accountSid,
+      From: "whatsapp:+14155238886",
+      To: bench.customer,
+      MessageStatus: "undelivered",
+      ErrorCode: "63016",
+      ChannelPrefix: "whatsapp",
+    });
+    expect((await bench.post(Buffer.from(status.toString()))).status).toBe(200);
+    const failure = await bench.waitFor(async () => (await bench.store.listFailures()).find((f) => f.platformId === sent.sid), "the delivery failure");
+    expect(failure).toMatchObject({ code: "outside_window" });
+    bench.twilio!.closeWindow(bench.customer);
+    await bench.h.engine.emit(await conversationOf(bench), { type: "text", id: "m-3", from: "agent", text: "Refused by Twilio." });
+    await bench.waitFor(async () => (await bench.store.listFailures()).some((f) => f.code === "outside_window" && f.attempts === 1), "Twilio's refusal");
+  });
+
+  it("Messenger: outside 24 hours the team may still reply for 7 days, tagged HUMAN_AGENT; the agent may not", async () => {
+    const clock = { t: Date.parse("2026-12-01T10:00:00Z") };
+    b = await channelBench({ platform: "messenger", rules, now: () => clock.t });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+    const conversationId = await conversationOf(bench);
+    clock.t += WHATSAPP_WINDOW_MS + 1;
+    await bench.h.engine.takeOver(conversationId, "maja");
+    await bench.h.engine.teamMessage(conversationId, "maja", "Maja here, following up.");
+    const team = await bench.waitFor(() => bench.graph!.sent.find((s) => s.message?.text === "Maja here, following up."), "the team's reply");
+    expect(team).toMatchObject({ messaging_type: "MESSAGE_TAG", tag: "HUMAN_AGENT" });
+    await bench.service.idle();
+    clock.t += META_HUMAN_AGENT_WINDOW_MS;
+    await bench.h.engine.teamMessage(conversationId, "maja", "Too late even for the team.");
+    await bench.waitFor(async () => (await bench.store.listFailures()).some((f) => f.code === "outside_window"), "the window failure");
+    expect(texts(bench)).not.toContain("Too late even for the team.");
+  });
+});
+
+describe("Meta conduct", () => {
+  it("Messenger: the disclosure opens the conversation and follows the hand-back; HUMAN_AGENT only on the team's replies; typing for progress", async () => {
+    b = await channelBench({ platform: "messenger", rules });
+    const bench = b;
+    await bench.say("Where is my order?");
+    await bench.waitFor(() => texts(bench).includes("Your order is on its way."), "the reply");
+    const sent = bench.graph!.sent;
+    expect(sent[0]!.message?.text).toContain("automated assistant");
+    const actions = sent.filter((s) => s.sender_action).map((s) => s.sender_action);
+    expect(actions).toEqual(["typing_on", "typing_off"]);
+    expect(sent.filter((s) => s.message).every((s) => s.messaging_type === "RESPONSE" && s.tag === undefined)).toBe(true);
+    const conversationId = await conversationOf(bench);
+    await bench.h.engine.takeOver(conversationId, "maja");
+    await bench.h.engine.teamMessage(conversationId, "maja", "Hi, Maja from the team.");
+    await bench.h.engine.handBack(conversationId, "maja");
+    await bench.waitFor(() => texts(bench).includes("You're back with the assistant."), "the hand-back");
+    await bench.service.idle();
+    const team = sent.filter((s) => s.tag === "HUMAN_AGENT");
+    expect(team.map((s) => s.message?.text)).toEqual(["Hi, Maja from the team."]);
+    const afterBack = texts(bench).slice(texts(bench).indexOf("You're back with the assistant."));
+    expect(afterBack[1]).toContain("automated assistant");
+    expect(texts(bench).filter((t) => t.includes("automated assistant"))).toHaveLength(2);
+  });
+
+  it("a tap on another customer's Confirm changes nothing and gets a clear reply", async () => {
+    b = await channelBench({ platform: "messenger", rules });
+    const bench = b;
+    await bench.say("cancel my order");
+    const review = await bench.waitFor(() => bench.received().find((m) => m.taps.some((t) => t.title === "Confirm")), "the review");
+    const confirm = review.taps.find((t) => t.title === "Confirm")!;
+    const other = JSON.parse(bench.body({ payload: confirm.payload, title: "Confirm" }).toString()) as { entry: Array<{ messaging: Array<{ sender: { id: string } }> }> };
+    other.entry[0]!.messaging[0]!.sender.id = "7000000000000999";
+    expect((await bench.post(Buffer.from(JSON.stringify(other)))).status).toBe(200);
+    await bench.waitFor(
+      () => bench.graph!.sent.some((s) => s.recipient.id === "7000000000000999" && s.message?.text?.includes("does not belong to this conversation")),
+      "the foreign-tap reply",
+    );
+    await bench.h.engine.idle();
+    expect(bench.h.backend.invocations.filter((i) => i.tool === "cancel_order")).toEqual([]);
+  });
+
+  it("the subscription handshake echoes hub.challenge over HTTP only for the verify token", async () => {
+    b = await channelBench({ platform: "instagram", rules });
+    const ok = await b.get("/webhooks/instagram?hub.mode=subscribe&hub.verify_token=verify-token-for-tests&hub.challenge=98765");
+    expect(ok).toEqual({ status: 200, body: "98765" });
+    expect((await b.get("/webhooks/instagram?hub.mode=subscribe&hub.verify_token=nope&hub.challenge=98765")).status).toBe(403);
+  });
+});
+
+describe("WhatsApp specifics", () => {
+  it("Content API templates are created once and reused by their content hash for the next proposal", async () => {
+    b = await channelBench({ platform: "whatsapp", rules });
+    const bench = b;
+    await bench.say("cancel my order");
+    await bench.waitFor(() => bench.received().some((m) => m.taps.some((t) => t.title === "Confirm")), "the first review");
+    await bench.tap("Cancel");
+    await bench.service.idle();
+    await bench.h.engine.idle();
+    const created = bench.twilio!.contentCreates;
+    await bench.say("cancel it after all");
+    await bench.waitFor(() => bench.received().filter((m) => m.taps.some((t) => t.title === "Confirm")).length === 2, "the second review");
+    expect(bench.twilio!.contentCreates).toBe(created);
+    const [first, second] = bench.received().filter((m) => m.taps.length > 0);
+    expect((first!.raw as { contentSid: string }).contentSid).toBe((second!.raw as { contentSid: string }).contentSid);
+    expect(first!.taps[0]!.payload).not.toBe(second!.taps[0]!.payload);
+  });
+
+  it("verifies against the public URL behind a proxy, with unknown extra parameters signed too", async () => {
+    b = await channelBench({ platform: "whatsapp", rules });
+    const bench = b;
+    const form = new URLSearchParams(bench.body({ text: "hello" }).toString());
+    form.set("SomeFutureParameter", "added by Twilio later");
+    const raw = Buffer.from(form.toString());
+    expect((await bench.post(raw)).status).toBe(200);
+    // Signed for the local URL instead of the public one: refused.
+    const local = twilioSignature(raw, `${bench.url}/webhooks/whatsapp`, bench.twilio!.authToken);
+    form.set("MessageSid", `SM${"f".repeat(32)}`);
+    expect((await bench.post(Buffer.from(form.toString()), { signature: local })).status).toBe(403);
+  });
+
+  it("progress shows the tool's static label, and an inbound photo gets a clear text-only reply", async () => {
+    b = await channelBench({ platform: "whatsapp", rules });
+    const bench = b;
+    await bench.say("Where is my order?");
+    await bench.waitFor(() => texts(bench).includes("Your order is on its way."), "the reply");
+    expect(texts(bench)).toContain("Looking up your order…");
+    expect((await bench.post(bench.body({ image: "https://api.twilio.com/media/ME1" }))).status).toBe(200);
+    await bench.waitFor(() => texts(bench).some((t) => t.includes("I can only read text here")), "the media reply");
+  });
+});
