@@ -7,6 +7,7 @@ import { MemoryBus } from "./memoryBus.ts";
 
 export * from "./eventBus.ts";
 export { MemoryBus, MemoryHub } from "./memoryBus.ts";
+export { latestSeqsFromStore, type ConversationSeqSource } from "./storeSeqs.ts";
 
 export type BusSettings = {
   redisUrl?: string;
