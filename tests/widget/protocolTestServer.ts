@@ -100,6 +100,11 @@ export async function startWidgetTestServer(options: { delayMs?: number; site?: 
 
   function serveSite(req: IncomingMessage, res: ServerResponse) {
     const path = new URL(req.url ?? "/", siteUrl).pathname;
+    if (path === "/favicon.ico") {
+      res.writeHead(204);
+      res.end();
+      return;
+    }
     if (path === "/pay") {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
       res.end(`<!doctype html><title>Pay</title><body style="font-family:sans-serif;padding:16px"><h1>Payment</h1>

@@ -47,6 +47,7 @@ describe("website widget in Chromium", () => {
   beforeAll(async () => {
     context = await browser.newContext({ viewport: { width: 1100, height: 800 }, locale: "en-US" });
     page = await context.newPage();
+    page.setDefaultTimeout(8000);
     page.on("pageerror", (e) => errors.push(String(e)));
     page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
   });
@@ -170,6 +171,7 @@ describe("more layouts and a phone", () => {
   test("map, choices, timeline, comparison, form, file and a page panel render on a phone screen", async () => {
     const context = await browser.newContext({ viewport: { width: 390, height: 760 }, locale: "sl-SI", isMobile: true, hasTouch: true });
     const page = await context.newPage();
+    page.setDefaultTimeout(8000);
     try {
       const app = await openWidget(page);
       await say(app, "Which stores are near?");

@@ -4,9 +4,16 @@
 /** Every message of the API carries this marker so unrelated postMessage traffic is ignored. */
 export const MARK = "caplo";
 
-export type HostCommand = { type: "identify"; token: string } | { type: "open" } | { type: "close" };
+export type HostCommand =
+  | { type: "identify"; token: string }
+  | { type: "open" }
+  | { type: "close" }
+  /** The loader's answer to ready: the resume token it keeps in the host page's own storage, if any. */
+  | { type: "init"; resume: string | null };
 export type AppNotice =
   | { type: "ready" }
+  /** Keep this resume token in the host page's storage (an iframe's own storage is often blocked). */
+  | { type: "persist"; resume: string }
   | { type: "close" }
   | { type: "activity" }
   | { type: "step_up"; level: string; maxAuthAgeSeconds?: number };
@@ -19,10 +26,11 @@ export function readHostCommand(event: MessageEvent, parent: Window | null, pare
   if (!parentOrigin || event.origin !== parentOrigin || event.source !== parent) return null;
   const data: unknown = event.data;
   if (typeof data !== "object" || data === null) return null;
-  const { [MARK]: mark, type, token } = data as Record<string, unknown>;
+  const { [MARK]: mark, type, token, resume } = data as Record<string, unknown>;
   if (mark !== 1) return null;
   if (type === "identify") return typeof token === "string" && token.length > 0 && token.length <= TOKEN_MAX ? { type, token } : null;
   if (type === "open" || type === "close") return { type };
+  if (type === "init") return { type, resume: typeof resume === "string" && resume.length <= 512 ? resume : null };
   return null;
 }
 

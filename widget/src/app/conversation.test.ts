@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import type { Outbound, ServerFrame } from "@caplo/shared";
-import { initialState, reduce, rowsOf, runningLabels, type ConversationState } from "./conversation.ts";
+import { initialState, reduce, rowsOf, runningLabels, settledIds, type ConversationState } from "./conversation.ts";
 
 const event = (seq: number, message: Outbound): ServerFrame => ({ t: "event", seq, at: "2026-01-01T00:00:00Z", message });
 const apply = (frames: ServerFrame[], state: ConversationState = initialState) =>
@@ -77,5 +77,16 @@ describe("conversation state", () => {
     expect(s.typing).toBe(true);
     expect(apply([event(1, { type: "text", id: "m", from: "agent", text: "x" })], s).typing).toBe(false);
     expect(reduce(s, { type: "connection", view: { phase: "waiting", attempt: 1 } }).typing).toBe(false);
+  });
+});
+
+describe("settled choices and questions", () => {
+  test("choices followed by a visitor message and questions followed by any event are settled", () => {
+    const choices: Outbound = { type: "result", id: "r1", callId: "c", layout: "choices", title: "T", columns: [], items: [] };
+    const question: Outbound = { type: "question", id: "q1", elicitationId: "e1", style: "questions", message: "?", fields: [] };
+    const open = apply([welcome(), event(1, choices), event(2, question)]);
+    expect(settledIds(open.entries)).toEqual({});
+    const later = apply([event(3, { type: "text", id: "t", from: "customer", text: "Mon 10:00" })], open);
+    expect(settledIds(later.entries)).toEqual({ "choices:r1": "settled", "question:e1": "settled" });
   });
 });

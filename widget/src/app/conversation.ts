@@ -202,3 +202,22 @@ export function runningLabels(entries: Entry[]): string[] {
   }
   return [...running.values()];
 }
+
+/**
+ * Choices and questions the conversation has moved past, so they are not offered again after a reload
+ * even when this frame's storage was blocked: choices followed by a visitor message, questions followed
+ * by any later event (the tool waits for the answer before anything else happens).
+ */
+export function settledIds(entries: Entry[]): Record<string, string> {
+  const settled: Record<string, string> = {};
+  let laterVisitor = false;
+  let laterAny = false;
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const m = entries[i]!.message;
+    if (m.type === "result" && m.layout === "choices" && laterVisitor) settled[`choices:${m.id}`] = "settled";
+    if (m.type === "question" && laterAny) settled[`question:${m.elicitationId}`] = "settled";
+    if (m.type === "text" && m.from === "customer") laterVisitor = true;
+    if (m.type !== "progress") laterAny = true;
+  }
+  return settled;
+}

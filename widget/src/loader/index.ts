@@ -1,5 +1,5 @@
 // The script-tag loader: `<script src="https://HOST/widget.js" data-agent="NAME" async></script>`.
-// It draws the launcher in a closed shadow root (so the host page's CSS cannot reach it), creates the
+// It draws the launcher in a shadow root (so the host page's CSS cannot reach it), creates the
 // app's iframe from the same host on first open, and offers window.Caplo (open, close, toggle,
 // identify, on). Messages go to the iframe only at HOST's origin and are accepted only from that frame
 // at that origin; the app checks the other direction against this page's origin.
@@ -47,7 +47,7 @@ function start(script: HTMLScriptElement): void {
 
   const root = document.createElement("div");
   root.setAttribute("data-caplo", "");
-  const shadow = root.attachShadow({ mode: "closed" });
+  const shadow = root.attachShadow({ mode: "open" });
   const side = left ? "left" : "right";
   shadow.innerHTML =
     `<style>` +
@@ -75,6 +75,23 @@ function start(script: HTMLScriptElement): void {
   let isOpen = false;
   let token: string | null = null;
   const handlers: Record<string, Handler[]> = {};
+  // The resume token lives in the host page's own storage: the app's iframe is third-party here, and
+  // browsers often block or partition its storage.
+  const resumeKey = `caplo:${agent}:resume`;
+  const read = (key: string): string | null => {
+    try {
+      return localStorage.getItem(key);
+    } catch {
+      return null;
+    }
+  };
+  const write = (key: string, value: string) => {
+    try {
+      localStorage.setItem(key, value);
+    } catch {
+      // No storage: the conversation starts afresh after a reload.
+    }
+  };
 
   const emit = (event: string, detail: Record<string, unknown> = {}) => {
     for (const handler of handlers[event] ?? []) {
@@ -134,7 +151,10 @@ function start(script: HTMLScriptElement): void {
     if (!message || message.caplo !== 1) return;
     if (message.type === "ready") {
       ready = true;
+      post({ type: "init", resume: read(resumeKey) });
       flush();
+    } else if (message.type === "persist" && typeof message.resume === "string" && message.resume.length <= 512) {
+      write(resumeKey, message.resume);
     } else if (message.type === "close") close();
     else if (message.type === "activity" && !isOpen) wrap.classList.add("unread");
     else if (message.type === "step_up") {

@@ -4,7 +4,7 @@ import type { ClientFrame, Inbound } from "@caplo/shared";
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import { notifyHost, readHostCommand } from "../bridge.ts";
 import { Connection } from "../connection.ts";
-import { initialState, reduce, rowsOf, runningLabels, type ConversationState } from "../conversation.ts";
+import { initialState, reduce, rowsOf, runningLabels, settledIds, type ConversationState } from "../conversation.ts";
 import { useWidget, WidgetContext, type WidgetApi } from "../context.ts";
 import { clampText, MESSAGE_MAX } from "../format.ts";
 import { fill, pickStrings } from "../i18n.ts";
@@ -25,6 +25,9 @@ export interface AppProps {
   WebSocketImpl?: typeof WebSocket;
 }
 
+/** How long the app waits for the loader's init before it connects without it. */
+const INIT_WAIT_MS = 1500;
+
 let refCounter = 0;
 const nextRef = () => `r${Date.now().toString(36)}${(refCounter++).toString(36)}`;
 
@@ -42,6 +45,8 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const connection = useRef<Connection | null>(null);
   const identity = useRef<string | null>(null);
   const identifyRef = useRef<string | null>(null);
+  /** The resume token the loader keeps in the host page's storage, for when this frame's storage is blocked. */
+  const hostResume = useRef<string | null>(null);
   /** Events after this seq arrived after the visitor acted in this page session: a new card takes focus. */
   const liveAfter = useRef<number | null>(null);
   const input = useRef<HTMLTextAreaElement | null>(null);
@@ -58,12 +63,16 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
       url,
       agent: params.agent,
       locale: params.locale,
-      resumeToken: () => storage.resumeToken(),
+      resumeToken: () => storage.resumeToken() ?? hostResume.current ?? undefined,
       lastSeq: () => stateRef.current.lastSeq,
       WebSocketImpl,
       onView: (view) => dispatch({ type: "connection", view }),
       onFrame: (frame) => {
-        if (frame.t === "welcome") storage.saveResumeToken(frame.resumeToken);
+        if (frame.t === "welcome") {
+          storage.saveResumeToken(frame.resumeToken);
+          hostResume.current = frame.resumeToken;
+          notifyHost({ type: "persist", resume: frame.resumeToken }, parent, params.parentOrigin);
+        }
         if (frame.t === "ack" && frame.ref === identifyRef.current) {
           identity.current = null; // a token is used once and never kept
           dispatch({ type: "verified" });
@@ -76,11 +85,25 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
       },
     });
     connection.current = conn;
-    conn.start();
+    // Inside the host page, wait for the loader's init (it carries the resume token the host page keeps);
+    // on its own, or if the loader does not answer, connect at once.
+    const framed = parent !== null && params.parentOrigin !== null;
+    let started = false;
+    const begin = () => {
+      if (started) return;
+      started = true;
+      conn.start();
+    };
+    const initWait = framed ? setTimeout(begin, INIT_WAIT_MS) : undefined;
+    if (!framed) begin();
     const onMessage = (event: MessageEvent) => {
       const command = readHostCommand(event, parent, params.parentOrigin);
       if (!command) return;
-      if (command.type === "identify") {
+      if (command.type === "init") {
+        hostResume.current = command.resume;
+        clearTimeout(initWait);
+        begin();
+      } else if (command.type === "identify") {
         identity.current = command.token;
         sendIdentify();
       } else if (command.type === "open") input.current?.focus();
@@ -88,6 +111,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     window.addEventListener("message", onMessage);
     notifyHost({ type: "ready" }, parent, params.parentOrigin);
     return () => {
+      clearTimeout(initWait);
       window.removeEventListener("message", onMessage);
       conn.stop();
     };
@@ -101,12 +125,15 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
 
   const rows = useMemo(() => rowsOf(state.entries), [state.entries]);
   const running = useMemo(() => runningLabels(state.entries), [state.entries]);
+  const used = useMemo(() => ({ ...settledIds(state.entries), ...state.used }), [state.entries, state.used]);
 
-  // Follow the conversation to its end unless a new card took the focus (focusing it scrolls it in).
-  useEffect(() => {
+  // Follow the conversation to its end while the visitor is at (or near) the end; someone who scrolled
+  // up to read is left where they are. Outcomes grow a card without adding a row, so entries count.
+  const atEnd = useRef(true);
+  useLayoutEffect(() => {
     const el = log.current;
-    if (el && !el.contains(document.activeElement) && typeof el.scrollTo === "function") el.scrollTo({ top: el.scrollHeight });
-  }, [rows.length, state.pending.length, state.typing, running.length]);
+    if (el && atEnd.current && typeof el.scrollTo === "function") el.scrollTo({ top: el.scrollHeight });
+  }, [state.entries.length, state.pending.length, state.typing, running.length]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -119,6 +146,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   }, [page]);
 
   function markLive() {
+    atEnd.current = true; // the visitor acted: show what follows
     if (liveAfter.current === null) liveAfter.current = stateRef.current.lastSeq;
   }
 
@@ -139,11 +167,11 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     t,
     locale: params.locale,
     connected,
-    used: state.used,
+    used,
     failed: state.failed,
     live: liveAfter.current !== null,
     act: (id, value, event) => {
-      if (stateRef.current.used[id] !== undefined) return false;
+      if (used[id] !== undefined) return false;
       const ref = nextRef();
       markLive();
       if (!send(event, ref)) return false;
@@ -176,7 +204,18 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
           </button>
         </header>
         <ConnectionBanner state={state} onRetry={() => connection.current?.reconnectNow()} />
-        <div class="log" ref={log} role="log" aria-live="polite" aria-label={t.conversation} tabIndex={-1}>
+        <div
+          class="log"
+          ref={log}
+          role="log"
+          aria-live="polite"
+          aria-label={t.conversation}
+          tabIndex={-1}
+          onScroll={(e) => {
+            const el = e.currentTarget as HTMLElement;
+            atEnd.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+          }}
+        >
           {rows.map((row) =>
             row.kind === "review" ? (
               <ReviewCard key={row.entry.seq} view={row.view} autoFocus={liveAfter.current !== null && row.entry.seq > liveAfter.current} />

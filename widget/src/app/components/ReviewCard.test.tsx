@@ -91,6 +91,12 @@ describe("review card", () => {
     expect(screen.getByText("Confirming…")).toBeTruthy();
   });
 
+  test("after a decision a select field shows its option's label, not its raw value", () => {
+    renderInWidget(<ReviewCard view={view({ state: "applied" })} autoFocus={false} />);
+    expect(screen.getByText("Changed my mind")).toBeTruthy();
+    expect(screen.queryByText("changed_mind")).toBeNull();
+  });
+
   test("Cancel sends a decline for the proposal", () => {
     const { sent } = renderInWidget(<ReviewCard view={view()} autoFocus={false} />);
     fireEvent.click(screen.getByRole("button", { name: "Cancel" }));

@@ -28,6 +28,9 @@ export function stateLabel(t: Strings, state: State): string {
   return labels[state] ?? state;
 }
 
+/** A value as the visitor knows it: a select's option label rather than its raw value. */
+const shownValue = (f: ReviewField, value: string) => f.options?.find((o) => o.value === value)?.label ?? value;
+
 /** An editable field as the widget can edit it: a string shown whole (a last4 value is never prefilled). */
 const isEditable = (f: ReviewField) => f.editable && f.display === "plain";
 
@@ -95,7 +98,7 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
               ) : f.display === "last4" ? (
                 <Masked value={f.value} t={t} />
               ) : (
-                clampText(values[f.path] ?? f.value)
+                clampText(shownValue(f, values[f.path] ?? f.value))
               )}
             </dd>
           </div>
