@@ -277,7 +277,7 @@ describe("elicitation", () => {
 describe("subject", () => {
   it("refuses a subject tool without a verified customer", async () => {
     await runner.unload(`${outcomes.id}-subject`);
-    runner.addTarget(await subjectTarget());
+    await runner.addTarget(await subjectTarget());
     const result = await runner.call({ ...request("echo_subject", {}), packageVersionId: `${outcomes.id}-subject` });
     expect(result.isError).toBe(true);
     expect(result.modelText).toContain("verified customer");

@@ -193,8 +193,9 @@ export class CaploToolRunner implements ToolRunner {
     this.targets.set(version.id, target);
   }
 
-  /** Registers another kind of target (remote MCP servers use this). */
-  addTarget(target: Target): void {
+  /** Registers another kind of target (remote MCP servers use this) and opens it once. */
+  async addTarget(target: Target): Promise<void> {
+    await target.session();
     this.targets.set(target.id, target);
   }
 

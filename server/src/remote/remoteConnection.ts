@@ -1,0 +1,86 @@
+// Connects to a remote MCP server by URL: Streamable HTTP first, then SSE for older servers, with the
+// authorization header built from a secret. The URL must be https and must not resolve to a private,
+// loopback or link-local address unless the operator allows private networks (local development).
+import { lookup } from "node:dns/promises";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { isForbiddenAddress, isIpLiteral } from "../runner/egressRule.ts";
+
+export type RemoteEndpoint = {
+  url: string;
+  /** The authorization secret's value (from the secret store); sent as `Authorization`. */
+  authorization?: string;
+  /** Operator-only: allow http and private/loopback addresses (local development and tests). */
+  allowPrivateNetwork?: boolean;
+};
+
+export type RemoteProblem = { code: string; path: string; message: string };
+export type Connected = { ok: true; client: Client; transport: "streamable-http" | "sse" } | { ok: false; error: RemoteProblem };
+
+/** An Authorization header value: the secret as given when it names its scheme, else a Bearer token. */
+export function authorizationHeader(secret: string): string {
+  return /^(Bearer|Basic|Token|Bot)\s+\S/i.test(secret) ? secret : `Bearer ${secret}`;
+}
+
+/** Checks the URL against the network rule before anything is sent to it. */
+export async function checkRemoteUrl(endpoint: RemoteEndpoint): Promise<RemoteProblem | undefined> {
+  let url: URL;
+  try {
+    url = new URL(endpoint.url);
+  } catch {
+    return { code: "remote_url_invalid", path: "/url", message: `'${endpoint.url}' is not a URL` };
+  }
+  if (endpoint.allowPrivateNetwork) return url.protocol === "https:" || url.protocol === "http:" ? undefined : { code: "remote_url_invalid", path: "/url", message: "the URL must be http(s)" };
+  if (url.protocol !== "https:") return { code: "remote_url_insecure", path: "/url", message: "a remote MCP server must be reached over https" };
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (isIpLiteral(host)) return { code: "remote_url_ip_literal", path: "/url", message: "use the server's host name, not an IP address" };
+  try {
+    const addresses = await lookup(host, { all: true });
+    if (addresses.length === 0 || addresses.some((answer) => isForbiddenAddress(answer.address))) {
+      return { code: "remote_url_private", path: "/url", message: `${host} resolves to a private, loopback or link-local address` };
+    }
+  } catch (error) {
+    return { code: "remote_url_dns", path: "/url", message: `${host} could not be resolved: ${(error as Error).message}` };
+  }
+  return undefined;
+}
+
+function newClient(): Client {
+  return new Client({ name: "caplo-remote", version: "1.0.0" }, { capabilities: {} });
+}
+
+/** Connects, trying Streamable HTTP and then SSE. */
+export async function connectRemote(endpoint: RemoteEndpoint): Promise<Connected> {
+  const problem = await checkRemoteUrl(endpoint);
+  if (problem) return { ok: false, error: problem };
+  const url = new URL(endpoint.url);
+  const requestInit: RequestInit = endpoint.authorization ? { headers: { authorization: authorizationHeader(endpoint.authorization) } } : {};
+  const streamable = newClient();
+  let firstError: unknown;
+  try {
+    await streamable.connect(new StreamableHTTPClientTransport(url, { requestInit }), { timeout: 15_000 });
+    return { ok: true, client: streamable, transport: "streamable-http" };
+  } catch (error) {
+    firstError = error;
+    await streamable.close().catch(() => undefined);
+  }
+  const sse = newClient();
+  try {
+    // The SSE stream's GET must carry the header too: eventSourceInit's fetch adds it.
+    const headers = (requestInit.headers ?? {}) as Record<string, string>;
+    await sse.connect(
+      new SSEClientTransport(url, {
+        requestInit,
+        eventSourceInit: { fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+      }),
+      { timeout: 15_000 },
+    );
+    return { ok: true, client: sse, transport: "sse" };
+  } catch (error) {
+    await sse.close().catch(() => undefined);
+    const message = `${(firstError as Error)?.message ?? firstError}; SSE: ${(error as Error)?.message ?? error}`;
+    const unauthorized = /401|403|unauthori[sz]ed|forbidden/i.test(message);
+    return { ok: false, error: { code: unauthorized ? "remote_unauthorized" : "remote_unreachable", path: "/url", message: `could not connect to ${endpoint.url}: ${message}` } };
+  }
+}

@@ -1,0 +1,175 @@
+// Tool fixtures (`caplo tool test`): the file format, loading with located errors, partial matching of
+// a call's result against a fixture's expectations, and secret values by name from the environment or
+// a local dotenv file. See docs/tool-fixtures.md.
+import { existsSync, readFileSync } from "node:fs";
+import { relative } from "node:path";
+import { glob } from "tinyglobby";
+import { z } from "zod";
+import { OUTCOMES, callSubjectSchema } from "@caplo/shared";
+import type { ToolCallResult } from "./api.ts";
+
+const expectSchema = z.strictObject({
+  /** Whether the result is an error result. Defaults to false when nothing else is said about errors. */
+  isError: z.boolean().optional(),
+  /** Write tools: the outcome the runner records. */
+  outcome: z.enum([...OUTCOMES, "step_up_required"]).optional(),
+  /** Partial match of structuredContent (objects: listed keys only; arrays: same length, each item partial). */
+  result: z.unknown().optional(),
+  /** A substring of what the model sees (the error message for an error result). */
+  text: z.string().optional(),
+  /** Pending writes: the operationRef. */
+  operationRef: z.string().optional(),
+  /** Files taken out of the result, each matched partially ({ name, mimeType, size }). */
+  files: z.array(z.record(z.string(), z.unknown())).optional(),
+  /** Log lines that must appear, each matched partially ({ level, message }). */
+  logs: z.array(z.record(z.string(), z.unknown())).optional(),
+});
+
+export const fixtureSchema = z.strictObject({
+  /** Shown in the output; defaults to the file name and index. */
+  name: z.string().min(1).max(200).optional(),
+  /** The tool's name in the package; optional for function packages (their one tool). */
+  tool: z.string().optional(),
+  /** The arguments, validated against inputSchema by the runner like any call. */
+  input: z.record(z.string(), z.unknown()).default({}),
+  /** Names of secrets to pass; values come from the environment or the secrets file, never the fixture. */
+  secrets: z.array(z.string()).default([]),
+  context: z
+    .strictObject({
+      idempotencyKey: z.string().optional(),
+      conversationId: z.string().optional(),
+      turnId: z.string().optional(),
+      workspaceId: z.string().optional(),
+      subject: callSubjectSchema.optional(),
+    })
+    .default({}),
+  expect: expectSchema.default({}),
+});
+export type Fixture = z.output<typeof fixtureSchema>;
+export type FixtureExpect = z.output<typeof expectSchema>;
+
+export type FixtureError = { code: string; path: string; message: string };
+export type LoadedFixture = { file: string; index: number; label: string; fixture?: Fixture; error?: FixtureError };
+
+/** Loads every fixture file matching the package's tests glob; a bad file becomes a failing entry. */
+export async function loadFixtures(dir: string, pattern: string): Promise<LoadedFixture[]> {
+  const files = (await glob(pattern, { cwd: dir, absolute: true, onlyFiles: true })).sort();
+  const loaded: LoadedFixture[] = [];
+  for (const file of files) {
+    const name = relative(dir, file);
+    let data: unknown;
+    try {
+      data = JSON.parse(readFileSync(file, "utf8"));
+    } catch (error) {
+      loaded.push({ file: name, index: 0, label: name, error: { code: "fixture_json_invalid", path: name, message: (error as Error).message } });
+      continue;
+    }
+    const items = Array.isArray(data) ? data : [data];
+    items.forEach((item, index) => {
+      const parsed = fixtureSchema.safeParse(item);
+      const fallback = Array.isArray(data) ? `${name}[${index}]` : name;
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0]!;
+        // A strict object's unknown key is reported at the object: point at the key itself.
+        const segments = [...issue.path.map(String), ...(issue.code === "unrecognized_keys" ? issue.keys.slice(0, 1) : [])];
+        const path = `${Array.isArray(data) ? `/${index}` : ""}/${segments.join("/")}`;
+        loaded.push({ file: name, index, label: fallback, error: { code: "fixture_invalid", path, message: `${name}${path}: ${issue.message}` } });
+        return;
+      }
+      loaded.push({ file: name, index, label: parsed.data.name ? `${name} › ${parsed.data.name}` : fallback, fixture: parsed.data });
+    });
+  }
+  return loaded;
+}
+
+/** Parses a dotenv-style file: NAME=value lines, # comments, optional quotes. */
+export function parseSecretsFile(text: string): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#")) continue;
+    const match = /^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$/.exec(line);
+    if (!match) continue;
+    let value = match[2]!;
+    if (/^(["']).*\1$/.test(value)) value = value.slice(1, -1);
+    values[match[1]!] = value;
+  }
+  return values;
+}
+
+/** Secret values by name: the environment first, then the secrets file. */
+export function secretValues(names: readonly string[], env: NodeJS.ProcessEnv, file?: string): { values: Record<string, string>; missing: string[] } {
+  const fromFile = file && existsSync(file) ? parseSecretsFile(readFileSync(file, "utf8")) : {};
+  const values: Record<string, string> = {};
+  const missing: string[] = [];
+  for (const name of names) {
+    const value = env[name] ?? fromFile[name];
+    if (value === undefined) missing.push(name);
+    else values[name] = value;
+  }
+  return { values, missing };
+}
+
+type Matcher = { $match: string } | { $any: true };
+function isMatcher(value: unknown): value is Matcher {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && ("$match" in value || "$any" in value) && Object.keys(value).length === 1;
+}
+
+/**
+ * Partial matching: an expected object matches when each of its keys matches (other keys are ignored);
+ * an array matches an array of the same length item by item; `{ "$match": "regex" }` matches a string
+ * by regular expression and `{ "$any": true }` anything present; everything else must be equal.
+ * Returns the mismatches, each located by JSON pointer.
+ */
+export function matchPartial(expected: unknown, actual: unknown, path = ""): string[] {
+  if (isMatcher(expected)) {
+    if ("$any" in expected) return actual === undefined ? [`${path || "/"}: expected a value, got nothing`] : [];
+    return typeof actual === "string" && new RegExp(expected.$match).test(actual)
+      ? []
+      : [`${path || "/"}: expected a string matching /${expected.$match}/, got ${JSON.stringify(actual)}`];
+  }
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual)) return [`${path || "/"}: expected an array, got ${JSON.stringify(actual)}`];
+    if (actual.length !== expected.length) return [`${path || "/"}: expected ${expected.length} items, got ${actual.length}`];
+    return expected.flatMap((item, index) => matchPartial(item, actual[index], `${path}/${index}`));
+  }
+  if (typeof expected === "object" && expected !== null) {
+    if (typeof actual !== "object" || actual === null || Array.isArray(actual)) return [`${path || "/"}: expected an object, got ${JSON.stringify(actual)}`];
+    return Object.entries(expected).flatMap(([key, value]) => matchPartial(value, (actual as Record<string, unknown>)[key], `${path}/${key}`));
+  }
+  return Object.is(expected, actual) ? [] : [`${path || "/"}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`];
+}
+
+/** Every way the call's result differs from the fixture's expectations; empty means pass. */
+export function checkExpectations(expected: FixtureExpect, result: ToolCallResult): string[] {
+  const problems: string[] = [];
+  const wantsError = expected.isError ?? false;
+  // A write's not_applied or unknown outcome comes with an error result; don't demand isError twice.
+  const outcomeImpliesError = expected.outcome !== undefined && expected.outcome !== "applied" && expected.outcome !== "pending";
+  if (expected.isError !== undefined || !outcomeImpliesError) {
+    if (result.isError !== wantsError) problems.push(wantsError ? `expected an error result, got success: ${result.modelText}` : `expected success, got an error: ${result.modelText}`);
+  }
+  if (expected.outcome !== undefined) {
+    const got = result.outcome?.outcome;
+    if (got !== expected.outcome) {
+      const why = result.outcome?.outcome === "unknown" ? ` (${result.outcome.reason})` : "";
+      problems.push(`expected outcome ${expected.outcome}, got ${got ?? "none (not a write)"}${why}`);
+    }
+  }
+  if (expected.operationRef !== undefined) {
+    const ref = result.outcome?.outcome === "pending" ? result.outcome.operationRef : undefined;
+    if (ref !== expected.operationRef) problems.push(`expected operationRef ${JSON.stringify(expected.operationRef)}, got ${JSON.stringify(ref)}`);
+  }
+  if (expected.text !== undefined && !result.modelText.includes(expected.text)) {
+    problems.push(`expected the text to contain ${JSON.stringify(expected.text)}, got ${JSON.stringify(result.modelText.slice(0, 500))}`);
+  }
+  if (expected.result !== undefined) problems.push(...matchPartial(expected.result, result.structuredContent, "/result"));
+  if (expected.files !== undefined) {
+    const files = result.files.map(({ name, mimeType, size }) => ({ name, mimeType, size }));
+    problems.push(...matchPartial(expected.files, files, "/files"));
+  }
+  for (const [index, line] of (expected.logs ?? []).entries()) {
+    if (!result.logs.some((actual) => matchPartial(line, actual).length === 0)) problems.push(`/logs/${index}: no log line matches ${JSON.stringify(line)}`);
+  }
+  return problems;
+}

@@ -1,0 +1,98 @@
+// `caplo tool test` and `caplo tool logs` end to end: a real package (packages/fixtured, built by the
+// build, served by the SDK's host in the sandbox), its fixtures, secrets by name, exit codes, and the
+// invocation logs it leaves behind.
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { run as toolTest } from "../../server/src/cli/tool-test.ts";
+import { run as toolLogs } from "../../server/src/cli/tool-logs.ts";
+import { PACKAGES_DIR } from "./testPackages.ts";
+
+const dir = join(PACKAGES_DIR, "fixtured");
+const scratch = mkdtempSync(join(tmpdir(), "caplo-cli-"));
+
+async function capture(run: () => Promise<number>): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const log = vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void lines.push(args.join(" ")));
+  const error = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void lines.push(args.join(" ")));
+  try {
+    const code = await run();
+    return { code, out: lines.join("\n") };
+  } finally {
+    log.mockRestore();
+    error.mockRestore();
+  }
+}
+
+afterEach(() => {
+  delete process.env.DEMO_KEY;
+});
+afterAll(() => {
+  rmSync(join(dir, ".caplo"), { recursive: true, force: true });
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("caplo tool test", () => {
+  it("runs every fixture, write fixtures for real, prints pass per fixture and exits 0", async () => {
+    process.env.DEMO_KEY = "key-from-env-1234";
+    const { code, out } = await capture(() => toolTest([dir]));
+    expect(out).toContain("✓ tests/book.json › books a free item (book, write → applied");
+    expect(out).toContain("✓ tests/book.json › a full item is not booked (book, write → not_applied");
+    expect(out).toContain("✓ tests/lookup.json › finds an item by id (lookup, read");
+    expect(out).toContain('log: info  looked up {"id":"IT-001"}');
+    expect(out).toContain("3 passed, 0 failed");
+    expect(out).not.toContain("key-from-env-1234");
+    expect(code).toBe(0);
+  }, 120_000);
+
+  it("takes secrets from the secrets file, fails missing secrets, bad fixtures and mismatches with their paths, and exits 1", async () => {
+    const copy = join(PACKAGES_DIR, "fixtured-copy");
+    cpSync(dir, copy, { recursive: true, filter: (source) => !source.includes(".caplo") });
+    try {
+      const file = join(scratch, "secrets.env");
+      writeFileSync(file, "DEMO_KEY=from-file-5678\n");
+      writeFileSync(join(copy, "caplo.yaml"), readFileSync(join(dir, "caplo.yaml"), "utf8").replace("name: fixtured", "name: fixtured-copy"));
+      writeFileSync(join(copy, "tests", "wrong.json"), JSON.stringify({ name: "wrong name", tool: "lookup", input: { id: "IT-001" }, secrets: ["DEMO_KEY"], expect: { result: { name: "Wrong" } } }));
+      writeFileSync(join(copy, "tests", "nosecret.json"), JSON.stringify({ name: "no secret", tool: "lookup", input: { id: "IT-001" }, secrets: ["OTHER_KEY"] }));
+      writeFileSync(join(copy, "tests", "bad.json"), JSON.stringify({ tool: "lookup", inputs: {} }));
+      const { code, out } = await capture(() => toolTest([copy, "--secrets", file]));
+      expect(out).toContain("✓ tests/lookup.json › finds an item by id");
+      expect(out).not.toContain("from-file-5678");
+      expect(out).toContain("✗ tests/wrong.json › wrong name");
+      expect(out).toContain('/result/name: expected "Wrong", got "Item IT-001"');
+      expect(out).toContain("✗ tests/nosecret.json › no secret");
+      expect(out).toContain("secret_missing: OTHER_KEY has no value");
+      expect(out).toContain("✗ tests/bad.json");
+      expect(out).toContain("fixture_invalid /inputs");
+      expect(out).toContain("3 passed, 3 failed");
+      expect(code).toBe(1);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it("exits 2 when the package does not build", async () => {
+    const broken = join(scratch, "broken");
+    cpSync(dir, broken, { recursive: true });
+    writeFileSync(join(broken, "caplo.yaml"), "apiVersion: v2\n");
+    const { code, out } = await capture(() => toolTest([broken]));
+    expect(code).toBe(2);
+    expect(out).toContain("did not build");
+  });
+});
+
+describe("caplo tool logs", () => {
+  it("lists invocations and prints one invocation's log lines", async () => {
+    const list = await capture(() => toolLogs(["--dir", dir]));
+    expect(list.code).toBe(0);
+    const id = /(fixture-[0-9a-f-]{36})\s+lookup \(call\) ok/.exec(list.out)?.[1];
+    expect(id).toBeDefined();
+    const one = await capture(() => toolLogs([id!, "--dir", dir]));
+    expect(one.code).toBe(0);
+    expect(one.out).toContain('info  looked up {"id":"IT-001"}');
+    const missing = await capture(() => toolLogs(["fixture-nope", "--dir", dir]));
+    expect(missing.code).toBe(1);
+    expect(missing.out).toContain("invocation_not_found");
+  });
+});
