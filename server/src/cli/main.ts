@@ -14,6 +14,10 @@ export const COMMANDS: Record<string, Command> = {
   "agent schema": { summary: "Print the JSON Schema of agent.yaml", load: () => import("./agent.ts").then((m) => m.schema) },
   "tool init": { summary: "Create a tool package (function or MCP) that builds as written", load: () => import("./tool-init.ts") },
   "tool build": { summary: "Build a tool package and print its frozen version, or every error", load: () => import("./tool-build.ts") },
+  "tool test": { summary: "Run a tool package's fixtures through the sandboxed runner", load: () => import("./tool-test.ts") },
+  "tool dev": { summary: "Start a package's src/stdio.ts on Node 24 for local MCP clients", load: () => import("./tool-dev.ts") },
+  "tool logs": { summary: "Show an invocation's log lines (from caplo tool test)", load: () => import("./tool-logs.ts") },
+  remote: { summary: "Connect a remote MCP server: list, review and publish its tools", load: () => import("./remote.ts") },
 };
 
 export function usage(): string {
