@@ -1,0 +1,89 @@
+// `caplo serve`: options from flags and environment, and a real start serving a published release on a
+// SQLite file, answering a WebSocket customer with the scripted model.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { parseAgentConfig } from "@caplo/shared";
+import { createRelease } from "../agents/release.ts";
+import { FileReleaseStore } from "../agents/releaseStore.ts";
+import type { ToolRunner } from "../runner/api.ts";
+import { help, loadScript, parseServeArgs, startServe } from "./serve.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "caplo-serve-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("options", () => {
+  it("flags win over the environment, which wins over defaults", () => {
+    const parsed = parseServeArgs(["--port", "9000", "--agent", "shop", "--agent=help"], { CAPLO_PORT: "7000", CAPLO_HOST: "0.0.0.0", CAPLO_AGENTS: "ignored", CAPLO_TEAM_TOKEN: "t" });
+    expect(parsed).toMatchObject({ ok: true, options: { port: 9000, host: "0.0.0.0", agents: ["shop", "help"], db: ".caplo/caplo.db", releasesDir: ".caplo/releases", teamToken: "t" } });
+    expect(parseServeArgs([], { CAPLO_AGENTS: "a, b", CAPLO_DATABASE_URL: "postgres://x/y" })).toMatchObject({ ok: true, options: { agents: ["a", "b"], db: "postgres://x/y", port: 8080 } });
+  });
+
+  it("a bad option, a missing value, a port outside 0 to 65535 or no agent is a specific error", () => {
+    expect(parseServeArgs(["--agent", "a", "--nope"], {})).toMatchObject({ ok: false, error: { code: "option_unknown", path: "--nope" } });
+    expect(parseServeArgs(["--agent"], {})).toMatchObject({ ok: false, error: { code: "option_value_missing" } });
+    expect(parseServeArgs(["--agent", "a", "--port", "65535"], {})).toMatchObject({ ok: true });
+    expect(parseServeArgs(["--agent", "a", "--port", "65536"], {})).toMatchObject({ ok: false, error: { code: "port_invalid" } });
+    expect(parseServeArgs([], {})).toMatchObject({ ok: false, error: { code: "agent_required" } });
+    expect(parseServeArgs(["--agent", "a"], { CAPLO_STATUS_CHECK_BASE_MS: "99" })).toMatchObject({ ok: false, error: { code: "status_check_base_invalid" } });
+  });
+
+  it("--help documents every flag and environment variable", () => {
+    for (const word of ["--port", "--host", "--db", "--releases", "--agent", "--script", "--widget-dir", "CAPLO_TEAM_TOKEN", "CAPLO_NODE_ID", "CAPLO_DATABASE_URL", "CAPLO_SECRET_"]) {
+      expect(help).toContain(word);
+    }
+  });
+
+  it("a script file that is not valid is refused with the path of the problem", async () => {
+    const file = join(dir, "bad.json");
+    writeFileSync(file, JSON.stringify([{ when: "x", replies: [{ text: 3 }] }]));
+    expect(await loadScript(file)).toMatchObject({ ok: false, error: { code: "script_invalid", path: "0.replies.0.text" } });
+  });
+});
+
+describe("start", () => {
+  it("serves the latest published release over the WebSocket with the scripted model and the SQLite store", async () => {
+    const config = parseAgentConfig({ apiVersion: "v1", kind: "Agent", name: "helper", instructions: "Be brief.", origins: ["https://site.example"], channels: { web: {} } });
+    if (!config.ok) throw new Error(JSON.stringify(config.issues));
+    const release = createRelease(config.agent, [], new Date("2026-01-01T00:00:00Z"));
+    if (!release.ok) throw new Error(JSON.stringify(release.issues));
+    await new FileReleaseStore(join(dir, "releases")).put(release.release);
+    const script = join(dir, "script.json");
+    writeFileSync(script, JSON.stringify([{ when: { regex: "^hi", flags: "i" }, replies: [{ text: "Hello from serve." }] }]));
+    // No tools in this release: an empty runner is enough (the sandboxed runner is tested in server/src/runner).
+    const runner: ToolRunner = { load: async () => undefined, call: async () => Promise.reject(new Error("no tools")), checkStatus: async () => ({ outcome: "unknown", reason: "no tools" }), close: async () => undefined };
+    const parsed = parseServeArgs(["--port", "0", "--agent", "helper", "--db", join(dir, "caplo.db"), "--releases", join(dir, "releases"), "--script", script], {});
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const lines: string[] = [];
+    const started = await startServe({ ...parsed.options, runner }, (line) => lines.push(line));
+    if (!started.ok) throw new Error(started.error.message);
+    try {
+      expect(lines.some((line) => line.includes("store: sqlite") && line.includes(release.release.id))).toBe(true);
+      expect((await fetch(`${started.server.url}/readyz`)).status).toBe(200);
+      const ws = new WebSocket(`${started.server.url.replace("http", "ws")}/v1/ws`, { origin: "https://site.example" });
+      const texts: string[] = [];
+      await new Promise<void>((resolve, reject) => {
+        ws.on("error", reject);
+        ws.on("open", () => ws.send(JSON.stringify({ t: "hello", v: 1, agent: "helper", capabilities: {} })));
+        ws.on("message", (data) => {
+          const frame = JSON.parse(String(data)) as { t: string; message?: { type: string; from?: string; text?: string } };
+          if (frame.t === "welcome") ws.send(JSON.stringify({ t: "in", ref: "1", event: { type: "message", text: "Hi there" } }));
+          if (frame.t === "event" && frame.message?.type === "text") texts.push(`${frame.message.from}: ${frame.message.text}`);
+          if (texts.length === 2) resolve();
+        });
+      });
+      ws.close();
+      expect(texts).toEqual(["customer: Hi there", "agent: Hello from serve."]);
+    } finally {
+      await started.server.close();
+    }
+  });
+
+  it("an agent without a published release is a clear error", async () => {
+    const parsed = parseServeArgs(["--agent", "ghost", "--releases", join(dir, "none"), "--db", join(dir, "x.db")], {});
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    expect(await startServe(parsed.options, () => undefined)).toMatchObject({ ok: false, error: { code: "release_not_found", path: "ghost" } });
+  });
+});

@@ -1,0 +1,268 @@
+// `caplo serve`: start the gateway (WebSocket, widget, schemas, team API) with the engine, the sandboxed
+// runner and the store (SQLite file by default, PostgreSQL by URL), serving each agent's latest release.
+import { readFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { z } from "zod";
+import type { Release } from "@caplo/shared";
+import { FileReleaseStore } from "../agents/releaseStore.ts";
+import { MemoryBus } from "../bus/memoryBus.ts";
+import { openEventBus } from "../bus/index.ts";
+import { Engine } from "../engine/engine.ts";
+import { StaticReleases, type AgentRelease } from "../engine/release.ts";
+import { Gateway } from "../gateway/gateway.ts";
+import { describeModelConfig, modelFromEnv } from "../model/config.ts";
+import type { Model } from "../model/model.ts";
+import { ScriptedModel, type ScriptedRule } from "../model/scripted.ts";
+import type { ToolRunner } from "../runner/api.ts";
+import { openStore } from "../store/index.ts";
+import type { Store } from "../store/store.ts";
+
+export const help = `caplo serve [options]
+
+Starts the Caplo server: the widget's WebSocket at /v1/ws, the widget's files (/widget.js, /widget/...),
+/schemas/*.json, /healthz, /readyz and the team API (/v1/team/...), with each agent's latest release.
+
+Options (each has an environment variable; a flag wins):
+  --port N            port to listen on (CAPLO_PORT, default 8080; 0 picks a free one)
+  --host ADDR         address to listen on (CAPLO_HOST, default 127.0.0.1)
+  --db PATH|URL       the store: a SQLite file, or a postgres:// URL (CAPLO_DATABASE_URL, else CAPLO_DB,
+                      default .caplo/caplo.db)
+  --releases DIR      where \`caplo agent publish\` keeps releases (CAPLO_RELEASES_DIR, default .caplo/releases)
+  --agent NAME        serve this agent's latest release; repeat for more (CAPLO_AGENTS, comma-separated;
+                      required)
+  --script FILE       rules for the scripted model, JSON (CAPLO_SCRIPT); used when no OpenAI-compatible
+                      model is configured (OPENAI_API_KEY / OPENAI_BASE_URL / CAPLO_MODEL)
+  --widget-dir DIR    the widget's build (CAPLO_WIDGET_DIR, default widget/dist)
+
+Environment only:
+  CAPLO_TEAM_TOKEN    bearer token of the team API (without it the team API answers 503)
+  CAPLO_NODE_ID       this node's id in a cluster (default the host name); recovery after a crash marks
+                      only this node's running writes unknown
+  CAPLO_REDIS_URL     share conversation events between nodes through Redis (else PostgreSQL
+                      LISTEN/NOTIFY with a postgres:// store, else in-process)
+  CAPLO_SECRET_<NAME> the value of workspace secret NAME (tool secrets, HS256 identity keys)
+  CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
+`;
+
+export type ServeOptions = {
+  port: number;
+  host: string;
+  db: string;
+  releasesDir: string;
+  agents: string[];
+  script?: string;
+  widgetDir?: string;
+  teamToken?: string;
+  nodeId: string;
+  statusCheckBaseMs?: number;
+  env: Record<string, string | undefined>;
+  /** Tests may pass a runner; by default the sandboxed runner. */
+  runner?: ToolRunner;
+};
+
+export type ServeError = { code: string; path: string; message: string };
+
+/** Flags and environment into options, or the first problem. */
+export function parseServeArgs(args: string[], env: Record<string, string | undefined>): { ok: true; options: ServeOptions } | { ok: false; error: ServeError } {
+  const values: Record<string, string[]> = {};
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    const match = /^--(port|host|db|releases|agent|script|widget-dir)(?:=(.*))?$/.exec(arg);
+    if (!match) return { ok: false, error: { code: "option_unknown", path: arg, message: `unknown option ${arg} (see caplo serve --help)` } };
+    const value = match[2] ?? args[++index];
+    if (value === undefined) return { ok: false, error: { code: "option_value_missing", path: arg, message: `${arg} needs a value` } };
+    (values[match[1]!] ??= []).push(value);
+  }
+  const last = (name: string) => values[name]?.at(-1);
+  const portText = last("port") ?? env.CAPLO_PORT ?? "8080";
+  const port = Number(portText);
+  if (!/^[0-9]{1,5}$/.test(portText) || port > 65_535) return { ok: false, error: { code: "port_invalid", path: "--port", message: "the port is a whole number from 0 to 65535" } };
+  const agents = values.agent ?? (env.CAPLO_AGENTS ?? "").split(",").map((name) => name.trim()).filter(Boolean);
+  if (agents.length === 0) return { ok: false, error: { code: "agent_required", path: "--agent", message: "name at least one agent to serve (--agent NAME or CAPLO_AGENTS)" } };
+  const baseText = env.CAPLO_STATUS_CHECK_BASE_MS;
+  const statusCheckBaseMs = baseText === undefined ? undefined : Number(baseText);
+  if (statusCheckBaseMs !== undefined && (!Number.isInteger(statusCheckBaseMs) || statusCheckBaseMs < 100 || statusCheckBaseMs > 3_600_000)) {
+    return { ok: false, error: { code: "status_check_base_invalid", path: "CAPLO_STATUS_CHECK_BASE_MS", message: "a whole number of milliseconds from 100 to 3600000" } };
+  }
+  const script = last("script") ?? env.CAPLO_SCRIPT;
+  const widgetDir = last("widget-dir") ?? env.CAPLO_WIDGET_DIR;
+  return {
+    ok: true,
+    options: {
+      port,
+      host: last("host") ?? env.CAPLO_HOST ?? "127.0.0.1",
+      db: last("db") ?? env.CAPLO_DATABASE_URL ?? env.CAPLO_DB ?? ".caplo/caplo.db",
+      releasesDir: last("releases") ?? env.CAPLO_RELEASES_DIR ?? ".caplo/releases",
+      agents,
+      ...(script && { script }),
+      ...(widgetDir && { widgetDir }),
+      ...(env.CAPLO_TEAM_TOKEN && { teamToken: env.CAPLO_TEAM_TOKEN }),
+      nodeId: env.CAPLO_NODE_ID || hostname(),
+      ...(statusCheckBaseMs !== undefined && { statusCheckBaseMs }),
+      env,
+    },
+  };
+}
+
+const patternSchema = z.union([z.string().min(1), z.strictObject({ regex: z.string().min(1), flags: z.string().regex(/^[imsu]*$/).optional() })]);
+const scriptSchema = z.array(
+  z.strictObject({
+    when: patternSchema.optional(),
+    whenNote: patternSchema.optional(),
+    replies: z.array(
+      z.strictObject({
+        text: z.string().optional(),
+        toolCalls: z.array(z.strictObject({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).optional() })).optional(),
+      }),
+    ),
+  }),
+);
+
+/** Scripted-model rules from a JSON file: `when`/`whenNote` are substrings or `{ "regex": "...", "flags": "i" }`. */
+export async function loadScript(file: string): Promise<{ ok: true; rules: ScriptedRule[] } | { ok: false; error: ServeError }> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(file, "utf8"));
+  } catch (error) {
+    return { ok: false, error: { code: "script_unreadable", path: file, message: `cannot read the script: ${error instanceof Error ? error.message : String(error)}` } };
+  }
+  const parsed = scriptSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return { ok: false, error: { code: "script_invalid", path: issue.path.join("."), message: issue.message } };
+  }
+  const pattern = (value: z.infer<typeof patternSchema> | undefined) => (value === undefined ? undefined : typeof value === "string" ? value : new RegExp(value.regex, value.flags));
+  return {
+    ok: true,
+    rules: parsed.data.map((rule) => ({
+      ...(rule.when !== undefined && { when: pattern(rule.when) }),
+      ...(rule.whenNote !== undefined && { whenNote: pattern(rule.whenNote) }),
+      replies: rule.replies.map((reply) => ({ ...(reply.text !== undefined && { text: reply.text }), ...(reply.toolCalls && { toolCalls: reply.toolCalls }) })),
+    })),
+  };
+}
+
+export type RunningServer = { gateway: Gateway; engine: Engine; store: Store; url: string; close: () => Promise<void> };
+
+/** Start everything; the caller closes it. */
+export async function startServe(options: ServeOptions, log: (line: string) => void = console.log): Promise<{ ok: true; server: RunningServer } | { ok: false; error: ServeError }> {
+  const releaseStore = new FileReleaseStore(options.releasesDir);
+  const releases: AgentRelease[] = [];
+  for (const agent of options.agents) {
+    const release: Release | undefined = await releaseStore.latest(agent).catch(() => undefined);
+    if (!release) return { ok: false, error: { code: "release_not_found", path: agent, message: `no published release of agent ${agent} in ${options.releasesDir} (caplo agent publish)` } };
+    releases.push(release);
+  }
+  let model: Model;
+  try {
+    const configured = modelFromEnv(options.env);
+    if (configured) model = configured;
+    else {
+      const script = options.script ? await loadScript(options.script) : { ok: true as const, rules: [] };
+      if (!script.ok) return script;
+      model = new ScriptedModel(script.rules, { id: "serve", fallback: "This server runs the offline scripted model; configure OPENAI_API_KEY or OPENAI_BASE_URL for a real one." });
+    }
+  } catch (error) {
+    const typed = error as { code?: string; path?: string; message?: string };
+    return { ok: false, error: { code: typed.code ?? "model_config_invalid", path: typed.path ?? "", message: typed.message ?? String(error) } };
+  }
+  const store = await openStore(options.db);
+  const busResult = await openEventBus({
+    ...(options.env.CAPLO_REDIS_URL && { redisUrl: options.env.CAPLO_REDIS_URL }),
+    ...(/^postgres(ql)?:\/\//.test(options.db) && { databaseUrl: options.db }),
+    latestSeqs: async (ids) => {
+      const seqs = new Map<string, number>();
+      for (const id of ids) {
+        const conversation = await store.getConversation(id);
+        if (conversation) seqs.set(id, conversation.lastSeq);
+      }
+      return seqs;
+    },
+  });
+  const bus = busResult.ok ? busResult.bus : new MemoryBus();
+  if (!busResult.ok) log(`event bus: ${busResult.error.message}; using the in-process bus`);
+  let runner: ToolRunner;
+  if (options.runner) runner = options.runner;
+  else {
+    const { CaploToolRunner } = await import("../runner/toolRunner.ts");
+    const sandboxed = new CaploToolRunner();
+    log(sandboxed.sandboxNote);
+    runner = sandboxed;
+  }
+  const secretsByName = (name: string) => options.env[`CAPLO_SECRET_${name}`];
+  const engine = new Engine({
+    store,
+    runner,
+    model,
+    releases: new StaticReleases(releases),
+    bus,
+    nodeId: options.nodeId,
+    ...(options.statusCheckBaseMs !== undefined && { statusCheckBaseMs: options.statusCheckBaseMs }),
+    secrets: (packageVersionId) => {
+      const version = releases.flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);
+      const values: Record<string, string> = {};
+      for (const name of version?.manifest.secrets ?? []) {
+        const value = secretsByName(name);
+        if (value !== undefined) values[name] = value;
+      }
+      return values;
+    },
+    log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
+  });
+  try {
+    await engine.start();
+  } catch (error) {
+    await store.close();
+    await bus.close();
+    const typed = error as { code?: string; path?: string; message?: string };
+    return { ok: false, error: { code: typed.code ?? "start_failed", path: typed.path ?? "", message: typed.message ?? String(error) } };
+  }
+  const gateway = new Gateway({
+    engine,
+    releases: new StaticReleases(releases),
+    ...(options.teamToken && { teamToken: options.teamToken }),
+    ...(options.widgetDir && { widgetDir: options.widgetDir }),
+    secrets: secretsByName,
+    log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
+  });
+  const address = await gateway.listen(options.port, options.host);
+  const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
+  log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(options.env)}, agents: ${releases.map((release) => release.id).join(", ")})`);
+  if (!options.teamToken) log("team API disabled: set CAPLO_TEAM_TOKEN to enable it");
+  return {
+    ok: true,
+    server: {
+      gateway,
+      engine,
+      store,
+      url,
+      close: async () => {
+        await gateway.close();
+        await engine.stop();
+        await runner.close();
+        await bus.close();
+        await store.close();
+      },
+    },
+  };
+}
+
+export async function run(args: string[]): Promise<number> {
+  const parsed = parseServeArgs(args, process.env);
+  if (!parsed.ok) {
+    console.error(`caplo serve: ${parsed.error.code} at ${parsed.error.path}: ${parsed.error.message}`);
+    return 2;
+  }
+  const started = await startServe(parsed.options);
+  if (!started.ok) {
+    console.error(`caplo serve: ${started.error.code}${started.error.path ? ` at ${started.error.path}` : ""}: ${started.error.message}`);
+    return 1;
+  }
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  await started.server.close();
+  return 0;
+}
