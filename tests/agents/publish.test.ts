@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { releaseSchema } from "@caplo/shared";
 import { FileReleaseStore } from "../../server/src/agents/index.ts";
-import { runPublish, runValidate } from "../../server/src/cli/agent.ts";
+import { runInit, runPublish, runValidate } from "../../server/src/cli/agent.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NOW = new Date("2026-03-01T12:00:00Z");
@@ -142,5 +142,29 @@ describe("caplo agent validate", () => {
       `${file}:9: origins[0]: an origin such as https://shop.example (https; http only for localhost), no path or trailing slash [pattern_mismatch]`,
       `${file}:14: channels.whatsapp.handoff.queue: lowercase letters, digits and dashes, starting with a letter, at most 40 characters [pattern_mismatch]`,
     ]);
+  });
+});
+
+describe("caplo agent init", () => {
+  it("writes a starter agent.yaml that validates, and never overwrites one without --force", async () => {
+    const file = join(work, "starter.yaml");
+    const run = capture();
+    expect(await runInit(["helper", "--tools", "order-lookup/get_order", "--origin", "https://shop.example", "--file", file], run.io)).toBe(0);
+    expect(await runValidate([file], capture().io)).toBe(0);
+    expect(await readFile(file, "utf8")).toContain("  - order-lookup/get_order\n");
+    const twice = capture();
+    expect(await runInit(["helper", "--file", file], twice.io)).toBe(1);
+    expect(twice.err).toEqual([`${file} already exists: use --force to overwrite it`]);
+    expect(await runInit(["helper", "--file", file, "--force"], capture().io)).toBe(0);
+  });
+
+  it("refuses a bad name or tool with exit code 2, and a bad origin without writing anything", async () => {
+    expect(await runInit(["Helper", "--file", join(work, "x.yaml")], capture().io)).toBe(2);
+    expect(await runInit(["helper", "--tools", "orders", "--file", join(work, "x.yaml")], capture().io)).toBe(2);
+    const run = capture();
+    const file = join(work, "insecure.yaml");
+    expect(await runInit(["helper", "--origin", "http://shop.example", "--file", file], run.io)).toBe(1);
+    expect(run.err[0]).toMatch(/origins\[0\]: .* \[pattern_mismatch\]$/);
+    await expect(readFile(file)).rejects.toMatchObject({ code: "ENOENT" });
   });
 });

@@ -1,9 +1,9 @@
 // `caplo agent validate|publish|schema`: check an agent.yaml, publish it as an immutable release pinned
 // to built package versions, and print the JSON Schema of agent.yaml.
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import type { AgentIssue, Release } from "@caplo/shared";
-import { agentJsonSchemaText, createRelease, FileReleaseStore, loadAgentFile } from "../agents/index.ts";
+import { AGENT_NAME_PATTERN, TOOL_REF_PATTERN, type AgentIssue, type Release } from "@caplo/shared";
+import { agentJsonSchemaText, createRelease, FileReleaseStore, loadAgentFile, parseAgentYaml } from "../agents/index.ts";
 import { buildPackage } from "../build/index.ts";
 
 /** Where releases are kept unless --store or CAPLO_RELEASES_DIR says otherwise. */
@@ -35,6 +35,15 @@ A new package version reaches customers only through a new release.
   run: (args: string[]) => runPublish(args, consoleIo),
 };
 
+export const init = {
+  help: `caplo agent init NAME [--tools PACKAGE/TOOL,...] [--origin ORIGIN]... [--file FILE] [--force]
+
+Writes a starter agent.yaml (or FILE) for the agent NAME: instructions to edit, the tools given,
+the web channel on the given origins (default http://localhost:5173), and the schema line that gives
+editors completion. It never overwrites a file unless --force is given.`,
+  run: (args: string[]) => runInit(args, consoleIo),
+};
+
 export const schema = {
   help: `caplo agent schema
 
@@ -46,6 +55,73 @@ schemas/agent.schema.json is this output; regenerate it with:
     return 0;
   },
 };
+
+export async function runInit(args: string[], io: Io): Promise<number> {
+  const names: string[] = [];
+  const tools: string[] = [];
+  const origins: string[] = [];
+  let file = "agent.yaml";
+  let force = false;
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    const value = () => {
+      const next = args[++index];
+      return next === undefined || next.startsWith("--") ? undefined : next;
+    };
+    if (arg === "--tools") tools.push(...(value() ?? "").split(",").filter(Boolean));
+    else if (arg === "--origin") origins.push(value() ?? "");
+    else if (arg === "--file") file = value() ?? "";
+    else if (arg === "--force") force = true;
+    else if (arg.startsWith("-")) return usageError(io, `unknown option ${arg}`);
+    else names.push(arg);
+  }
+  const name = names[0];
+  if (names.length !== 1 || name === undefined) return usageError(io, "give the agent's name, for example caplo agent init shop-assistant");
+  if (!AGENT_NAME_PATTERN.test(name)) return usageError(io, `${name} is not an agent name: lowercase letters, digits and dashes, starting with a letter, 2 to 40 characters`);
+  const badTool = tools.find((tool) => !TOOL_REF_PATTERN.test(tool));
+  if (badTool !== undefined) return usageError(io, `${badTool} is not package/tool`);
+  if (file === "") return usageError(io, "--file needs a path");
+  const text = starterAgent(name, tools, origins.length > 0 ? origins : ["http://localhost:5173"]);
+  // Checked as validate checks it before anything is written, so a bad --origin leaves no file behind.
+  const checked = parseAgentYaml(text);
+  if (!checked.ok) {
+    printIssues(io, file, checked.issues);
+    return 1;
+  }
+  try {
+    await writeFile(file, text, { flag: force ? "w" : "wx" });
+  } catch (error) {
+    const exists = (error as NodeJS.ErrnoException).code === "EEXIST";
+    io.err(exists ? `${file} already exists: use --force to overwrite it` : `cannot write ${file}: ${(error as Error).message}`);
+    return 1;
+  }
+  io.out(`wrote ${file} for agent ${name}: edit its instructions, then run caplo agent validate ${file}`);
+  return 0;
+}
+
+function usageError(io: Io, message: string): number {
+  io.err(`caplo agent init: ${message}`);
+  return 2;
+}
+
+/** A starter agent.yaml: valid as written once its origins are right. */
+export function starterAgent(name: string, tools: string[], origins: string[]): string {
+  const list = (items: string[]) => (items.length === 0 ? " []\n" : `\n${items.map((item) => `  - ${item}\n`).join("")}`);
+  return `# yaml-language-server: $schema=https://docs.caplo.si/schemas/agent.schema.json
+apiVersion: v1
+kind: Agent
+name: ${name}
+instructions: |
+  You are the assistant of our shop. Answer briefly and politely. Use the tools to look things up;
+  never guess an order's status. Ask for the order number when you need one.
+# package/tool references; the model sees each as <package>__<tool>.
+tools:${list(tools)}# Websites the widget may be embedded on: https, or http only for localhost.
+origins:${list(origins)}channels:
+  web: {}
+greeting: Hi! How can I help you today?
+locale: en
+`;
+}
 
 export async function runValidate(args: string[], io: Io): Promise<number> {
   const files = args.filter((arg) => !arg.startsWith("-"));

@@ -10,6 +10,7 @@ export type Command = {
 export const COMMANDS: Record<string, Command> = {
   demo: { summary: "Start the demo shop: server, widget, example tools, SQLite (what `npm start` runs)", load: () => import("./demo.ts") },
   serve: { summary: "Start the server: widget WebSocket, engine, runner, store, team API (flags and env in --help)", load: () => import("./serve.ts") },
+  "agent init": { summary: "Write a starter agent.yaml", load: () => import("./agent.ts").then((m) => m.init) },
   "agent validate": { summary: "Check an agent.yaml and print every problem with its line", load: () => import("./agent.ts").then((m) => m.validate) },
   "agent publish": { summary: "Publish an agent as an immutable release pinned to built package versions", load: () => import("./agent.ts").then((m) => m.publish) },
   "agent schema": { summary: "Print the JSON Schema of agent.yaml", load: () => import("./agent.ts").then((m) => m.schema) },
