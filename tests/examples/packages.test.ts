@@ -1,10 +1,10 @@
 // The demo tool packages: every caplo.yaml is valid, together they use every feature of the seeds, and
 // each package works against the real demo shop API, called through the MCP SDK's Client as the runner
 // calls it (call context in _meta), with outcomes, status checks, elicitation, files and step-up.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { COLUMN_ROLES, EFFECT_META_KEY, LAYOUTS, STEP_UP_META_KEY, parseManifest, toolPolicies, type Manifest } from "@caplo/shared";
+import { COLUMN_ROLES, EFFECT_META_KEY, EFFECT_OUTCOME_CAPABILITY, LAYOUTS, OPERATION_STATUS_CAPABILITY, STEP_UP_META_KEY, parseManifest, toolPolicies, type Manifest } from "@caplo/shared";
 import { startShopApi, type ShopApi } from "../../examples/shop-api/src/index.ts";
 import { DEMO_DIR, PACKAGES, manifestText, openSession, type Session } from "./harness.ts";
 
@@ -33,6 +33,7 @@ describe("demo package manifests", () => {
       expect(existsSync(join(DEMO_DIR, name, "src", "stdio.ts"))).toBe(true);
       expect(JSON.parse(readFileSync(join(DEMO_DIR, name, "package.json"), "utf8")).name).toBe(name);
       expect(m.egress).toEqual(["shop.caplo.test"]);
+      expect(readdirSync(join(DEMO_DIR, name, "tests")).filter((file) => file.endsWith(".json")).length).toBeGreaterThan(0);
     });
   }
 
@@ -96,6 +97,16 @@ describe("demo packages against the shop API", () => {
   afterAll(async () => {
     for (const session of sessions) await session.close();
     await shop.close();
+  });
+
+  it("every write tool can be status-checked: a status handler, or caplo/status advertised by the MCP server", async () => {
+    for (const name of PACKAGES) {
+      const writes = toolPolicies(manifest(name)).filter((policy) => policy.effect === "write");
+      if (writes.length === 0) continue;
+      const session = await open(name);
+      const experimental = session.client.getServerCapabilities()?.experimental ?? {};
+      expect(experimental, name).toMatchObject({ ...EFFECT_OUTCOME_CAPABILITY, ...OPERATION_STATUS_CAPABILITY });
+    }
   });
 
   it("orders: get_order and list_orders return structured results for their layouts", async () => {

@@ -9,9 +9,17 @@ const { values } = parseArgs({
     "pending-ms": { type: "string", default: "4000" },
     "public-url": { type: "string" },
     "api-key": { type: "string" },
+    /** A fixed clock (ISO 8601), so that appointment slots and sign-in ages are the same on every run. */
+    now: { type: "string" },
   },
 });
+const fixed = values.now ? Date.parse(values.now) : undefined;
+if (fixed !== undefined && Number.isNaN(fixed)) {
+  console.error(`--now must be an ISO 8601 time, not ${values.now}`);
+  process.exit(2);
+}
 const shop = await startShopApi({
+  ...(fixed !== undefined ? { now: () => fixed } : {}),
   port: Number(values.port),
   pendingMs: Number(values["pending-ms"]),
   ...(values.db ? { dbFile: values.db } : {}),
