@@ -5,3 +5,5 @@ export { SqliteInboxStore } from "./sqliteInboxStore.ts";
 export { handleWebhook, toWebhookRequest, type WebhookAnswer } from "./webhook.ts";
 export { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 export { storeContentCache } from "./contentCache.ts";
+export { registerChannelRoutes, readRawBody, WEBHOOK_BODY_MAX, type RouteRegistry } from "./routes.ts";
+export { EnginePort, channelOwner, type EngineView, type EnginePortOptions } from "./enginePort.ts";
