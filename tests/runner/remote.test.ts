@@ -1,0 +1,199 @@
+// Remote MCP servers end to end against real MCP SDK servers on loopback (Streamable HTTP and, for
+// older servers, SSE): authorization from a secret, review, publish as an immutable version, calls
+// through the runner, drift reported and changed tools not exposed, annotations ignored.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { connectRemote, driftOf, listRemoteTools, mergeReview, newReview, parseReview, formatReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
+import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
+
+const TOKEN = "remote-token-9f8e7d";
+/** What the fake CRM offers; tests change it to simulate the server changing after review. */
+const config = { renamedArg: false, extraTool: false };
+
+function buildServer(): McpServer {
+  const server = new McpServer({ name: "crm", version: "1.0.0" });
+  server.registerTool(
+    "find_customer",
+    { description: "Find a customer by email", inputSchema: config.renamedArg ? { mail: z.string() } : { email: z.string().email() }, annotations: { readOnlyHint: true } },
+    async (args) => ({ content: [{ type: "text", text: `found ${JSON.stringify(args)}` }], structuredContent: { id: "cu_1", ...args } }),
+  );
+  // Annotated read-only by the server, but the owner reviews it as a write: the review wins.
+  server.registerTool("delete_customer", { description: "Delete a customer", inputSchema: { id: z.string() }, annotations: { readOnlyHint: true } }, async ({ id }) =>
+    id === "cu_fail" ? { isError: true, content: [{ type: "text", text: "failed" }] } : { content: [{ type: "text", text: `deleted ${id}` }] },
+  );
+  if (config.extraTool) server.registerTool("export_all", { description: "Export everything", inputSchema: {} }, async () => ({ content: [{ type: "text", text: "all" }] }));
+  return server;
+}
+
+function authorized(req: IncomingMessage, res: ServerResponse): boolean {
+  if (req.headers.authorization === `Bearer ${TOKEN}`) return true;
+  res.writeHead(401).end("unauthorized");
+  return false;
+}
+
+let http: Server;
+let sseHttp: Server;
+let base = "";
+let sseBase = "";
+const sseTransports = new Map<string, SSEServerTransport>();
+
+beforeAll(async () => {
+  http = createServer(async (req, res) => {
+    if (!authorized(req, res)) return;
+    // Stateless Streamable HTTP: a fresh server per request, built from the current config.
+    const server = buildServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on("close", () => void transport.close().then(() => server.close()));
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
+  // An older server: SSE only (Streamable HTTP POSTs to /sse get 405, so the client falls back).
+  sseHttp = createServer(async (req, res) => {
+    if (!authorized(req, res)) return;
+    const url = new URL(req.url ?? "/", "http://x");
+    if (req.method === "GET" && url.pathname === "/sse") {
+      const transport = new SSEServerTransport("/messages", res);
+      sseTransports.set(transport.sessionId, transport);
+      res.on("close", () => sseTransports.delete(transport.sessionId));
+      await buildServer().connect(transport);
+      return;
+    }
+    if (req.method === "POST" && url.pathname === "/messages") {
+      const transport = sseTransports.get(url.searchParams.get("sessionId") ?? "");
+      if (!transport) return void res.writeHead(404).end();
+      await transport.handlePostMessage(req, res);
+      return;
+    }
+    res.writeHead(405).end();
+  });
+  await new Promise<void>((resolve) => sseHttp.listen(0, "127.0.0.1", resolve));
+  sseBase = `http://127.0.0.1:${(sseHttp.address() as { port: number }).port}/sse`;
+});
+
+afterAll(async () => {
+  http?.closeAllConnections();
+  sseHttp?.closeAllConnections();
+  await new Promise((resolve) => http?.close(resolve));
+  await new Promise((resolve) => sseHttp?.close(resolve));
+});
+
+const local = { allowPrivateNetwork: true } as const;
+
+async function list(url: string) {
+  const connected = await connectRemote({ url, authorization: TOKEN, ...local });
+  if (!connected.ok) throw new Error(connected.error.message);
+  const tools = await listRemoteTools(connected.client);
+  await connected.client.close();
+  return { tools, transport: connected.transport };
+}
+
+function reviewed(tools: Awaited<ReturnType<typeof list>>["tools"]) {
+  const review = newReview("crm", base, tools, "CRM_TOKEN");
+  review.tools = review.tools.map((tool) =>
+    tool.name === "find_customer" ? { ...tool, effect: "read" as const, timeoutSeconds: 5 } : tool.name === "delete_customer" ? { ...tool, effect: "write" as const, timeoutSeconds: 5 } : tool,
+  );
+  return review;
+}
+
+describe("connecting", () => {
+  it("connects over Streamable HTTP with the authorization secret as a Bearer header", async () => {
+    const { tools, transport } = await list(base);
+    expect(transport).toBe("streamable-http");
+    expect(tools.map((tool) => tool.name)).toEqual(["find_customer", "delete_customer"]);
+  });
+  it("falls back to SSE for older servers", async () => {
+    const { tools, transport } = await list(sseBase);
+    expect(transport).toBe("sse");
+    expect(tools.map((tool) => tool.name)).toEqual(["find_customer", "delete_customer"]);
+  });
+  it("reports a refused authorization by code", async () => {
+    const connected = await connectRemote({ url: base, authorization: "wrong", ...local });
+    expect(connected).toMatchObject({ ok: false, error: { code: "remote_unauthorized" } });
+  });
+  it("refuses http and loopback URLs unless the operator allows private networks", async () => {
+    expect(await connectRemote({ url: base, authorization: TOKEN })).toMatchObject({ ok: false, error: { code: "remote_url_insecure" } });
+    expect(await connectRemote({ url: "https://127.0.0.1/mcp" })).toMatchObject({ ok: false, error: { code: "remote_url_ip_literal" } });
+    expect(await connectRemote({ url: "https://localhost/mcp" })).toMatchObject({ ok: false, error: { code: "remote_url_private" } });
+  });
+});
+
+describe("review and publish", () => {
+  it("lists every tool unreviewed, and the review file round-trips", async () => {
+    const { tools } = await list(base);
+    const review = newReview("crm", base, tools, "CRM_TOKEN");
+    expect(review.tools.map((tool) => [tool.name, tool.effect])).toEqual([["find_customer", "unreviewed"], ["delete_customer", "unreviewed"]]);
+    const parsed = parseReview(formatReview(review));
+    expect(parsed).toEqual({ ok: true, review });
+    expect(parseReview(formatReview(review).replace("effect: unreviewed", "effect: maybe"))).toMatchObject({ ok: false, errors: [{ code: "review_invalid", path: "/tools/0/effect" }] });
+  });
+
+  it("publishes only reviewed tools, as a version named by the content hash", async () => {
+    const { tools } = await list(base);
+    const review = reviewed(tools);
+    review.tools[1] = { ...review.tools[1]!, effect: "unreviewed" };
+    const once = publishRemote(review, tools);
+    const twice = publishRemote(review, tools, new Date(1));
+    if (!once.ok || !twice.ok) throw new Error("publish failed");
+    expect(once.version.tools.map((tool) => tool.name)).toEqual(["find_customer"]);
+    expect(once.skipped).toEqual(["delete_customer"]);
+    expect(once.version.id).toMatch(/^remote:crm@sha256:[0-9a-f]{64}$/);
+    expect(twice.version.id).toBe(once.version.id);
+    const all = publishRemote(reviewed(tools), tools);
+    expect(all.ok && all.version.id).not.toBe(once.version.id);
+  });
+
+  it("a change on the server is reported, refused at publish and not exposed until reviewed again", async () => {
+    const before = (await list(base)).tools;
+    const published = publishRemote(reviewed(before), before);
+    if (!published.ok) throw new Error("publish failed");
+    config.renamedArg = true;
+    config.extraTool = true;
+    try {
+      const after = (await list(base)).tools;
+      expect(driftOf(published.version, after)).toEqual({ added: ["export_all"], removed: [], changed: ["find_customer"] });
+      expect(publishRemote(reviewed(before), after)).toMatchObject({ ok: false, errors: [{ code: "remote_tool_changed", path: "/tools/0/schemaHash" }] });
+      const merged = mergeReview(reviewed(before), after);
+      expect(merged.changes).toEqual({ added: ["export_all"], removed: [], changed: ["find_customer"] });
+      expect(merged.review.tools.map((tool) => [tool.name, tool.effect])).toEqual([["find_customer", "unreviewed"], ["delete_customer", "write"], ["export_all", "unreviewed"]]);
+
+      const runner = new CaploToolRunner({});
+      const drifts: unknown[] = [];
+      await runner.addTarget(remoteTarget(published.version, { authorization: TOKEN, ...local, onDrift: (drift) => drifts.push(drift) }));
+      const changed = await runner.call({ packageVersionId: published.version.id, tool: "find_customer", args: { mail: "a@b.co" }, context: { invocationId: "r1", secrets: {} } });
+      expect(changed.isError).toBe(true);
+      expect(changed.modelText).toContain("does not exist");
+      const added = await runner.call({ packageVersionId: published.version.id, tool: "export_all", args: {}, context: { invocationId: "r2", secrets: {} } });
+      expect(added.isError).toBe(true);
+      expect(drifts).toHaveLength(1);
+      await runner.close();
+    } finally {
+      config.renamedArg = false;
+      config.extraTool = false;
+    }
+  });
+});
+
+describe("calls through the runner", () => {
+  it("validates arguments, returns results, and maps write outcomes by the review, not the annotations", async () => {
+    const { tools } = await list(base);
+    const published = publishRemote(reviewed(tools), tools);
+    if (!published.ok) throw new Error("publish failed");
+    const runner = new CaploToolRunner({});
+    await runner.addTarget(remoteTarget(published.version, { authorization: TOKEN, ...local }));
+    const call = (tool: string, args: unknown) => runner.call({ packageVersionId: published.version.id, tool, args, context: { invocationId: `c-${tool}-${JSON.stringify(args)}`, secrets: { SHOP: "never-sent-to-remote" }, idempotencyKey: "k1" } });
+    const bad = await call("find_customer", { email: "not-an-email" });
+    expect(bad.modelText).toContain("/email");
+    const found = await call("find_customer", { email: "a@b.co" });
+    expect(found.structuredContent).toEqual({ id: "cu_1", email: "a@b.co" });
+    expect(found.outcome).toBeUndefined();
+    expect((await call("delete_customer", { id: "cu_1" })).outcome).toMatchObject({ outcome: "applied" });
+    expect((await call("delete_customer", { id: "cu_fail" })).outcome).toMatchObject({ outcome: "unknown" });
+    await runner.close();
+  });
+});
