@@ -256,7 +256,9 @@ main{padding:24px;max-width:720px} button{all:unset} iframe{border:10px solid re
       }
       const callId = nextId("call-");
       const progress = (label: string, state: "start" | "end") => emit({ type: "progress", id: nextId("m"), callId, state, label });
-      if (/store/i.test(text)) {
+      if (/^Book the fitting on/.test(text)) {
+        emit({ type: "text", id: nextId("m"), from: "agent", text: `${text.replace(/^Book the fitting on/, "Noted: a fitting on")}. I'll hold it for you.` });
+      } else if (/store/i.test(text)) {
         progress("Finding stores near you", "start");
         emit(result("map", "Stores near you", [
           { key: "name", label: "Store", display: "plain", role: "title" },

@@ -10,7 +10,7 @@ export function Comparison({ result }: { result: ResultMessage }) {
   const rows = columns.filter((c) => c !== title);
   return (
     <>
-      <div class="table-scroll" tabIndex={0} role="region" aria-label={result.title}>
+      <div class="table-scroll">
         <table class="comparison">
           <thead>
             <tr>

@@ -7,7 +7,7 @@ export function Table({ result }: { result: ResultMessage }) {
   const items = itemsOf(result);
   return (
     <>
-      <div class="table-scroll" tabIndex={0} role="region" aria-label={result.title}>
+      <div class="table-scroll">
         <table>
           <thead>
             <tr>
