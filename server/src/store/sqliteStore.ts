@@ -39,9 +39,30 @@ export class SqliteStore implements Store {
     this.db.pragma("busy_timeout = 5000");
   }
 
+  private readonly statements = new Map<string, Database.Statement>();
+
+  /** A prepared statement, prepared once per SQL text. */
+  private sql(text: string): Database.Statement {
+    let statement = this.statements.get(text);
+    if (!statement) {
+      statement = this.db.prepare(text);
+      this.statements.set(text, statement);
+    }
+    return statement;
+  }
+
   /** Run fn in an IMMEDIATE transaction (takes the write lock first, so read-then-write cannot race). */
   private tx<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    if (this.db.inTransaction) return fn();
+    this.sql("BEGIN IMMEDIATE").run();
+    try {
+      const value = fn();
+      this.sql("COMMIT").run();
+      return value;
+    } catch (error) {
+      if (this.db.inTransaction) this.sql("ROLLBACK").run();
+      throw error;
+    }
   }
 
   async migrate(): Promise<void> {
@@ -57,7 +78,7 @@ export class SqliteStore implements Store {
   }
 
   async ping(): Promise<boolean> {
-    return (this.db.prepare("SELECT 1 AS ok").get() as Row).ok === 1;
+    return (this.sql("SELECT 1 AS ok").get() as Row).ok === 1;
   }
 
   async close(): Promise<void> {
@@ -65,8 +86,7 @@ export class SqliteStore implements Store {
   }
 
   async createConversation(c: NewConversation): Promise<ConversationRecord> {
-    this.db
-      .prepare(
+    this.sql(
         `INSERT INTO conversations (id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, capabilities, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
@@ -75,121 +95,115 @@ export class SqliteStore implements Store {
   }
 
   async getConversation(id: string): Promise<ConversationRecord | undefined> {
-    const row = this.db.prepare("SELECT * FROM conversations WHERE id = ?").get(id) as Row | undefined;
+    const row = this.sql("SELECT * FROM conversations WHERE id = ?").get(id) as Row | undefined;
     return row ? toConversation(row) : undefined;
   }
 
   async findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined> {
-    const row = this.db.prepare("SELECT * FROM conversations WHERE resume_hash = ?").get(resumeHash) as Row | undefined;
+    const row = this.sql("SELECT * FROM conversations WHERE resume_hash = ?").get(resumeHash) as Row | undefined;
     return row ? toConversation(row) : undefined;
   }
 
   async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined> {
-    const row = this.db
-      .prepare("SELECT * FROM conversations WHERE agent = ? AND channel = ? AND external_id = ? ORDER BY created_at DESC LIMIT 1")
+    const row = this.sql("SELECT * FROM conversations WHERE agent = ? AND channel = ? AND external_id = ? ORDER BY created_at DESC LIMIT 1")
       .get(agent, channel, externalId) as Row | undefined;
     return row ? toConversation(row) : undefined;
   }
 
   async setSubject(id: string, subject: CallSubject | null): Promise<void> {
-    this.db.prepare("UPDATE conversations SET subject = ? WHERE id = ?").run(subject ? encode(subject) : null, id);
+    this.sql("UPDATE conversations SET subject = ? WHERE id = ?").run(subject ? encode(subject) : null, id);
   }
 
   async setHandoff(id: string, handoff: HandoffState | null): Promise<void> {
-    this.db.prepare("UPDATE conversations SET handoff = ? WHERE id = ?").run(handoff ? encode(handoff) : null, id);
+    this.sql("UPDATE conversations SET handoff = ? WHERE id = ?").run(handoff ? encode(handoff) : null, id);
   }
 
   async setCapabilities(id: string, capabilities: ChannelCapabilities): Promise<void> {
-    this.db.prepare("UPDATE conversations SET capabilities = ? WHERE id = ?").run(encode(capabilities), id);
+    this.sql("UPDATE conversations SET capabilities = ? WHERE id = ?").run(encode(capabilities), id);
   }
 
   async listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
     const where = filter.handoff === true ? "WHERE handoff IS NOT NULL" : filter.handoff === false ? "WHERE handoff IS NULL" : "";
-    const rows = this.db.prepare(`SELECT * FROM conversations ${where} ORDER BY created_at DESC, id LIMIT ?`).all(filter.limit ?? 100) as Row[];
+    const rows = this.sql(`SELECT * FROM conversations ${where} ORDER BY created_at DESC, id LIMIT ?`).all(filter.limit ?? 100) as Row[];
     return rows.map(toConversation);
   }
 
   async appendEvent(conversationId: string, message: Outbound, at: number): Promise<StoredEvent> {
     return this.tx(() => {
-      const row = this.db.prepare("UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq").get(conversationId) as Row | undefined;
+      const row = this.sql("UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq").get(conversationId) as Row | undefined;
       if (!row) throw new Error(`appendEvent: no conversation ${conversationId}`);
       const seq = Number(row.last_seq);
-      this.db.prepare("INSERT INTO events (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
+      this.sql("INSERT INTO events (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
       return { conversationId, seq, at, message };
     });
   }
 
   async listEvents(conversationId: string, after: number, limit = 1000): Promise<StoredEvent[]> {
-    const rows = this.db.prepare("SELECT * FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(conversationId, after, limit) as Row[];
+    const rows = this.sql("SELECT * FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(conversationId, after, limit) as Row[];
     return rows.map(toEvent);
   }
 
   async appendTranscript(conversationId: string, message: ModelMessage, at: number): Promise<TranscriptEntry> {
     return this.tx(() => {
-      const row = this.db
-        .prepare("UPDATE conversations SET last_transcript_seq = last_transcript_seq + 1 WHERE id = ? RETURNING last_transcript_seq")
+      const row = this.sql("UPDATE conversations SET last_transcript_seq = last_transcript_seq + 1 WHERE id = ? RETURNING last_transcript_seq")
         .get(conversationId) as Row | undefined;
       if (!row) throw new Error(`appendTranscript: no conversation ${conversationId}`);
       const seq = Number(row.last_transcript_seq);
-      this.db.prepare("INSERT INTO transcript (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
+      this.sql("INSERT INTO transcript (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
       return { conversationId, seq, at, message };
     });
   }
 
   async listTranscript(conversationId: string): Promise<TranscriptEntry[]> {
-    return (this.db.prepare("SELECT * FROM transcript WHERE conversation_id = ? ORDER BY seq").all(conversationId) as Row[]).map(toTranscript);
+    return (this.sql("SELECT * FROM transcript WHERE conversation_id = ? ORDER BY seq").all(conversationId) as Row[]).map(toTranscript);
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {
     this.tx(() => {
-      this.db
-        .prepare(
+      this.sql(
           `INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(w.id, w.conversationId, w.turnId, w.callId, w.toolRef, w.modelName, w.packageVersionId, w.tool, encode(w.args), w.state, w.confirmation, w.ownerId, w.subjectId, w.createdAt, w.createdAt);
-      this.db.prepare("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)").run(w.id, w.createdAt, w.state, w.state, "created");
+      this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)").run(w.id, w.createdAt, w.state, w.state, "created");
     });
     return (await this.getWrite(w.id))!;
   }
 
   async getWrite(id: string): Promise<WriteRecord | undefined> {
-    const row = this.db.prepare("SELECT * FROM writes WHERE id = ?").get(id) as Row | undefined;
+    const row = this.sql("SELECT * FROM writes WHERE id = ?").get(id) as Row | undefined;
     return row ? toWrite(row) : undefined;
   }
 
   async listWrites(conversationId: string): Promise<WriteRecord[]> {
-    return (this.db.prepare("SELECT * FROM writes WHERE conversation_id = ? ORDER BY created_at, id").all(conversationId) as Row[]).map(toWrite);
+    return (this.sql("SELECT * FROM writes WHERE conversation_id = ? ORDER BY created_at, id").all(conversationId) as Row[]).map(toWrite);
   }
 
   async transitionWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number): Promise<WriteRecord | undefined> {
     return this.tx(() => {
-      const current = this.db.prepare("SELECT * FROM writes WHERE id = ?").get(id) as Row | undefined;
+      const current = this.sql("SELECT * FROM writes WHERE id = ?").get(id) as Row | undefined;
       if (!current) return undefined;
       const write = toWrite(current);
       if (!expect.states.includes(write.state)) return undefined;
       if (expect.checkCount !== undefined && write.checkCount !== expect.checkCount) return undefined;
       const columns = changeColumns(change, encode, bool);
       columns.push(["updated_at", at]);
-      const row = this.db
-        .prepare(`UPDATE writes SET ${columns.map(([name]) => `${name} = ?`).join(", ")} WHERE id = ? AND state = ? RETURNING *`)
+      const row = this.sql(`UPDATE writes SET ${columns.map(([name]) => `${name} = ?`).join(", ")} WHERE id = ? AND state = ? RETURNING *`)
         .get(...columns.map(([, value]) => value), id, write.state) as Row | undefined;
       if (!row) return undefined;
-      this.db
-        .prepare("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)")
+      this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)")
         .run(id, at, write.state, change.state, change.note ?? null);
       return toWrite(row);
     });
   }
 
   async listTransitions(writeId: string): Promise<WriteTransition[]> {
-    return (this.db.prepare("SELECT * FROM write_transitions WHERE write_id = ? ORDER BY id").all(writeId) as Row[]).map(toTransition);
+    return (this.sql("SELECT * FROM write_transitions WHERE write_id = ? ORDER BY id").all(writeId) as Row[]).map(toTransition);
   }
 
   async claimDueChecks(now: number, leaseUntil: number, limit: number): Promise<WriteRecord[]> {
     return this.tx(() => {
-      const rows = this.db
-        .prepare(
+      const rows = this.sql(
           `UPDATE writes SET check_lease_until = ?
            WHERE id IN (
              SELECT id FROM writes
@@ -204,8 +218,7 @@ export class SqliteStore implements Store {
   }
 
   async nextCheckAt(): Promise<number | null> {
-    const row = this.db
-      .prepare("SELECT MIN(MAX(next_check_at, COALESCE(check_lease_until, 0))) AS at FROM writes WHERE state IN ('pending', 'unknown') AND follow_up = 0 AND next_check_at IS NOT NULL")
+    const row = this.sql("SELECT MIN(MAX(next_check_at, COALESCE(check_lease_until, 0))) AS at FROM writes WHERE state IN ('pending', 'unknown') AND follow_up = 0 AND next_check_at IS NOT NULL")
       .get() as Row;
     return row.at === null ? null : Number(row.at);
   }
@@ -213,31 +226,29 @@ export class SqliteStore implements Store {
   async recoverRunning(nodeId: string, now: number, checkAt: number): Promise<WriteRecord[]> {
     return this.tx(() => {
       const recovered: WriteRecord[] = [];
-      const running = this.db.prepare("SELECT * FROM writes WHERE state = 'running' AND node_id = ?").all(nodeId) as Row[];
+      const running = this.sql("SELECT * FROM writes WHERE state = 'running' AND node_id = ?").all(nodeId) as Row[];
       for (const row of running) {
-        const updated = this.db
-          .prepare(
+        const updated = this.sql(
             "UPDATE writes SET state = 'unknown', result = ?, check_count = 0, next_check_at = ?, check_lease_until = NULL, updated_at = ? WHERE id = ? RETURNING *",
           )
           .get(encode({ outcome: "unknown", reason: RECOVERED_REASON }), checkAt, now, row.id) as Row;
-        this.db.prepare("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, 'running', 'unknown', 'recovered at startup')").run(row.id, now);
+        this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, 'running', 'unknown', 'recovered at startup')").run(row.id, now);
         recovered.push(toWrite(updated));
       }
-      const confirmed = this.db.prepare("SELECT * FROM writes WHERE state = 'confirmed' AND node_id = ?").all(nodeId) as Row[];
+      const confirmed = this.sql("SELECT * FROM writes WHERE state = 'confirmed' AND node_id = ?").all(nodeId) as Row[];
       for (const row of confirmed) {
-        const updated = this.db
-          .prepare("UPDATE writes SET state = 'not_applied', result = ?, updated_at = ? WHERE id = ? RETURNING *")
+        const updated = this.sql("UPDATE writes SET state = 'not_applied', result = ?, updated_at = ? WHERE id = ? RETURNING *")
           .get(encode({ outcome: "not_applied", message: NEVER_SENT_MESSAGE }), now, row.id) as Row;
-        this.db.prepare("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, 'confirmed', 'not_applied', 'recovered at startup: never sent')").run(row.id, now);
+        this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, 'confirmed', 'not_applied', 'recovered at startup: never sent')").run(row.id, now);
         recovered.push(toWrite(updated));
       }
       // A status check interrupted by the stop is due again now.
-      this.db.prepare("UPDATE writes SET check_lease_until = NULL WHERE state IN ('pending', 'unknown') AND node_id = ? AND check_lease_until IS NOT NULL").run(nodeId);
+      this.sql("UPDATE writes SET check_lease_until = NULL WHERE state IN ('pending', 'unknown') AND node_id = ? AND check_lease_until IS NOT NULL").run(nodeId);
       return recovered;
     });
   }
 
   async listFollowUps(): Promise<WriteRecord[]> {
-    return (this.db.prepare("SELECT * FROM writes WHERE follow_up = 1 ORDER BY updated_at, id").all() as Row[]).map(toWrite);
+    return (this.sql("SELECT * FROM writes WHERE follow_up = 1 ORDER BY updated_at, id").all() as Row[]).map(toWrite);
   }
 }
