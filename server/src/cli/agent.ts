@@ -4,7 +4,6 @@ import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { AGENT_NAME_PATTERN, TOOL_REF_PATTERN, type AgentIssue, type Release } from "@caplo/shared";
 import { agentJsonSchemaText, createRelease, FileReleaseStore, loadAgentFile, parseAgentYaml } from "../agents/index.ts";
-import { buildPackage } from "../build/index.ts";
 
 /** Where releases are kept unless --store or CAPLO_RELEASES_DIR says otherwise. */
 export const DEFAULT_RELEASES_DIR = ".caplo/releases";
@@ -218,6 +217,8 @@ async function loadVersion(source: string): Promise<{ ok: true; version: unknown
       return { ok: false, issues: [{ code: "package_version_unreadable", path: "", message: `cannot read a built version from it: ${(error as Error).message}` }] };
     }
   }
+  // Loaded only when a folder is given: the build pulls in the MCP SDK and the Node 24 host.
+  const { buildPackage } = await import("../build/index.ts");
   const built = await buildPackage(source);
   return built.ok ? { ok: true, version: built.version } : { ok: false, issues: built.errors };
 }
