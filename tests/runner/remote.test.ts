@@ -19,7 +19,7 @@ function buildServer(): McpServer {
   server.registerTool(
     "find_customer",
     { description: "Find a customer by email", inputSchema: config.renamedArg ? { mail: z.string() } : { email: z.string().email() }, annotations: { readOnlyHint: true } },
-    async (args) => ({ content: [{ type: "text", text: `found ${JSON.stringify(args)}` }], structuredContent: { id: "cu_1", ...args } }),
+    async (args: Record<string, unknown>) => ({ content: [{ type: "text" as const, text: `found ${JSON.stringify(args)}` }], structuredContent: { id: "cu_1", ...args } }),
   );
   // Annotated read-only by the server, but the owner reviews it as a write: the review wins.
   server.registerTool("delete_customer", { description: "Delete a customer", inputSchema: { id: z.string() }, annotations: { readOnlyHint: true } }, async ({ id }) =>
