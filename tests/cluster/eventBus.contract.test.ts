@@ -353,6 +353,30 @@ describe.each(transports)("EventBus over $name", (transport) => {
       offLate();
     });
 
+    it("listens over the transport for conversations subscribed while it was reconnecting", async () => {
+      await faults.down();
+      await waitFor("degraded", () => y.health().state === "degraded");
+      const subscriptions: { conversation: string; inbox: Inbox; off: () => void }[] = [];
+      const add = () => {
+        const conversation = id();
+        const inbox = new Inbox();
+        subscriptions.push({ conversation, inbox, off: y.subscribe(conversation, inbox.listener) });
+      };
+      add();
+      await faults.up();
+      // Keep subscribing (and dropping every third) until the node is healthy again.
+      while (y.health().state !== "healthy") {
+        add();
+        if (subscriptions.length % 3 === 0) subscriptions.splice(subscriptions.length - 2, 1)[0]!.off();
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      await waitFor("node x healthy", () => x.health().state === "healthy", 10_000);
+      // Not in the store: only the transport can bring these.
+      for (const { conversation } of subscriptions) expect(await x.publish(conversation, { seq: 1 })).toEqual({ ok: true });
+      await waitFor("every subscription made during the reconnect", () => subscriptions.every(({ inbox }) => inbox.highest === 1));
+      for (const { off } of subscriptions) off();
+    });
+
     it("catches up on events stored while it was down as soon as it reconnects", async () => {
       // A node that polls only once a minute while degraded: what it receives before then came from
       // the look at the store it takes when the transport returns.

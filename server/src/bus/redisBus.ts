@@ -160,10 +160,25 @@ export class RedisBus implements EventBus {
   }
 
   async #resubscribe(): Promise<void> {
-    const channels = this.#fanout.conversations().map((id) => this.#channel(id));
+    // Listeners may come and go while the SUBSCRIBEs are on their way: repeat until what Redis has
+    // matches what this node wants, then go live (after which subscribe/unsubscribe talk to Redis).
+    const live = new Set<string>();
     try {
-      for (let start = 0; start < channels.length; start += RESUBSCRIBE_BATCH) {
-        await this.#sub.subscribe(...channels.slice(start, start + RESUBSCRIBE_BATCH));
+      for (;;) {
+        const wanted = new Set(this.#fanout.conversations());
+        const add = [...wanted].filter((id) => !live.has(id));
+        const drop = [...live].filter((id) => !wanted.has(id));
+        if (add.length === 0 && drop.length === 0) break;
+        for (let start = 0; start < add.length; start += RESUBSCRIBE_BATCH) {
+          const batch = add.slice(start, start + RESUBSCRIBE_BATCH);
+          await this.#sub.subscribe(...batch.map((id) => this.#channel(id)));
+          for (const id of batch) live.add(id);
+        }
+        for (let start = 0; start < drop.length; start += RESUBSCRIBE_BATCH) {
+          const batch = drop.slice(start, start + RESUBSCRIBE_BATCH);
+          await this.#sub.unsubscribe(...batch.map((id) => this.#channel(id)));
+          for (const id of batch) live.delete(id);
+        }
       }
     } catch (error) {
       // The connection dropped again; its next "ready" starts over.
