@@ -362,6 +362,15 @@ describe("server-sent events decoder", () => {
     expect([...events, ...decoder.end()]).toEqual(expected);
   });
 
+  it("decodes a 200,000-character line arriving in 100-character pieces", () => {
+    const long = "x".repeat(200_000);
+    const decoder = createSseDecoder();
+    const text = `data: ${long}\n\n`;
+    const events: string[] = [];
+    for (let at = 0; at < text.length; at += 100) events.push(...decoder.push(text.slice(at, at + 100)));
+    expect(events).toEqual([long]);
+  });
+
   it("delivers a last event that has no blank line after it", () => {
     const decoder = createSseDecoder();
     expect([...decoder.push("data: last"), ...decoder.end()]).toEqual(["last"]);

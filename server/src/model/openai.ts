@@ -439,19 +439,32 @@ export function createSseDecoder(): { push(text: string): string[]; end(text?: s
     }
   };
 
+  // Where the search for the next line end resumes: text already searched holds none, so a long line
+  // arriving in many small pieces is scanned once, not once per piece.
+  let searched = 0;
+  const lineEnd = /\r\n|\n|\r/g;
   const drain = (final: boolean): string[] => {
     const out: string[] = [];
     for (;;) {
-      const match = /\r\n|\n|\r/.exec(buffer);
-      if (!match) break;
+      lineEnd.lastIndex = searched;
+      const match = lineEnd.exec(buffer);
+      if (!match) {
+        searched = buffer.length;
+        break;
+      }
       // A CR at the very end may be the first half of a CRLF still in flight.
-      if (match[0] === "\r" && match.index === buffer.length - 1 && !final) break;
+      if (match[0] === "\r" && match.index === buffer.length - 1 && !final) {
+        searched = match.index;
+        break;
+      }
       line(buffer.slice(0, match.index), out);
       buffer = buffer.slice(match.index + match[0].length);
+      searched = 0;
     }
     if (final) {
       if (buffer !== "") line(buffer, out);
       buffer = "";
+      searched = 0;
       // A stream that ends without the blank line after its last event still delivers that event.
       line("", out);
     }
