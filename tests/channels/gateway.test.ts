@@ -5,6 +5,10 @@ import { metaSigned } from "@caplo/adapters/testkit";
 import { StaticReleases } from "../../server/src/engine/release.ts";
 import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { registerChannelRoutes, WEBHOOK_BODY_MAX } from "../../server/src/channels/routes.ts";
+import { mountChannels } from "../../server/src/channels/channelSetup.ts";
+import { engineHarness } from "../engine/support/harness.ts";
+import { startFakeGraph } from "./fakeGraph.ts";
+import { MESSENGER_RULES } from "./platformRules.ts";
 import { channelBench, type Bench } from "./support.ts";
 
 let b: Bench | undefined;
@@ -33,5 +37,34 @@ describe("channel webhooks on the gateway", () => {
     const huge = Buffer.alloc(WEBHOOK_BODY_MAX + 1, 32);
     const refused = await fetch(`${base}/webhooks/messenger`, { method: "POST", headers: { "content-type": "application/json" }, body: huge });
     expect(refused.status).toBe(413);
+  });
+
+  it("mountChannels builds the configured adapters, mounts their webhooks and answers through the engine", async () => {
+    const h = await engineHarness({ rules: [{ when: /hello/i, replies: [{ text: "Mounted and answering." }] }] });
+    const graph = await startFakeGraph(MESSENGER_RULES);
+    const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]) });
+    const mounted = await mountChannels({
+      settings: { messenger: { accessToken: graph.accessToken, graphBaseUrl: graph.url, appSecret: "meta-app-secret-for-tests", verifyToken: "verify-token-for-tests" } },
+      engine: h.engine,
+      gateway: gw,
+      agentFor: () => "shop-agent",
+      file: `${h.dir}/channels.db`,
+    });
+    try {
+      expect(mounted.platforms).toEqual(["messenger"]);
+      const { port } = await gw.listen(0, "127.0.0.1");
+      const raw = Buffer.from(JSON.stringify({ object: "page", entry: [{ id: "1", time: 1, messaging: [{ sender: { id: "42" }, recipient: { id: "1" }, timestamp: 1, message: { mid: "m_mount_1", text: "hello" } }] }] }));
+      const signed = metaSigned(raw);
+      const posted = await fetch(`http://127.0.0.1:${port}/webhooks/messenger`, { method: "POST", headers: signed.headers as Record<string, string>, body: new Uint8Array(raw) });
+      expect(posted.status).toBe(200);
+      for (let i = 0; i < 400 && !graph.sent.some((s) => s.message?.text === "Mounted and answering."); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(graph.sent.map((s) => s.message?.text)).toContain("Mounted and answering.");
+      expect((await fetch(`http://127.0.0.1:${port}/webhooks/whatsapp`, { method: "POST" })).status).toBe(404);
+    } finally {
+      await gw.close();
+      mounted.close();
+      await graph.close();
+      await h.close();
+    }
   });
 });

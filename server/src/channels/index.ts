@@ -7,3 +7,4 @@ export { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 export { storeContentCache } from "./contentCache.ts";
 export { registerChannelRoutes, readRawBody, WEBHOOK_BODY_MAX, type RouteRegistry } from "./routes.ts";
 export { EnginePort, channelOwner, type EngineView, type EnginePortOptions } from "./enginePort.ts";
+export { mountChannels, readChannelSettings, neutralCapabilities, type ChannelSettings, type MountedChannels } from "./channelSetup.ts";

@@ -1,0 +1,145 @@
+// Turning the channels on from the environment: which platforms have credentials, the adapters built from
+// them, the glue wired to the engine, and the webhooks mounted on the gateway. Bad settings are errors.
+import type { ChannelAdapter } from "@caplo/adapters/adapter";
+import { createInstagramAdapter, INSTAGRAM_CAPABILITIES } from "@caplo/adapters/instagram/index";
+import { createMessengerAdapter, MESSENGER_CAPABILITIES } from "@caplo/adapters/messenger/index";
+import type { AdapterCapabilities } from "@caplo/adapters/adapter";
+import { createWhatsAppAdapter, WHATSAPP_CAPABILITIES } from "@caplo/adapters/whatsapp/index";
+import type { ChannelCapabilities } from "@caplo/shared/channel";
+import { ChannelService } from "./channelService.ts";
+import { storeContentCache } from "./contentCache.ts";
+import { EnginePort, type EngineView } from "./enginePort.ts";
+import type { Platform, TeamAlerts } from "./ports.ts";
+import { registerChannelRoutes, type RouteRegistry } from "./routes.ts";
+import { SqliteInboxStore } from "./sqliteInboxStore.ts";
+
+export interface ChannelSetupError {
+  code: "channel_config_invalid";
+  path: string;
+  message: string;
+}
+
+export interface WhatsAppSettings {
+  accountSid: string;
+  authToken: string;
+  from: string;
+  publicUrl: string;
+  apiBaseUrl?: string;
+}
+export interface MetaSettings {
+  accessToken: string;
+  appSecret: string;
+  verifyToken: string;
+  graphBaseUrl?: string;
+  apiVersion?: string;
+}
+export interface ChannelSettings {
+  whatsapp?: WhatsAppSettings;
+  messenger?: MetaSettings;
+  instagram?: MetaSettings;
+}
+
+const invalid = (path: string, message: string): ChannelSetupError => ({ code: "channel_config_invalid", path, message });
+
+/**
+ * Reads the channel settings from environment variables (docs/channels.md lists them). A platform is on
+ * when its first credential is set; then every variable it needs must be set and well formed.
+ */
+export function readChannelSettings(env: Record<string, string | undefined>): { ok: true; settings: ChannelSettings } | { ok: false; errors: ChannelSetupError[] } {
+  const errors: ChannelSetupError[] = [];
+  const settings: ChannelSettings = {};
+  const publicBase = env.CAPLO_PUBLIC_URL?.replace(/\/$/, "");
+  if (publicBase !== undefined && !/^https:\/\/[^\s/]+/.test(publicBase)) errors.push(invalid("CAPLO_PUBLIC_URL", "the public https URL of this server, e.g. https://caplo.shop.example"));
+  const need = (name: string, pattern: RegExp, hint: string): string | undefined => {
+    const value = env[name];
+    if (!value) errors.push(invalid(name, `${name} is required: ${hint}`));
+    else if (!pattern.test(value)) errors.push(invalid(name, `${name} is malformed: ${hint}`));
+    return value;
+  };
+  if (env.CAPLO_TWILIO_ACCOUNT_SID !== undefined) {
+    const accountSid = need("CAPLO_TWILIO_ACCOUNT_SID", /^AC[0-9a-f]{32}$/, "the Account SID, AC followed by 32 hex digits");
+    const authToken = need("CAPLO_TWILIO_AUTH_TOKEN", /^[0-9a-f]{32}$/, "the account's Auth Token (32 hex digits)");
+    const from = need("CAPLO_WHATSAPP_FROM", /^(whatsapp:\+[1-9]\d{6,14}|MG[0-9a-f]{32})$/, "whatsapp:+<E.164 number> or a Messaging Service SID (MG…)");
+    const publicUrl = env.CAPLO_WHATSAPP_WEBHOOK_URL ?? (publicBase ? `${publicBase}/webhooks/whatsapp` : undefined);
+    if (!publicUrl || !/^https:\/\//.test(publicUrl)) errors.push(invalid("CAPLO_WHATSAPP_WEBHOOK_URL", "the webhook URL as entered in Twilio (https), or CAPLO_PUBLIC_URL"));
+    if (accountSid && authToken && from && publicUrl) {
+      settings.whatsapp = { accountSid, authToken, from, publicUrl, ...(env.CAPLO_TWILIO_API_BASE ? { apiBaseUrl: env.CAPLO_TWILIO_API_BASE } : {}) };
+    }
+  }
+  const meta = (tokenName: string): MetaSettings | undefined => {
+    const accessToken = need(tokenName, /^\S{20,}$/, "the access token from the Meta app dashboard");
+    const appSecret = need("CAPLO_META_APP_SECRET", /^[0-9a-f]{32}$/, "the app secret (32 hex digits) from App settings > Basic");
+    const verifyToken = need("CAPLO_META_VERIFY_TOKEN", /^[A-Za-z0-9._~-]{16,128}$/, "a random string of 16 to 128 characters you also enter as the Verify token");
+    if (!accessToken || !appSecret || !verifyToken) return undefined;
+    return {
+      accessToken,
+      appSecret,
+      verifyToken,
+      ...(env.CAPLO_GRAPH_API_BASE ? { graphBaseUrl: env.CAPLO_GRAPH_API_BASE } : {}),
+      ...(env.CAPLO_GRAPH_API_VERSION ? { apiVersion: env.CAPLO_GRAPH_API_VERSION } : {}),
+    };
+  };
+  if (env.CAPLO_MESSENGER_PAGE_TOKEN !== undefined) {
+    const s = meta("CAPLO_MESSENGER_PAGE_TOKEN");
+    if (s) settings.messenger = s;
+  }
+  if (env.CAPLO_INSTAGRAM_TOKEN !== undefined) {
+    const s = meta("CAPLO_INSTAGRAM_TOKEN");
+    if (s) settings.instagram = s;
+  }
+  // The same variable is reported once.
+  const unique = errors.filter((e, i) => errors.findIndex((x) => x.path === e.path) === i);
+  return unique.length ? { ok: false, errors: unique } : { ok: true, settings };
+}
+
+export const ADAPTER_CAPABILITIES: Record<Platform, AdapterCapabilities> = {
+  whatsapp: WHATSAPP_CAPABILITIES,
+  messenger: MESSENGER_CAPABILITIES,
+  instagram: INSTAGRAM_CAPABILITIES,
+};
+
+/** The neutral capabilities the engine is told for a platform. */
+export function neutralCapabilities(platform: Platform): ChannelCapabilities {
+  const { editableFields, forms, questions, files, pages, richText } = ADAPTER_CAPABILITIES[platform];
+  return { editableFields, forms, questions, files, pages, richText };
+}
+
+export interface MountedChannels {
+  service: ChannelService;
+  platforms: Platform[];
+  close(): void;
+}
+
+/**
+ * Builds the configured adapters, wires the glue to the engine and mounts `/webhooks/{platform}` on the
+ * gateway. `agentFor` names the agent that answers on a platform (one whose release lists the channel).
+ */
+export async function mountChannels(options: {
+  settings: ChannelSettings;
+  engine: EngineView;
+  gateway: RouteRegistry;
+  agentFor: (platform: Platform) => string;
+  /** The SQLite file of the channel state. */
+  file: string;
+  alerts?: TeamAlerts;
+}): Promise<MountedChannels> {
+  const store = new SqliteInboxStore(options.file);
+  const adapters: ChannelAdapter[] = [];
+  const { whatsapp, messenger, instagram } = options.settings;
+  if (whatsapp) adapters.push(createWhatsAppAdapter({ ...whatsapp, contentCache: storeContentCache(store) }));
+  if (messenger) adapters.push(createMessengerAdapter(messenger));
+  if (instagram) adapters.push(createInstagramAdapter(instagram));
+  const port = new EnginePort({ engine: options.engine, agentFor: options.agentFor, capabilities: neutralCapabilities });
+  const service = new ChannelService({ store, port, adapters, ...(options.alerts ? { alerts: options.alerts } : {}) });
+  const platforms = adapters.map((a) => a.platform);
+  registerChannelRoutes(options.gateway, service, platforms);
+  await service.resume(await store.listBindings());
+  return {
+    service,
+    platforms,
+    close: () => {
+      service.close();
+      store.close();
+    },
+  };
+}
