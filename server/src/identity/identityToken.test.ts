@@ -229,6 +229,14 @@ describe("ES256 identity tokens", () => {
     expect(codeOf(verifier({ publicKey: pem })(token, NOW))).toBe("token_alg_refused");
   });
 
+  it("never takes a key from the token: an embedded jwk or jku header does not make a forged token valid", () => {
+    const attacker = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const header = { alg: "ES256", typ: "JWT", jwk: jwk(attacker.publicKey), jku: "https://evil.example/jwks.json" };
+    const input = `${b64(header)}.${b64({ sub: "admin", level: "high", iat: NOW_S, exp: NOW_S + 60 })}`;
+    const signature = signData("sha256", Buffer.from(input), { key: attacker.privateKey, dsaEncoding: "ieee-p1363" }).toString("base64url");
+    expect(codeOf(verifier({ publicKey: pem })(`${input}.${signature}`, NOW))).toBe("token_signature_invalid");
+  });
+
   it("picks the JWKS key by kid, and needs a kid when there are several keys", () => {
     const verify = verifier({ jwks: { keys: [jwk(pair.publicKey, "k1"), jwk(other.publicKey, "k2")] } });
     expect(codeOf(verify(mintEs(pair.privateKey, "k1"), NOW))).toBe("ok");
