@@ -96,6 +96,6 @@ describe("docs commands", () => {
         expect(run.status, `${command}\n${run.stdout}\n${run.stderr}`).toBe(0);
         expect(`${run.stdout}${run.stderr}`.length, `${command} printed nothing`).toBeGreaterThan(0);
       }
-    });
+    }, 240_000);
   }
 });
