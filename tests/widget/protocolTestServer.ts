@@ -325,18 +325,23 @@ main{padding:24px;max-width:720px} button{all:unset} iframe{border:10px solid re
           ],
         });
       } else if (/SO-\d{4}|order|where/i.test(text)) {
+        // The lookup "runs" for delayMs: the tool's static progress label shows meanwhile.
         progress("Looking up your order", "start");
-        emit(result("cards", `Order ${order}`, [
-          { key: "image", label: "Photo", display: "plain", role: "image" },
-          { key: "item", label: "Item", display: "plain", role: "title" },
-          { key: "orderId", label: "Order", display: "plain", role: "subtitle" },
-          { key: "status", label: "Status", display: "plain", role: "badge" },
-          { key: "total", label: "Total", display: "plain", role: "money", currency: { key: "currency" } },
-          { key: "placed", label: "Placed", display: "plain", role: "time" },
-        ], [{ image: null, item: "Trail boots Alpina 42", orderId: order, status: "Shipped", total: 49.9, currency: "EUR", placed: "2026-11-28T09:12:00Z" }],
-        [{ kind: "reply", label: "Cancel it", template: "Please cancel {orderId}" }]));
-        progress("Looking up your order", "end");
-        emit({ type: "text", id: nextId("m"), from: "agent", text: `Your order **${order}** has *shipped* and should arrive tomorrow.` });
+        setTimeout(() => {
+          emit(result("cards", `Order ${order}`, [
+            { key: "image", label: "Photo", display: "plain", role: "image" },
+            { key: "item", label: "Item", display: "plain", role: "title" },
+            { key: "orderId", label: "Order", display: "plain", role: "subtitle" },
+            { key: "status", label: "Status", display: "plain", role: "badge" },
+            { key: "total", label: "Total", display: "plain", role: "money", currency: { key: "currency" } },
+            { key: "placed", label: "Placed", display: "plain", role: "time" },
+          ], [{ image: null, item: "Trail boots Alpina 42", orderId: order, status: "Shipped", total: 49.9, currency: "EUR", placed: "2026-11-28T09:12:00Z" }],
+          [{ kind: "reply", label: "Cancel it", template: "Please cancel {orderId}" }]));
+          progress("Looking up your order", "end");
+          emit({ type: "text", id: nextId("m"), from: "agent", text: `Your order **${order}** has *shipped* and should arrive tomorrow.` });
+          typing(false);
+        }, server.delayMs);
+        return;
       } else {
         emit({ type: "text", id: nextId("m"), from: "agent", text: "I can look up an order (for example SO-1002), cancel it, find stores or book a fitting." });
       }

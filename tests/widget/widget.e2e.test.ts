@@ -15,7 +15,7 @@ let server: WidgetTestServer;
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await buildWidget();
-  [browser, server] = await Promise.all([launchChromium(), startWidgetTestServer({ delayMs: 300 })]);
+  [browser, server] = await Promise.all([launchChromium(), startWidgetTestServer({ delayMs: 400 })]);
 }, 120_000);
 
 afterAll(async () => {
@@ -72,6 +72,8 @@ describe("website widget in Chromium", () => {
   test("looking up an order shows the tool's progress label, then the result layout", async () => {
     const app = page.frameLocator("iframe[title='Chat']");
     await say(app, "Where is my order SO-1002?");
+    await app.getByRole("status").getByText("Looking up your order").waitFor();
+    await shot(page, "02a-progress-label");
     const card = app.getByRole("region", { name: "Order SO-1002", exact: true });
     await card.waitFor();
     expect(await card.getByRole("heading", { name: "Trail boots Alpina 42" }).count()).toBe(1);
