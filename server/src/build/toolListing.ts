@@ -18,7 +18,7 @@ const HOST_ERROR_PREFIX = "caplo-host-error ";
 export async function listTools(packageDir: string, options: { timeoutMs?: number } = {}): Promise<ListedTools | ListingFailure> {
   const node = node24Path();
   if (!node) return { ok: false, code: "entry_invalid", message: "Node 24 is not installed (runtime/node24): run npm install, or set CAPLO_NODE24" };
-  const timeoutMs = options.timeoutMs ?? 20_000;
+  const timeoutMs = options.timeoutMs ?? 30_000;
   const transport = new StdioClientTransport({
     command: node,
     args: ["--disable-warning=ExperimentalWarning", HOST_MODULE, packageDir],

@@ -57,7 +57,7 @@ beforeAll(async () => {
   for (const [index, type] of (["function", "mcp"] as const).entries()) {
     builds[type] = { code: codes[index]!, out: lines.find((line) => line.includes(`"my-${type}@sha256:`)) ?? both.out, err: both.err };
   }
-}, 90_000);
+}, 240_000);
 
 describe("caplo tool init", () => {
   it("writes caplo.yaml with the editor schema line, the entry, src/stdio.ts, a fixture and package.json", () => {
