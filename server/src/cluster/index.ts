@@ -16,3 +16,4 @@ export {
   type WorkQueueOptions,
 } from "./workQueue.ts";
 export { NodeLeases, NODE_LEASE_MIGRATIONS, NODE_MIGRATIONS_TABLE, type NodeLeasesOptions } from "./nodeLeases.ts";
+export { startNodeLiveness, type NodeLiveness, type NodeLivenessOptions } from "./nodeLiveness.ts";
