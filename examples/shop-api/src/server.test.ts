@@ -392,3 +392,21 @@ describe("state", () => {
     }
   });
 });
+
+describe("the demo setup", () => {
+  it("starts the shop with public links on its own address, and gives the packages' secrets, egress map and folders", async () => {
+    const { startDemoShop } = await import("./demo.ts");
+    const demo = await startDemoShop({ port: 0 });
+    try {
+      const port = new URL(demo.shop.url).port;
+      expect(demo.egressResolve).toBe(`shop.caplo.test=127.0.0.1:${port}`);
+      expect(demo.secrets).toEqual({ SHOP_API_KEY: "demo-shop-key", SHOP_API_URL: "http://shop.caplo.test" });
+      expect(demo.packageDirs.map((dir) => dir.split("/").pop())).toContain("orders");
+      const products = await fetch(`${demo.shop.url}/products?category=shoes`, { headers: auth }).then((response) => response.json() as Promise<{ products: { imageUrl: string }[] }>);
+      expect(products.products[0]!.imageUrl).toBe(`${demo.shop.url}/images/P-SNK-WHT.svg`);
+      expect((await fetch(products.products[0]!.imageUrl)).status).toBe(200);
+    } finally {
+      await demo.shop.close();
+    }
+  });
+});

@@ -18,7 +18,7 @@ export type ShopApiOptions = {
   apiKey?: string;
   /** How long a 202 (pending) operation takes to finish, in ms. Tests use a few ms. */
   pendingMs?: number;
-  /** The origin that public links (images, help pages, store pages, labels) are built on. */
+  /** The origin that public links (images, help pages, store pages, labels) are built on; "self" is this server's own URL. */
   publicUrl?: string;
   /** The clock, for tests. */
   now?: () => number;
@@ -73,7 +73,8 @@ function publicOperation(operation: Operation) {
 
 export async function startShopApi(options: ShopApiOptions = {}): Promise<ShopApi> {
   const apiKey = options.apiKey ?? DEFAULT_API_KEY;
-  const publicUrl = (options.publicUrl ?? DEFAULT_PUBLIC_URL).replace(/\/$/, "");
+  // Reassigned once the server listens when it is "self" (its own URL, known only then).
+  let publicUrl = (options.publicUrl ?? DEFAULT_PUBLIC_URL).replace(/\/$/, "");
   const state = new ShopState({ dbFile: options.dbFile, now: options.now ?? Date.now, pendingMs: options.pendingMs ?? 4000 });
   const iso = () => new Date(state.now()).toISOString();
 
@@ -503,8 +504,10 @@ export async function startShopApi(options: ShopApiOptions = {}): Promise<ShopAp
   });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  if (options.publicUrl === "self") publicUrl = url;
   return {
-    url: `http://${host}:${address.port}`,
+    url,
     apiKey,
     close: () =>
       new Promise<void>((resolve) => {
