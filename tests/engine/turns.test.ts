@@ -76,6 +76,31 @@ describe("reads", () => {
   });
 });
 
+describe("files", () => {
+  const rules = [{ when: "invoice", replies: [{ toolCalls: [{ name: "shop__invoice", args: { orderId: "SO-1002" } }] }, { text: "Here is your invoice." }] }];
+
+  it("a file a read returns is kept and shown as a download where the channel can; the model never sees its bytes", async () => {
+    h = await engineHarness({ rules });
+    await h.say("my invoice");
+    const [file] = await h.ofType("file");
+    expect(file).toMatchObject({ name: "SO-1002.pdf", mimeType: "application/pdf" });
+    expect(file!.url).toMatch(/^\/v1\/files\/f_[A-Za-z0-9_-]{32}$/);
+    const stored = await h.store.getFile(file!.url.split("/").at(-1)!);
+    expect(Buffer.from(stored!.bytes).toString()).toBe("%PDF-1.4\n% invoice SO-1002\n%%EOF\n");
+    expect(file!.size).toBe(stored!.size);
+    const note = (await h.modelNotes()).find((text) => text.startsWith("Invoice for"))!;
+    expect(note).toContain("1 file(s) delivered to the customer as downloads: SO-1002.pdf");
+    expect(note).not.toContain(Buffer.from("%PDF-1.4").toString("base64").slice(0, 8));
+  });
+
+  it("where the channel cannot take files, nothing is delivered and the model is told so", async () => {
+    h = await engineHarness({ rules, capabilities: { ...WHATSAPP, files: false } });
+    await h.say("my invoice");
+    expect(await h.ofType("file")).toEqual([]);
+    expect((await h.modelNotes()).find((text) => text.startsWith("Invoice for"))).toContain("1 file(s) were not delivered: this channel cannot receive files.");
+  });
+});
+
 describe("subjects", () => {
   const rules = [
     { when: "mine", replies: [{ toolCalls: [{ name: "shop__my_orders", args: {} }] }, { text: "{{tool}}" }] },

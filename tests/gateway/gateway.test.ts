@@ -285,6 +285,22 @@ describe("HTTP", () => {
     expect((await fetch(`${stack.base}/webhooks/test/whatsapp`)).status).toBe(405);
   });
 
+  it("a delivered file downloads by its URL as an attachment; an unknown id is 404", async () => {
+    const id = "f_" + "A".repeat(32);
+    const c = await client();
+    const welcome = await c.hello("shop-agent");
+    const bytes = Buffer.from("%PDF-1.4\n%%EOF\n");
+    await stack.store.putFile({ id, conversationId: welcome.conversationId, name: "in voice<1>.pdf", mimeType: "application/pdf", size: bytes.length, bytes, createdAt: 1 });
+    const response = await fetch(`${stack.base}/v1/files/${id}`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/pdf");
+    expect(response.headers.get("content-disposition")).toBe('attachment; filename="in_voice_1_.pdf"');
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+    expect((await fetch(`${stack.base}/v1/files/f_${"B".repeat(32)}`)).status).toBe(404);
+    expect((await fetch(`${stack.base}/v1/files/..%2fcaplo.db`)).status).toBe(404);
+  });
+
   it("the team API needs the bearer token", async () => {
     expect((await fetch(`${stack.base}/v1/team/follow-ups`)).status).toBe(401);
     const wrong = await fetch(`${stack.base}/v1/team/follow-ups`, { headers: { authorization: "Bearer nope" } });

@@ -3,6 +3,7 @@
 // (compare-and-set) before it is acted on; the pure rules live in writePolicy.ts and presentation.ts.
 import { randomBytes } from "node:crypto";
 import {
+  FILE_TYPES,
   type CallSubject,
   type ChannelCapabilities,
   type ChannelKind,
@@ -16,7 +17,7 @@ import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import { MemoryBus } from "../bus/memoryBus.ts";
 import { satisfiesStepUp } from "../identity/stepUp.ts";
 import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
-import type { ElicitRequest, ElicitResponse, ToolRunner } from "../runner/api.ts";
+import type { DeliveredFile, ElicitRequest, ElicitResponse, ToolRunner } from "../runner/api.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
 import type { ConversationRecord, Store, StoredEvent, WriteChange, WriteRecord, WriteResult } from "../store/store.ts";
 import { questionFields } from "./elicitation.ts";
@@ -24,6 +25,9 @@ import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool, type ReleaseSource } from "./release.ts";
 import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Decision } from "./writePolicy.ts";
+
+/** Where the gateway serves delivered files: `${FILES_PATH}/<id>` (the id is random and unguessable). */
+export const FILES_PATH = "/v1/files";
 
 /** The model-facing name of the built-in handoff tool (no `__`, so it never clashes with a package tool). */
 export const HANDOFF_TOOL = "handoff_to_team";
@@ -470,11 +474,24 @@ export class Engine {
     const shown = projectResult(tool, result.structuredContent, randomId("m"), call.id);
     if (shown) await this.emit(conversation.id, shown);
     let modelText = result.modelText;
-    if (result.files.length > 0) {
-      // Files are delivered only where the channel can; the model is told either way and never sees the bytes.
-      modelText += `\n[${result.files.length} file(s) were not delivered: this channel cannot receive files here.]`;
-    }
+    if (result.files.length > 0) modelText += await this.deliverFiles(conversation, result.files);
     return { modelText };
+  }
+
+  /** Files a read returned: kept and shown as downloads where the channel can; the model is told either way and never sees the bytes. */
+  private async deliverFiles(conversation: ConversationRecord, files: DeliveredFile[]): Promise<string> {
+    if (!conversation.capabilities.files) return `\n[${files.length} file(s) were not delivered: this channel cannot receive files.]`;
+    const delivered: string[] = [];
+    for (const file of files) {
+      const mimeType = FILE_TYPES.find((type) => type === file.mimeType);
+      if (!mimeType) continue;
+      const id = randomId("f", 24);
+      await this.store.putFile({ id, conversationId: conversation.id, name: file.name, mimeType, size: file.size, bytes: file.bytes, createdAt: this.now() });
+      await this.emit(conversation.id, { type: "file", id: randomId("m"), name: file.name, mimeType, size: file.size, url: `${FILES_PATH}/${id}` });
+      delivered.push(file.name);
+    }
+    const skipped = files.length - delivered.length;
+    return `\n[${delivered.length} file(s) delivered to the customer as downloads${delivered.length ? `: ${delivered.join(", ")}` : ""}.${skipped ? ` ${skipped} not delivered (type not allowed).` : ""}]`;
   }
 
   private canElicit(conversation: ConversationRecord, tool: EngineTool): boolean {

@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
 import { WS_PATH } from "@caplo/shared";
-import type { Engine } from "../engine/engine.ts";
+import { FILES_PATH, type Engine } from "../engine/engine.ts";
 import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
 import { createIdentityVerifier, type SecretLookup } from "../identity/index.ts";
 import { Connection, DEFAULT_LIMITS, type ConnectionLimits, type VerifyResult } from "./connection.ts";
@@ -68,6 +68,21 @@ export class Gateway {
       sendJson(res, ready ? 200 : 503, { ready, store: store ? "ok" : "unavailable", bus: bus.state });
     });
     registerTeamApi(this.routes, options.engine, options.teamToken);
+    this.routes.add("GET", `${FILES_PATH}/:id`, async (_req, res, params) => {
+      const id = params.id ?? "";
+      const file = /^f_[A-Za-z0-9_-]{32}$/.test(id) ? await options.engine.store.getFile(id) : undefined;
+      if (!file) return sendError(res, 404, { code: "file_not_found", path: "id", message: "no such file" });
+      const safeName = file.name.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 100) || "file";
+      res.writeHead(200, {
+        "content-type": file.mimeType,
+        "content-length": String(file.size),
+        "content-disposition": `attachment; filename="${safeName}"`,
+        "x-content-type-options": "nosniff",
+        "content-security-policy": "sandbox; default-src 'none'",
+        "cache-control": "private, max-age=3600",
+      });
+      res.end(Buffer.from(file.bytes));
+    });
   }
 
   /** Register a route (channel webhooks, for example): `:name` segments become params. */

@@ -74,5 +74,24 @@ CREATE TABLE write_transitions (
 CREATE INDEX write_transitions_write ON write_transitions (write_id, id);
 `;
 
-export const SQLITE_MIGRATIONS: Migration[] = [{ version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") }];
-export const POSTGRES_MIGRATIONS: Migration[] = [{ version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") }];
+const files = (blob: string, bigint: string) => `
+CREATE TABLE files (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL REFERENCES conversations (id),
+  name TEXT NOT NULL,
+  mime_type TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  bytes ${blob} NOT NULL,
+  created_at ${bigint} NOT NULL
+);
+CREATE INDEX files_conversation ON files (conversation_id);
+`;
+
+export const SQLITE_MIGRATIONS: Migration[] = [
+  { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
+  { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
+];
+export const POSTGRES_MIGRATIONS: Migration[] = [
+  { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
+  { version: 2, name: "files delivered to customers", sql: files("BYTEA", "BIGINT") },
+];

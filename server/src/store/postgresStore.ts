@@ -4,7 +4,7 @@ import pg from "pg";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
   ConversationRecord,
   HandoffState,
@@ -15,6 +15,7 @@ import type {
   TranscriptEntry,
   WriteChange,
   WriteExpectation,
+  StoredFile,
   WriteRecord,
   WriteTransition,
 } from "./store.ts";
@@ -292,5 +293,22 @@ export class PostgresStore implements Store {
 
   async listFollowUps(): Promise<WriteRecord[]> {
     return (await this.q("SELECT * FROM writes WHERE follow_up = TRUE ORDER BY updated_at, id")).map(toWrite);
+  }
+
+  async putFile(file: StoredFile): Promise<void> {
+    await this.q("INSERT INTO files (id, conversation_id, name, mime_type, size, bytes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)", [
+      file.id,
+      file.conversationId,
+      file.name,
+      file.mimeType,
+      file.size,
+      Buffer.from(file.bytes),
+      file.createdAt,
+    ]);
+  }
+
+  async getFile(id: string): Promise<StoredFile | undefined> {
+    const rows = await this.q("SELECT * FROM files WHERE id = $1", [id]);
+    return rows[0] ? toFile(rows[0]) : undefined;
   }
 }

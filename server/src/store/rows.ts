@@ -6,6 +6,7 @@ import type {
   ConversationRecord,
   HandoffState,
   StoredEvent,
+  StoredFile,
   TranscriptEntry,
   WriteChange,
   WriteRecord,
@@ -90,6 +91,19 @@ export function toWrite(row: Row): WriteRecord {
     nodeId: str(row.node_id),
     createdAt: num(row.created_at),
     updatedAt: num(row.updated_at),
+  };
+}
+
+export function toFile(row: Row): StoredFile {
+  const bytes = row.bytes as Buffer;
+  return {
+    id: String(row.id),
+    conversationId: String(row.conversation_id),
+    name: String(row.name),
+    mimeType: String(row.mime_type),
+    size: num(row.size),
+    bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    createdAt: num(row.created_at),
   };
 }
 

@@ -6,7 +6,7 @@ import { dirname } from "node:path";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
   ConversationRecord,
   HandoffState,
@@ -17,6 +17,7 @@ import type {
   TranscriptEntry,
   WriteChange,
   WriteExpectation,
+  StoredFile,
   WriteRecord,
   WriteTransition,
 } from "./store.ts";
@@ -250,5 +251,22 @@ export class SqliteStore implements Store {
 
   async listFollowUps(): Promise<WriteRecord[]> {
     return (this.sql("SELECT * FROM writes WHERE follow_up = 1 ORDER BY updated_at, id").all() as Row[]).map(toWrite);
+  }
+
+  async putFile(file: StoredFile): Promise<void> {
+    this.sql("INSERT INTO files (id, conversation_id, name, mime_type, size, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
+      file.id,
+      file.conversationId,
+      file.name,
+      file.mimeType,
+      file.size,
+      Buffer.from(file.bytes),
+      file.createdAt,
+    );
+  }
+
+  async getFile(id: string): Promise<StoredFile | undefined> {
+    const row = this.sql("SELECT * FROM files WHERE id = ?").get(id) as Row | undefined;
+    return row ? toFile(row) : undefined;
   }
 }

@@ -258,6 +258,17 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     expect((await store.listTransitions(mine.id)).at(-1)).toMatchObject({ from: "running", to: "unknown", note: "recovered at startup" });
   });
 
+  it("a file's bytes come back exactly, by its id only", async () => {
+    const c = await conversation();
+    const bytes = new Uint8Array([0x25, 0x50, 0x44, 0x46, 0x2d, 0x00, 0xff, 0x10]);
+    const id = uid("f");
+    await store.putFile({ id, conversationId: c.id, name: "invoice.pdf", mimeType: "application/pdf", size: bytes.length, bytes, createdAt: 5 });
+    const file = await second.getFile(id);
+    expect(file).toMatchObject({ id, conversationId: c.id, name: "invoice.pdf", mimeType: "application/pdf", size: 8, createdAt: 5 });
+    expect([...file!.bytes]).toEqual([...bytes]);
+    expect(await store.getFile("f_missing")).toBeUndefined();
+  });
+
   it("everything stored survives closing and reopening the store", async () => {
     const c = await conversation();
     await store.appendEvent(c.id, text("kept"), 1);

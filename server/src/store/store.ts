@@ -128,6 +128,9 @@ export type WriteChange = {
 /** The condition of a compare-and-set: the write must be in one of these states (and have this check count). */
 export type WriteExpectation = { states: readonly WriteState[]; checkCount?: number };
 
+/** A file a read tool returned, kept for the customer to download (the model never sees its bytes). */
+export type StoredFile = { id: string; conversationId: string; name: string; mimeType: string; size: number; bytes: Uint8Array; createdAt: number };
+
 export type WriteTransition = { writeId: string; at: number; from: WriteState; to: WriteState; note: string | null };
 
 export interface Store {
@@ -170,4 +173,7 @@ export interface Store {
   recoverRunning(nodeId: string, now: number, checkAt: number): Promise<WriteRecord[]>;
   /** Writes listed for the team: still unresolved after the last status check. */
   listFollowUps(): Promise<WriteRecord[]>;
+
+  putFile(file: StoredFile): Promise<void>;
+  getFile(id: string): Promise<StoredFile | undefined>;
 }

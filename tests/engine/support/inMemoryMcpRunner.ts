@@ -11,6 +11,7 @@ import { CALL_META_KEY, STATUS_METHOD, type CallMeta, type PackageVersion, type 
 import type { CallContextInput, ElicitRequest, StatusCheckRequest, ToolCallRequest, ToolCallResult, ToolRunner } from "../../../server/src/runner/api.ts";
 import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "../../../server/src/runner/outcomeMapping.ts";
 import { validateAgainst } from "../../../server/src/runner/schemaValidator.ts";
+import { extractFiles } from "../../../server/src/runner/fileExtraction.ts";
 
 type Loaded = { version: PackageVersion; plain: Client; eliciting: Client; current?: (request: ElicitRequest) => Promise<unknown> };
 
@@ -96,15 +97,19 @@ export class InMemoryMcpRunner implements ToolRunner {
     const client = request.elicit ? entry.eliciting : entry.plain;
     if (request.elicit) entry.current = request.elicit;
     let shape: ResultShape;
+    let files: ToolCallResult["files"] = [];
     try {
       const raw = await client.request(
         { method: "tools/call", params: { name: request.tool, arguments: args, _meta: { [CALL_META_KEY]: meta(request.context, entry.version, tool.policy.timeoutSeconds, Boolean(request.elicit)) } } },
         CallToolResultSchema,
         { timeout: tool.policy.timeoutSeconds * 1000 },
       );
+      const presentation = tool.policy.presentation;
+      const extraction = extractFiles(raw.content, presentation && "files" in presentation ? presentation.files : undefined);
+      files = extraction.files;
       shape = {
         ...(raw.isError !== undefined && { isError: raw.isError }),
-        text: textOf(raw.content),
+        text: [textOf(extraction.content), ...extraction.notes].filter(Boolean).join("\n"),
         ...(raw.structuredContent && { structuredContent: raw.structuredContent as Record<string, unknown> }),
         ...(raw._meta && { meta: raw._meta as Record<string, unknown> }),
       };
@@ -116,7 +121,7 @@ export class InMemoryMcpRunner implements ToolRunner {
     }
     const stepUp = readStepUp(shape.meta);
     if (!isWrite) {
-      return done({ modelText: shape.text, isError: Boolean(shape.isError), ...(shape.structuredContent && { structuredContent: shape.structuredContent }), ...(stepUp && { stepUp }) });
+      return done({ modelText: shape.text, isError: Boolean(shape.isError), files, ...(shape.structuredContent && { structuredContent: shape.structuredContent }), ...(stepUp && { stepUp }) });
     }
     const outcome = mapWriteResult(shape, entry.version.type === "function" || entry.version.effectOutcomes);
     return done({

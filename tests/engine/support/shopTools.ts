@@ -163,6 +163,13 @@ export function createShopServer(backend: ShopBackend): McpServer {
     return { content: [{ type: "text", text: "closed" }], structuredContent: { closed: true }, _meta: outcome("applied") };
   });
 
+  server.registerTool("invoice", { description: "The order's invoice as a PDF", inputSchema: { orderId } }, async ({ orderId: id }) => ({
+    content: [
+      { type: "text", text: `Invoice for ${id}` },
+      { type: "resource", resource: { uri: `file:///invoices/${id}.pdf`, mimeType: "application/pdf", blob: Buffer.from(`%PDF-1.4\n% invoice ${id}\n%%EOF\n`).toString("base64") } },
+    ],
+  }));
+
   server.registerTool("add_note", { description: "Add a note to the ticket", inputSchema: { text: z.string().min(1).max(200) } }, async (args, extra) => {
     const key = callMeta(extra)?.idempotencyKey;
     backend.invocations.push({ tool: "add_note", args, ...(key && { key }) });
@@ -311,6 +318,15 @@ export const SHOP_TOOLS: ToolSpec[] = [
           ],
         },
       },
+    },
+  },
+  {
+    name: "invoice",
+    inputSchema: { type: "object", properties: { orderId: ORDER_ID_SCHEMA }, required: ["orderId"], additionalProperties: false },
+    policy: {
+      effect: "read",
+      timeoutSeconds: 5,
+      presentation: { schemaVersion: 1, title: "Invoice", fields: [{ path: "/orderId", label: "Order", display: "plain" }], files: { accept: ["application/pdf"], maxBytes: 1024 } },
     },
   },
   {
