@@ -11,13 +11,20 @@ export const MANIFEST_SCHEMA_URL = "https://docs.caplo.si/schemas/caplo.schema.j
 
 const plainText = (max: number) =>
   z.string().max(max).regex(L.PLAIN_TEXT_PATTERN, "plain text: no markup, control characters, or surrounding whitespace");
-const pointer = z.string().regex(L.JSON_POINTER_PATTERN, "a JSON pointer to one direct property, such as /orderId");
+const pointer = z
+  .string()
+  .regex(L.JSON_POINTER_PATTERN, "a JSON pointer to one direct property, such as /orderId")
+  .describe("JSON pointer to one direct property of the tool's schema.");
 const int = (min: number, max: number) => z.int().min(min).max(max);
 
 export const subjectSchema = z
   .strictObject({
     policy: z.literal("verified_required"),
-    selector: z.string().regex(L.SELECTOR_PATTERN).optional(),
+    selector: z
+      .string()
+      .regex(L.SELECTOR_PATTERN)
+      .describe("An optional input property the runner fills with the subject's resource reference and refuses from the model.")
+      .optional(),
   })
   .meta({ description: "The tool acts for a verified customer." });
 
@@ -29,8 +36,8 @@ export const optionSchema = z.strictObject({
 export const presentationFieldSchema = z.strictObject({
   path: pointer,
   label: plainText(L.LABEL_MAX),
-  display: z.enum(L.DISPLAYS),
-  editable: z.boolean().optional(),
+  display: z.enum(L.DISPLAYS).describe("last4 shows only the final four characters."),
+  editable: z.boolean().describe("The customer may change this string input before review.").optional(),
   input: z.enum(L.FIELD_INPUTS).optional(),
   options: z.array(optionSchema).min(1).max(L.OPTIONS_MAX).optional(),
 });
@@ -54,15 +61,18 @@ export const columnSchema = z.strictObject({
   path: pointer,
   label: plainText(L.LABEL_MAX),
   display: z.enum(L.DISPLAYS),
-  role: z.enum(L.COLUMN_ROLES).optional(),
-  currency: currencySchema.optional(),
-  statuses: z.record(z.string(), z.enum(L.TIMELINE_STATES)).optional(),
+  role: z
+    .enum(L.COLUMN_ROLES)
+    .describe("How the layout shows the column. image and link need https URLs, money a currency, time a date or date-time string, status a string enum mapped by statuses, and latitude and longitude (map) numbers in degrees.")
+    .optional(),
+  currency: currencySchema.describe("The ISO 4217 currency of a money column: a sibling string property of the item, or a fixed code.").optional(),
+  statuses: z.record(z.string(), z.enum(L.TIMELINE_STATES)).describe("The timeline state of every enum value of a status column.").optional(),
 });
 
 export const actionSchema = z.strictObject({
   kind: z.enum(L.ACTION_KINDS),
   label: plainText(L.ACTION_LABEL_MAX),
-  template: plainText(L.ACTION_TEMPLATE_MAX).optional(),
+  template: plainText(L.ACTION_TEMPLATE_MAX).describe("The visitor message; {name} inserts the item's value of the listed column name.").optional(),
   path: pointer.optional(),
 });
 
@@ -73,16 +83,23 @@ export const pageSchema = z.strictObject({
 });
 
 const resultShape = {
-  path: pointer.optional(),
+  path: pointer.describe("The array property of the items; for a detail or a page, a direct object property, or omitted for the output itself.").optional(),
   title: plainText(L.TITLE_MAX),
-  columns: z.array(columnSchema).min(1).max(L.COLUMNS_MAX_WIDE),
-  actions: z.array(actionSchema).min(1).max(L.ACTIONS_MAX).optional(),
+  columns: z.array(columnSchema).min(1).max(L.COLUMNS_MAX_WIDE).describe("At most 6, or 12 for a detail, comparison or map."),
+  actions: z
+    .array(actionSchema)
+    .min(1)
+    .max(L.ACTIONS_MAX)
+    .describe("Item controls: up to two on cards, a detail, a comparison or a map, and exactly one reply on choices. A reply sends a visitor message; a link opens a page. Neither calls a tool.")
+    .optional(),
 };
 /** A read tool's result may use any layout, page included. */
 export const readResultSchema = z.strictObject({
   ...resultShape,
   layout: z.enum(L.LAYOUTS),
-  page: pageSchema.optional(),
+  page: pageSchema
+    .describe("Layout page only. How the link opens: label is its button; display panel opens it in a sandboxed panel over the chat, tab in a new browser tab. The link, and any message the page posts, must come from one of origins.")
+    .optional(),
 });
 /** A write tool's result may not be a page (read tools only). */
 export const writeResultSchema = z.strictObject({
@@ -101,14 +118,18 @@ const presentationShape = {
   fields: z.array(presentationFieldSchema).min(1).max(L.PRESENTATION_FIELDS_MAX),
   receipt: receiptSchema.optional(),
 };
+const filesDescription =
+  "Read tools only. The tool may return files for the visitor as MCP embedded resources with a blob; at most 3 files per result.";
+const resultDescription =
+  "Items of structuredContent shown with the reply: a list, table, cards, choices, comparison, timeline or map of one array property, or one object as a detail or a page (read tools only).";
 export const readPresentationSchema = z.strictObject({
   ...presentationShape,
-  result: readResultSchema.optional(),
-  files: filesSchema.optional(),
+  result: readResultSchema.describe(resultDescription).optional(),
+  files: filesSchema.describe(filesDescription).optional(),
 });
 export const writePresentationSchema = z.strictObject({
   ...presentationShape,
-  result: writeResultSchema.optional(),
+  result: writeResultSchema.describe(resultDescription).optional(),
 });
 
 export const progressSchema = z.strictObject({
@@ -117,58 +138,88 @@ export const progressSchema = z.strictObject({
 });
 
 export const elicitationSchema = z.strictObject({
-  style: z.enum(L.ELICITATION_STYLES).default("form"),
+  style: z
+    .enum(L.ELICITATION_STYLES)
+    .default("form")
+    .describe("form (default) shows each request as a form on the website widget; questions asks one tapped question per request, on every channel."),
   fields: z
     .array(z.strictObject({ name: z.string().regex(L.ELICITATION_FIELD_PATTERN) }))
     .min(1)
     .max(L.ELICITATION_FIELDS_MAX),
 });
 
-const timeoutSeconds = int(L.TIMEOUT_SECONDS_MIN, L.TIMEOUT_SECONDS_MAX);
+const timeoutSeconds = int(L.TIMEOUT_SECONDS_MIN, L.TIMEOUT_SECONDS_MAX).describe("From 1 to 30.");
+const EFFECT_DESCRIPTION = "read only looks things up; write changes data or triggers an action.";
+const PRESENTATION_DESCRIPTION =
+  "Public form and receipt metadata. Only listed fields are ever shown; it grants no execution and exposes no other argument. The build checks every path against the tool's schemas.";
+const PROGRESS_DESCRIPTION = "Static customer-facing status while the tool runs. Frozen with the release and never interpolated.";
 
 /** The policy fields of a read tool (an MCP tools entry, or a function package's top level). */
 const readPolicyShape = {
-  effect: z.literal("read"),
+  effect: z.literal("read").describe(EFFECT_DESCRIPTION),
   timeoutSeconds,
   subject: subjectSchema.optional(),
-  presentation: readPresentationSchema.optional(),
-  progress: progressSchema.optional(),
-  elicitation: elicitationSchema.optional(),
+  presentation: readPresentationSchema.describe(PRESENTATION_DESCRIPTION).optional(),
+  progress: progressSchema.describe(PROGRESS_DESCRIPTION).optional(),
+  elicitation: elicitationSchema
+    .describe("Read tools only. While it runs, the tool may ask the visitor for missing details with MCP form elicitation; a request may name only these fields.")
+    .optional(),
 };
 /** The policy fields of a write tool. confirmation: required is the default. */
 const writePolicyShape = {
-  effect: z.literal("write"),
+  effect: z.literal("write").describe(EFFECT_DESCRIPTION),
   timeoutSeconds,
-  confirmation: z.enum(["required", "none"]).default("required"),
+  confirmation: z
+    .enum(["required", "none"])
+    .default("required")
+    .describe("Write tools only. required (the default) runs the tool only after the customer confirms the call in a later turn."),
   subject: subjectSchema.optional(),
-  presentation: writePresentationSchema.optional(),
-  progress: progressSchema.optional(),
+  presentation: writePresentationSchema.describe(PRESENTATION_DESCRIPTION).optional(),
+  progress: progressSchema.describe(PROGRESS_DESCRIPTION).optional(),
 };
 
-export const toolNameSchema = z.string().regex(L.TOOL_NAME_PATTERN, "lowercase letters, digits and underscores, starting with a letter, at most 48 characters");
+export const toolNameSchema = z
+  .string()
+  .regex(L.TOOL_NAME_PATTERN, "lowercase letters, digits and underscores, starting with a letter, at most 48 characters")
+  .describe("The tool name as the server lists it.");
 export const readToolPolicySchema = z.strictObject({ name: toolNameSchema, ...readPolicyShape });
 export const writeToolPolicySchema = z.strictObject({ name: toolNameSchema, ...writePolicyShape });
 export const toolPolicySchema = z.discriminatedUnion("effect", [readToolPolicySchema, writeToolPolicySchema]);
 
 const packageShape = {
-  apiVersion: z.string().regex(L.API_VERSION_PATTERN, "v1, v1.0 or v1.0.0"),
+  apiVersion: z.string().regex(L.API_VERSION_PATTERN, "v1, v1.0 or v1.0.0").describe("v1, v1.0, and v1.0.0 resolve to the latest matching schema."),
   kind: z.literal("ToolPackage"),
-  name: z.string().regex(L.PACKAGE_NAME_PATTERN, "lowercase letters, digits and dashes, starting with a letter, 2 to 40 characters"),
-  description: z.string().max(L.PACKAGE_DESCRIPTION_MAX).optional(),
-  entry: z.string().regex(L.ENTRY_PATTERN, "a relative .ts, .mts, .js or .mjs module inside the package"),
+  name: z
+    .string()
+    .regex(L.PACKAGE_NAME_PATTERN, "lowercase letters, digits and dashes, starting with a letter, 2 to 40 characters")
+    .describe("Unique per workspace, and used in tool names."),
+  description: z.string().max(L.PACKAGE_DESCRIPTION_MAX).describe("At most 500 characters.").optional(),
+  entry: z
+    .string()
+    .regex(L.ENTRY_PATTERN, "a relative .ts, .mts, .js or .mjs module inside the package")
+    .describe("Module that exports createServer() (mcp) or a default defineTool() (function)."),
   runtime: z.enum(L.RUNTIMES),
   egress: z
     .array(z.string().regex(L.EGRESS_HOST_PATTERN, "an exact host name or a *.suffix wildcard"))
     .max(L.EGRESS_MAX)
+    .describe("Exact hosts or *.suffix wildcards. Empty or absent means no network.")
     .optional(),
-  secrets: z.array(z.string().regex(L.SECRET_NAME_PATTERN)).max(L.SECRETS_MAX).optional(),
-  tests: z.string().min(1).default(L.DEFAULT_TESTS_GLOB),
+  secrets: z
+    .array(z.string().regex(L.SECRET_NAME_PATTERN))
+    .max(L.SECRETS_MAX)
+    .describe("Secret names; values are configured per workspace and passed per call.")
+    .optional(),
+  tests: z.string().min(1).default(L.DEFAULT_TESTS_GLOB).describe("Glob of fixture files relative to the package root."),
 };
 
 export const mcpPackageSchema = z.strictObject({
   ...packageShape,
   type: z.literal("mcp"),
-  tools: z.array(toolPolicySchema).min(L.MCP_TOOLS_MIN).max(L.MCP_TOOLS_MAX),
+  tools: z
+    .array(toolPolicySchema)
+    .min(L.MCP_TOOLS_MIN)
+    .max(L.MCP_TOOLS_MAX)
+    .describe("Effect and timeout for every tool the server lists (mcp only)."),
 });
 export const functionReadPackageSchema = z.strictObject({ ...packageShape, type: z.literal("function"), ...readPolicyShape });
 export const functionWritePackageSchema = z.strictObject({ ...packageShape, type: z.literal("function"), ...writePolicyShape });
