@@ -417,7 +417,6 @@ export function redact(text: string, apiKey: string | undefined): string {
  * event, id and retry fields are not needed here and are skipped.
  */
 export function createSseDecoder(): { push(text: string): string[]; end(text?: string): string[] } {
-  let buffer = "";
   let data: string[] = [];
   let hasData = false;
 
@@ -439,46 +438,49 @@ export function createSseDecoder(): { push(text: string): string[]; end(text?: s
     }
   };
 
-  // Where the search for the next line end resumes: text already searched holds none, so a long line
-  // arriving in many small pieces is scanned once, not once per piece.
-  let searched = 0;
-  const lineEnd = /\r\n|\n|\r/g;
-  const drain = (final: boolean): string[] => {
-    const out: string[] = [];
+  // The unfinished line is kept in pieces and joined once it ends, so a long line arriving in many
+  // small pieces costs linear time. A CR ends a line at once; an LF right after it is then skipped,
+  // even when it arrives in the next piece.
+  let partial: string[] = [];
+  let skipLf = false;
+  const lineEnd = /\r|\n/g;
+  const feed = (text: string, out: string[]) => {
+    let start = 0;
+    if (skipLf && text.length > 0) {
+      if (text[0] === "\n") start = 1;
+      skipLf = false;
+    }
     for (;;) {
-      lineEnd.lastIndex = searched;
-      const match = lineEnd.exec(buffer);
+      lineEnd.lastIndex = start;
+      const match = lineEnd.exec(text);
       if (!match) {
-        searched = buffer.length;
-        break;
+        if (start < text.length) partial.push(text.slice(start));
+        return;
       }
-      // A CR at the very end may be the first half of a CRLF still in flight.
-      if (match[0] === "\r" && match.index === buffer.length - 1 && !final) {
-        searched = match.index;
-        break;
+      line(partial.join("") + text.slice(start, match.index), out);
+      partial = [];
+      start = match.index + 1;
+      if (match[0] === "\r") {
+        if (start === text.length) skipLf = true;
+        else if (text[start] === "\n") start++;
       }
-      line(buffer.slice(0, match.index), out);
-      buffer = buffer.slice(match.index + match[0].length);
-      searched = 0;
     }
-    if (final) {
-      if (buffer !== "") line(buffer, out);
-      buffer = "";
-      searched = 0;
-      // A stream that ends without the blank line after its last event still delivers that event.
-      line("", out);
-    }
-    return out;
   };
 
   return {
     push: (text) => {
-      buffer += text;
-      return drain(false);
+      const out: string[] = [];
+      feed(text, out);
+      return out;
     },
     end: (text = "") => {
-      buffer += text;
-      return drain(true);
+      const out: string[] = [];
+      feed(text, out);
+      if (partial.length > 0) line(partial.join(""), out);
+      partial = [];
+      // A stream that ends without the blank line after its last event still delivers that event.
+      line("", out);
+      return out;
     },
   };
 }
