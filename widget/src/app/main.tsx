@@ -9,7 +9,8 @@ import "./style.css";
 
 const ancestor = (location as Location & { ancestorOrigins?: DOMStringList }).ancestorOrigins?.[0];
 const params = readParams(location.search, ancestor, navigator.language);
-const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}${WS_PATH}`;
+// ?agent= lets the gateway check the Origin against this agent's allowed origins before the upgrade.
+const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}${WS_PATH}?agent=${encodeURIComponent(params.agent)}`;
 document.documentElement.lang = params.locale;
 const root = document.getElementById("caplo")!;
 render(

@@ -1,0 +1,105 @@
+// The widget end to end against the REAL gateway, engine and scripted model (tests/gateway/support's
+// stack: SQLite store, the shop's MCP tools through the in-process test runner): in Chromium, the owner's
+// page with the script tag, look up an order (detail layout), cancel it through the review card with an
+// edited field, confirm, see the receipt, decline another, reload and see the history once.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Browser, FrameLocator, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { releaseFromVersions } from "../../server/src/engine/release.ts";
+import type { ScriptedRule } from "../../server/src/model/scripted.ts";
+import { CANCEL } from "../engine/support/harness.ts";
+import { ORDERS } from "../engine/support/shopTools.ts";
+import { startStack, type Stack } from "../gateway/support/stack.ts";
+import { ARTIFACTS, buildWidget, launchChromium } from "./browser.ts";
+import { mkdirSync } from "node:fs";
+
+const RULES: ScriptedRule[] = [
+  { when: /cancel (SO-\d{4})/i, replies: [{ text: "I can cancel it. Please check and confirm.", toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }] },
+  { when: /order (SO-\d{4})/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Your order is **on its way**." }] },
+  { whenNote: /applied/, replies: [{ text: "Done: your order is cancelled." }] },
+];
+
+let browser: Browser;
+let stack: Stack;
+let site: Server;
+let siteUrl: string;
+let page: Page;
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await buildWidget();
+  site = createServer((req, res) => {
+    if (req.url !== "/") return void res.writeHead(404).end();
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+    res.end(`<!doctype html><title>Shop</title><h1>Shop</h1><script src="${stack.base}/widget.js" data-agent="shop-agent" async></script>`);
+  });
+  await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
+  siteUrl = `http://localhost:${(site.address() as AddressInfo).port}`;
+  const origins: string[] = [siteUrl];
+  stack = await startStack({
+    rules: RULES,
+    releases: (version) => [releaseFromVersions({ agent: "shop-agent", instructions: "Help shop customers.", origins, versions: [version] })],
+  });
+  // The app's WebSocket comes from its iframe, served by the gateway: its Origin is the gateway's own.
+  origins.push(stack.base);
+  browser = await launchChromium();
+  page = await (await browser.newContext({ locale: "en-US", viewport: { width: 1000, height: 800 } })).newPage();
+  page.setDefaultTimeout(10_000);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.close();
+  await new Promise<void>((resolve) => (site ? site.close(() => resolve()) : resolve()));
+});
+
+const app = (): FrameLocator => page.frameLocator("iframe[title='Chat']");
+async function say(text: string) {
+  await app().locator("#caplo-input").fill(text);
+  await app().locator("#caplo-input").press("Enter");
+}
+
+describe("widget with the real gateway and scripted model", () => {
+  test("look up, cancel with an edit, confirm, receipt, decline another, reload", async () => {
+    await page.goto(siteUrl);
+    await page.getByRole("button", { name: "Open chat" }).click();
+    await app().locator("#caplo-input").waitFor();
+
+    await say(`Where is my order ${ORDERS.applied}?`);
+    const result = app().getByRole("region", { name: "Your order", exact: true });
+    await result.waitFor();
+    await app().getByText("on its way").waitFor();
+    await page.screenshot({ path: `${ARTIFACTS}gateway-01-result.png` });
+
+    await say(`Please cancel ${ORDERS.applied}`);
+    const card = app().locator("section.review").first();
+    await card.getByRole("button", { name: "Confirm" }).waitFor();
+    expect(await card.textContent()).toContain("1234");
+    expect(await card.textContent()).not.toContain("4111111111111234");
+    await card.getByLabel("Refund speed").selectOption("express");
+    await page.screenshot({ path: `${ARTIFACTS}gateway-02-review.png` });
+    await card.getByRole("button", { name: "Confirm" }).dblclick();
+    await card.getByText("Done", { exact: true }).waitFor();
+    await card.getByLabel("Receipt").waitFor();
+    await app().getByText("Done: your order is cancelled.").waitFor();
+    await page.screenshot({ path: `${ARTIFACTS}gateway-03-receipt.png` });
+    expect(stack.backend.applications.filter((a) => a.args.orderId === ORDERS.applied)).toHaveLength(1);
+    expect(stack.backend.applications[0]!.args.speed).toBe("express");
+
+    await say(`Please cancel ${ORDERS.rejected}`);
+    const second = app().locator("section.review").nth(1);
+    await second.getByRole("button", { name: "Cancel" }).click();
+    await second.getByText("Cancelled by you").waitFor();
+    expect(stack.backend.applications.some((a) => a.args.orderId === ORDERS.rejected)).toBe(false);
+    await page.screenshot({ path: `${ARTIFACTS}gateway-04-declined.png` });
+
+    await page.reload();
+    await page.getByRole("button", { name: "Open chat" }).click();
+    await app().getByText("Done: your order is cancelled.").waitFor();
+    expect(await app().locator("section.review").count()).toBe(2);
+    expect(await app().getByRole("region", { name: "Your order", exact: true }).count()).toBe(1);
+    expect(await app().getByRole("button", { name: "Confirm" }).count()).toBe(0);
+    await page.screenshot({ path: `${ARTIFACTS}gateway-05-reload.png` });
+  });
+});
