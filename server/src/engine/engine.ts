@@ -29,6 +29,9 @@ import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Dec
 /** Where the gateway serves delivered files: `${FILES_PATH}/<id>` (the id is random and unguessable). */
 export const FILES_PATH = "/v1/files";
 
+const RECENT_EVENTS_PER_CONVERSATION = 32;
+const RECENT_CONVERSATIONS = 2000;
+
 /** The model-facing name of the built-in handoff tool (no `__`, so it never clashes with a package tool). */
 export const HANDOFF_TOOL = "handoff_to_team";
 
@@ -85,6 +88,7 @@ export class Engine {
   private readonly elicitations = new Map<string, Pending>();
   private readonly typingListeners = new Set<(conversationId: string, on: boolean) => void>();
   private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly recentEvents = new Map<string, StoredEvent[]>();
   private checkTimer: NodeJS.Timeout | undefined;
   private checking = false;
   private stopped = false;
@@ -183,9 +187,35 @@ export class Engine {
   /** Store a customer-visible event and notify subscribers (on every node through the bus). */
   async emit(conversationId: string, message: Outbound): Promise<StoredEvent> {
     const event = await this.store.appendEvent(conversationId, message, this.now());
+    this.remember(event);
     const published = await this.bus.publish(conversationId, { seq: event.seq });
     if (!published.ok) this.log("warn", "event notice not published; subscribers catch up from the store", { code: published.error.code });
     return event;
+  }
+
+  /** Keep the latest events of recently active conversations, contiguous by seq, so delivery rarely reads the store. */
+  private remember(event: StoredEvent): void {
+    let recent = this.recentEvents.get(event.conversationId);
+    if (!recent || recent.at(-1)!.seq !== event.seq - 1) recent = [];
+    else this.recentEvents.delete(event.conversationId); // re-inserted below: most recent last
+    recent.push(event);
+    if (recent.length > RECENT_EVENTS_PER_CONVERSATION) recent.shift();
+    this.recentEvents.set(event.conversationId, recent);
+    if (this.recentEvents.size > RECENT_CONVERSATIONS) this.recentEvents.delete(this.recentEvents.keys().next().value!);
+  }
+
+  /** Stored events with seq > after, in order: from memory when it holds all of them, else from the store. */
+  async eventsAfter(conversationId: string, after: number, limit = 200): Promise<StoredEvent[]> {
+    const recent = this.recentEvents.get(conversationId);
+    if (recent && recent[0]!.seq <= after + 1) {
+      const last = recent.at(-1)!.seq;
+      if (last <= after) {
+        // Memory may lag another node's appends: only trust it when the store agrees there is nothing newer.
+        return this.store.listEvents(conversationId, after, limit);
+      }
+      return recent.filter((event) => event.seq > after).slice(0, limit);
+    }
+    return this.store.listEvents(conversationId, after, limit);
   }
 
   /** Listen for "events up to seq N are stored" on one conversation. */

@@ -236,7 +236,7 @@ export class Connection {
       do {
         this.again = false;
         if (this.congested()) return;
-        const events = await this.deps.engine.store.listEvents(this.conversationId, this.sentSeq, EVENT_BATCH);
+        const events = await this.deps.engine.eventsAfter(this.conversationId, this.sentSeq, EVENT_BATCH);
         for (const event of events) {
           if (this.closed) return;
           if (event.seq !== this.sentSeq + 1) break; // never skip: the next flush reads it again
