@@ -73,6 +73,9 @@ describe("caplo agent publish", () => {
     const recorded = [join(work, "agent.yaml"), "--packages", join(work, "order-lookup.json"), join(work, "cancel-order.json"), "--store", store];
     expect(await runPublish(recorded, again.io, {}, new Date("2026-03-02T00:00:00Z"))).toBe(0);
     expect(again.out[0]!.split("\n")[0]).toBe(`Unchanged (already published; now the latest) ${r1.id}`);
+    const againJson = capture();
+    expect(await runPublish([...recorded, "--json"], againJson.io, {}, new Date("2026-03-03T00:00:00Z"))).toBe(0);
+    expect(JSON.parse(againJson.out.join("\n"))).toEqual(r1);
 
     // A changed package is a new version, but the latest release still pins the old one.
     const toolFile = join(work, "order-lookup/src/tool.ts");

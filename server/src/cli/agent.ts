@@ -203,8 +203,10 @@ export async function runPublish(args: string[], io: Io, env: Record<string, str
   }
   const store = new FileReleaseStore(resolve(parsed.store));
   const { created } = await store.put(result.release);
-  if (parsed.json) io.out(JSON.stringify(result.release, null, 2));
-  else io.out(describeRelease(result.release, created));
+  // Unchanged content keeps the release as first published (its publishedAt included).
+  const release = created ? result.release : ((await store.get(result.release.id)) ?? result.release);
+  if (parsed.json) io.out(JSON.stringify(release, null, 2));
+  else io.out(describeRelease(release, created));
   return 0;
 }
 
