@@ -215,3 +215,19 @@ describe("WhatsApp specifics", () => {
     await bench.waitFor(() => texts(bench).some((t) => t.includes("I can only read text here")), "the media reply");
   });
 });
+
+describe("stale taps", () => {
+  it("WhatsApp: a Confirm tapped after the proposal expired runs nothing and the customer is told", async () => {
+    b = await channelBench({ platform: "whatsapp", rules });
+    const bench = b;
+    await bench.say("cancel my order");
+    await bench.waitFor(() => bench.received().some((m) => m.taps.some((t) => t.title === "Confirm")), "the review");
+    await bench.service.idle();
+    bench.h.clock.now += 2 * 60 * 60 * 1000;
+    await bench.tap("Confirm");
+    await bench.waitFor(() => texts(bench).some((t) => t.includes("That request has expired; please ask again. Nothing was changed.")), "the expiry reply");
+    await bench.h.engine.idle();
+    expect(bench.h.backend.invocations.filter((i) => i.tool === "cancel_order")).toEqual([]);
+    expect(bench.alerts).toContainEqual(expect.objectContaining({ code: "inbound_refused" }));
+  });
+});

@@ -139,13 +139,13 @@ export class ChannelService {
 
   async #message(row: InboxRow, event: Extract<ChannelEvent, { kind: "message" }>): Promise<void> {
     const platform = row.platform;
-    let binding = await this.#store.findBinding(platform, event.from);
-    if (!binding) {
+    let found = await this.#store.findBinding(platform, event.from);
+    if (!found) {
       const opened = await this.#port.openConversation(platform, event.from, event.profileName ? { displayName: event.profileName } : {});
-      binding = await this.#store.bind(platform, event.from, opened.conversationId, row.receivedAt);
+      found = await this.#store.bind(platform, event.from, opened.conversationId, row.receivedAt);
     }
     await this.#store.touchInbound(platform, event.from, row.receivedAt);
-    binding = { ...binding, lastInboundAt: Math.max(binding.lastInboundAt, row.receivedAt) };
+    const binding: Binding = { ...found, lastInboundAt: Math.max(found.lastInboundAt, row.receivedAt) };
     this.#ensureSubscribed(binding);
     const conversationId = binding.conversationId;
     const openQuestion = await this.#store.getOpenQuestion(conversationId);
@@ -179,6 +179,15 @@ export class ChannelService {
         const message = String((error as Error)?.message ?? error);
         await this.#store.finishInbound(platform, event.messageId, "failed", message);
         this.#alerts.alert({ platform, conversationId, code: "inbound_refused", message: `The engine refused an inbound ${platform} event: ${message}` });
+        // The customer is told, in words, that their tap changed nothing.
+        const code = (error as { code?: string })?.code ?? "";
+        if (inbound.type === "confirm" || inbound.type === "decline") {
+          if (code === "proposal_expired") await this.#store.setProposalState(conversationId, inbound.proposalId, "expired");
+          const why = code === "proposal_expired" ? "has expired; please ask again" : "is no longer waiting for a decision";
+          await this.#notice(binding, `That request ${why}. Nothing was changed.`);
+        } else if (inbound.type === "answer") {
+          await this.#notice(binding, "That answer could not be used. Nothing was changed.");
+        }
       })
       .finally(() => this.#inflight.delete(handed));
     this.#inflight.add(handed);
