@@ -1,0 +1,83 @@
+// Two engine nodes on one PostgreSQL store (a schema of its own, dropped afterwards): confirms arriving
+// at both nodes at once run the write once, a due status check is run by one node only, and events a
+// node stores reach a subscriber on the other node through the shared bus.
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MemoryBus, MemoryHub } from "../../server/src/bus/memoryBus.ts";
+import { Engine } from "../../server/src/engine/engine.ts";
+import { releaseFromVersions, StaticReleases } from "../../server/src/engine/release.ts";
+import { ScriptedModel } from "../../server/src/model/scripted.ts";
+import { PostgresStore } from "../../server/src/store/postgresStore.ts";
+import { CANCEL, WEB } from "./support/harness.ts";
+import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
+import { createShopServer, ORDERS, ShopBackend, shopVersion } from "./support/shopTools.ts";
+
+const schema = `caplo_nodes_${process.pid}_${randomBytes(4).toString("hex")}`;
+const settings = { host: "127.0.0.1", port: 5432, user: "postgres", database: "test", schema };
+const backend = new ShopBackend();
+const hub = new MemoryHub();
+const clock = { now: Date.parse("2026-03-01T10:00:00Z") };
+type Node = { store: PostgresStore; runner: InMemoryMcpRunner; engine: Engine };
+const nodes: Node[] = [];
+
+beforeAll(async () => {
+  const release = releaseFromVersions({ agent: "shop-agent", instructions: "Help.", origins: ["https://shop.example"], versions: [shopVersion()] });
+  const model = new ScriptedModel([{ when: /cancel (SO-\d{4})/, replies: [{ toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }] }]);
+  for (const name of ["node-a", "node-b"]) {
+    const store = new PostgresStore(settings);
+    await store.migrate();
+    const runner = new InMemoryMcpRunner({ shop: () => createShopServer(backend) });
+    const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), bus: new MemoryBus({ hub }), nodeId: name, now: () => clock.now, statusCheckBaseMs: 1000 });
+    await engine.start({ scheduler: false });
+    nodes.push({ store, runner, engine });
+  }
+});
+
+afterAll(async () => {
+  for (const node of nodes) {
+    await node.engine.stop();
+    await node.runner.close();
+  }
+  await nodes[0]?.store.dropSchema();
+  for (const node of nodes) await node.store.close();
+});
+
+describe("two nodes, one PostgreSQL store", () => {
+  it("confirms of one proposal arriving at both nodes at once run the write once", async () => {
+    const [a, b] = nodes as [Node, Node];
+    const conversation = await a.engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: WEB, ownerId: "owner" });
+    const seenOnB: number[] = [];
+    const unsubscribe = b.engine.subscribe(conversation.id, (seq) => seenOnB.push(seq));
+    await a.engine.handle(conversation.id, "owner", { type: "message", text: "cancel SO-8001" });
+    const review = (await a.store.listEvents(conversation.id, 0)).map((event) => event.message).find((message) => message.type === "review");
+    if (review?.type !== "review") throw new Error("no review");
+    const results = await Promise.all([
+      a.engine.handle(conversation.id, "owner", { type: "confirm", proposalId: review.proposalId }),
+      b.engine.handle(conversation.id, "owner", { type: "confirm", proposalId: review.proposalId }),
+      a.engine.handle(conversation.id, "owner", { type: "confirm", proposalId: review.proposalId }),
+      b.engine.handle(conversation.id, "owner", { type: "confirm", proposalId: review.proposalId }),
+    ]);
+    expect(results.filter((result) => result.ok)).toHaveLength(1);
+    expect(backend.invocations.filter((call) => call.args.orderId === "SO-8001")).toHaveLength(1);
+    expect((await b.store.getWrite(review.proposalId))?.state).toBe("applied");
+    // Node B's subscriber heard of the events node A stored.
+    expect(seenOnB.length).toBeGreaterThan(0);
+    expect(Math.max(...seenOnB)).toBe((await b.store.getConversation(conversation.id))?.lastSeq);
+    unsubscribe();
+  });
+
+  it("a due status check is run by one node only", async () => {
+    const [a, b] = nodes as [Node, Node];
+    const conversation = await a.engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: WEB, ownerId: "owner" });
+    await a.engine.handle(conversation.id, "owner", { type: "message", text: `cancel ${ORDERS.pendingForever}` });
+    const review = (await a.store.listEvents(conversation.id, 0)).map((event) => event.message).find((message) => message.type === "review");
+    if (review?.type !== "review") throw new Error("no review");
+    await a.engine.handle(conversation.id, "owner", { type: "confirm", proposalId: review.proposalId });
+    clock.now += 1000;
+    const before = a.runner.calls.length + b.runner.calls.length;
+    const counts = await Promise.all([a.engine.runDueChecks(), b.engine.runDueChecks(), a.engine.runDueChecks(), b.engine.runDueChecks()]);
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(1);
+    expect(a.runner.calls.length + b.runner.calls.length - before).toBe(1);
+    expect((await a.store.getWrite(review.proposalId))?.checkCount).toBe(1);
+  });
+});
