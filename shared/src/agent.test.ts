@@ -147,6 +147,20 @@ describe("agent.yaml schema", () => {
     expect(issues({ greeting: "" })).toEqual(["too_short greeting"]);
   });
 
+  it("holds every length limit at its boundary: description 500, handoff queue 40 and message 500, locale 35", () => {
+    expect(parse({ description: "d".repeat(500) }).ok).toBe(true);
+    expect(issues({ description: "d".repeat(501) })).toEqual(["too_long description"]);
+    const handoff = (handoff: Record<string, unknown>) => ({ channels: { web: { handoff } } });
+    expect(parse(handoff({ queue: `q${"a".repeat(39)}` })).ok).toBe(true);
+    expect(issues(handoff({ queue: `q${"a".repeat(40)}` }))).toEqual(["pattern_mismatch channels.web.handoff.queue"]);
+    expect(parse(handoff({ queue: "q", message: "m".repeat(500) })).ok).toBe(true);
+    expect(issues(handoff({ queue: "q", message: "m".repeat(501) }))).toEqual(["too_long channels.web.handoff.message"]);
+    const tag35 = "en-abcdefgh-abcdefgh-abcdefgh-abcd";
+    expect(tag35).toHaveLength(34);
+    expect(parse({ locale: `${tag35}e` }).ok).toBe(true);
+    expect(issues({ locale: `${tag35}ef` })).toEqual(["too_long locale"]);
+  });
+
   it("takes a language tag as locale", () => {
     for (const locale of ["en", "sl", "pt-BR", "zh-Hant-TW"]) expect(parse({ locale }).ok, locale).toBe(true);
     for (const locale of ["english", "e", "en_US", "en-"]) expect(parse({ locale }).ok, locale).toBe(false);
@@ -197,6 +211,16 @@ describe("agent.yaml identity settings", () => {
     expect(issues({ identity: { algorithm: "ES256", jwks: { keys: [{ ...jwk, kid: "a" }, { ...jwk, kid: "a" }] } } })).toEqual(["identity_kid_duplicate identity.jwks.keys"]);
     const eleven = Array.from({ length: 11 }, (_, i) => ({ ...jwk, kid: `k${i}` }));
     expect(issues({ identity: { algorithm: "ES256", jwks: { keys: eleven } } })).toEqual(["too_many identity.jwks.keys"]);
+  });
+
+  it("limits issuer and audience to 255 characters and a JWKS to 10 keys", () => {
+    const hs = (extra: Record<string, unknown>) => ({ identity: { algorithm: "HS256", secret: "S", ...extra } });
+    expect(parse(hs({ issuer: "i".repeat(255), audience: "a".repeat(255) })).ok).toBe(true);
+    expect(issues(hs({ issuer: "i".repeat(256) }))).toEqual(["too_long identity.issuer"]);
+    expect(issues(hs({ audience: "a".repeat(256) }))).toEqual(["too_long identity.audience"]);
+    const keys = (n: number) => Array.from({ length: n }, (_, i) => ({ ...jwk, kid: `k${i}` }));
+    expect(parse({ identity: { algorithm: "ES256", jwks: { keys: keys(10) } } }).ok).toBe(true);
+    expect(issues({ identity: { algorithm: "ES256", jwks: { keys: keys(11) } } })).toEqual(["too_many identity.jwks.keys"]);
   });
 
   it("names the secret, never holds it: a secret must look like a secret name", () => {

@@ -113,6 +113,13 @@ describe("HS256 identity tokens", () => {
     expect(verifyHs(sign({ sub: "a", iat: NOW_S, exp: NOW_S + 60, ref: "" }))).toMatchObject({ ok: false, error: { code: "token_claims_invalid", path: "claims.ref" } });
   });
 
+  it("takes sub up to 255 characters and ref up to 256 printable ASCII characters", () => {
+    expect(codeOf(verifyHs(mintHs({ sub: "s".repeat(255), ref: "r".repeat(256) })))).toBe("ok");
+    expect(verifyHs(mintHs({ sub: "s".repeat(256) }))).toMatchObject({ ok: false, error: { code: "token_claims_invalid", path: "claims.sub" } });
+    expect(verifyHs(mintHs({ ref: "r".repeat(257) }))).toMatchObject({ ok: false, error: { code: "token_claims_invalid", path: "claims.ref" } });
+    expect(verifyHs(mintHs({ ref: "acc\n7" }))).toMatchObject({ ok: false, error: { code: "token_claims_invalid", path: "claims.ref" } });
+  });
+
   it("expires at exp plus 30 seconds of clock skew: 29 s after exp passes, 30 s after fails", () => {
     const token = mintHs({ iat: NOW_S - 100, exp: NOW_S });
     expect(codeOf(verifyHs(token, hs(), new Date((NOW_S + 29) * 1000)))).toBe("ok");
