@@ -1,15 +1,50 @@
 // Shared by the widget's browser test and benchmark: build the widget once, and launch the machine's
 // Chromium headless with the flags this environment needs.
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { chromium, type Browser } from "playwright-core";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-/** Builds widget/dist with the repository's Vite (the same command as `npx vite build -c widget/vite.config.ts`). */
+/** The newest modification time of the widget's sources and build config. */
+function newestSource(dir = `${ROOT}widget/src`): number {
+  return readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
+    const path = join(dir, entry.name);
+    return Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
+  }, statSync(`${ROOT}widget/vite.config.ts`).mtimeMs);
+}
+
+/**
+ * Builds widget/dist with the repository's Vite (the same command as `npx vite build -c widget/vite.config.ts`),
+ * unless the build is newer than every source file (browser test files share one build).
+ */
 export async function buildWidget(): Promise<void> {
+  const built = `${ROOT}widget/dist/widget.js`;
+  const fresh = () => existsSync(built) && existsSync(`${ROOT}widget/dist/app.html`) && statSync(built).mtimeMs > newestSource();
+  if (fresh()) return;
+  // Browser test files run in parallel: one builds (mkdir is atomic), the others wait for it.
+  const lock = `${ROOT}widget/.build-lock`;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      if (fresh()) return;
+      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 60_000) rmSync(lock, { recursive: true, force: true });
+    }
+  }
+  try {
+    if (!fresh()) await build();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+async function build(): Promise<void> {
   await promisify(execFile)(process.execPath, [`${ROOT}node_modules/vite/bin/vite.js`, "build", "-c", "widget/vite.config.ts"], { cwd: ROOT });
   if (!existsSync(`${ROOT}widget/dist/widget.js`) || !existsSync(`${ROOT}widget/dist/app.html`)) throw new Error("widget build produced no files");
 }

@@ -215,3 +215,30 @@ describe("more layouts and a phone", () => {
     }
   });
 });
+
+describe("loader options from data attributes", () => {
+  test("data-position, data-color, data-locale and data-open shape the launcher and the app", async () => {
+    const custom = await startWidgetTestServer({ site: { position: "left", color: "#c2410c", locale: "de", open: true } });
+    const context = await browser.newContext({ viewport: { width: 1000, height: 760 }, locale: "en-US" });
+    const page = await context.newPage();
+    page.setDefaultTimeout(8000);
+    try {
+      await page.goto(custom.siteUrl);
+      // Open on load: the app is there without a click, in German, and the page keeps its focus.
+      const app = page.frameLocator("iframe");
+      await app.getByPlaceholder("Nachricht schreiben…").waitFor();
+      expect(await page.evaluate(() => document.activeElement === document.body)).toBe(true);
+      const launcher = page.getByRole("button", { name: "Chat schließen" });
+      const box = (await launcher.boundingBox())!;
+      expect(box.x).toBeLessThan(100);
+      expect(await launcher.evaluate((el) => getComputedStyle(el).backgroundColor)).toBe("rgb(194, 65, 12)");
+      expect(await app.locator("header.bar").evaluate((el) => getComputedStyle(el).backgroundColor)).toBe("rgb(194, 65, 12)");
+      await page.screenshot({ path: `${ARTIFACTS}12-options-left-de.png` });
+      await launcher.click();
+      await page.getByRole("button", { name: "Chat öffnen" }).waitFor();
+    } finally {
+      await context.close();
+      await custom.close();
+    }
+  });
+});

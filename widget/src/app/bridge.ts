@@ -6,7 +6,8 @@ export const MARK = "caplo";
 
 export type HostCommand =
   | { type: "identify"; token: string }
-  | { type: "open" }
+  /** The panel opened; `focus` is false when the page opened it on load (the app must not take the focus). */
+  | { type: "open"; focus: boolean }
   | { type: "close" }
   /** The loader's answer to ready: the resume token it keeps in the host page's own storage, if any. */
   | { type: "init"; resume: string | null };
@@ -26,10 +27,11 @@ export function readHostCommand(event: MessageEvent, parent: Window | null, pare
   if (!parentOrigin || event.origin !== parentOrigin || event.source !== parent) return null;
   const data: unknown = event.data;
   if (typeof data !== "object" || data === null) return null;
-  const { [MARK]: mark, type, token, resume } = data as Record<string, unknown>;
+  const { [MARK]: mark, type, token, resume, focus } = data as Record<string, unknown>;
   if (mark !== 1) return null;
   if (type === "identify") return typeof token === "string" && token.length > 0 && token.length <= TOKEN_MAX ? { type, token } : null;
-  if (type === "open" || type === "close") return { type };
+  if (type === "open") return { type, focus: focus !== false };
+  if (type === "close") return { type };
   if (type === "init") return { type, resume: typeof resume === "string" && resume.length <= 512 ? resume : null };
   return null;
 }

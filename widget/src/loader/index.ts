@@ -74,6 +74,8 @@ function start(script: HTMLScriptElement): void {
   let ready = false;
   let isOpen = false;
   let token: string | null = null;
+  /** Whether the last open was the visitor's (keyboard goes into the app) or the page's on load (it does not). */
+  let focusApp = true;
   const handlers: Record<string, Handler[]> = {};
   // The resume token lives in the host page's own storage: the app's iframe is third-party here, and
   // browsers often block or partition its storage.
@@ -111,7 +113,7 @@ function start(script: HTMLScriptElement): void {
       post({ type: "identify", token });
       token = null; // the token is handed over once and not kept here
     }
-    if (isOpen) post({ type: "open" });
+    if (isOpen) post({ type: "open", focus: focusApp });
   };
   const render = () => {
     wrap.className = isOpen ? "open" : "";
@@ -124,6 +126,7 @@ function start(script: HTMLScriptElement): void {
   function open(focus = true): void {
     if (isOpen) return;
     isOpen = true;
+    focusApp = focus;
     if (!frame) {
       frame = document.createElement("iframe");
       const q = new URLSearchParams({ agent, locale, color, origin: location.origin });

@@ -106,7 +106,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
       } else if (command.type === "identify") {
         identity.current = command.token;
         sendIdentify();
-      } else if (command.type === "open") input.current?.focus();
+      } else if (command.type === "open" && command.focus) input.current?.focus();
     };
     window.addEventListener("message", onMessage);
     notifyHost({ type: "ready" }, parent, params.parentOrigin);
