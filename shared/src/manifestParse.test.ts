@@ -60,6 +60,12 @@ describe("parseManifest", () => {
     expect(result).toMatchObject({ ok: true, manifest: { tests: "tests/*.json", tools: [{ confirmation: "required" }] } });
   });
 
+  it("refuses a file over 1,000,000 characters and alias bombs without expanding them", () => {
+    expect(parseManifest(`# ${"x".repeat(1_000_000)}\n`)).toMatchObject({ ok: false, errors: [{ code: "manifest_invalid", path: "" }] });
+    const bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]", ...Array.from({ length: 8 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(", ")}]`)].join("\n");
+    expect(parseManifest(bomb)).toEqual({ ok: false, errors: [{ code: "manifest_invalid", path: "", message: expect.stringContaining("alias") }] });
+  });
+
   it("formats paths as name[index].name", () => {
     expect(formatPath(["tools", 1, "presentation", "fields", 0, "path"])).toBe("tools[1].presentation.fields[0].path");
     expect(formatPath([])).toBe("");

@@ -17,6 +17,9 @@ export type ManifestParseResult = { ok: true; manifest: Manifest } | { ok: false
 
 type PathSegment = PropertyKey;
 
+/** A caplo.yaml larger than this is refused before parsing (the largest valid one is far smaller). */
+export const MANIFEST_TEXT_MAX = 1_000_000;
+
 /** `["tools", 1, "timeoutSeconds"]` → `tools[1].timeoutSeconds`; the root is "". */
 export function formatPath(path: readonly PathSegment[]): string {
   let out = "";
@@ -29,6 +32,9 @@ export function formatPath(path: readonly PathSegment[]): string {
 
 /** Parse caplo.yaml text. Never throws for bad input: every problem comes back as an error value. */
 export function parseManifest(yamlText: string): ManifestParseResult {
+  if (yamlText.length > MANIFEST_TEXT_MAX) {
+    return { ok: false, errors: [{ code: "manifest_invalid", path: "", message: `caplo.yaml is ${yamlText.length} characters; at most ${MANIFEST_TEXT_MAX} are read` }] };
+  }
   const doc = parseDocument(yamlText, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
     return {
@@ -42,7 +48,14 @@ export function parseManifest(yamlText: string): ManifestParseResult {
       }),
     };
   }
-  return validateManifest(doc.toJS({ maxAliasCount: 100 }));
+  let value: unknown;
+  try {
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    // For example an alias bomb: the yaml library refuses to expand it.
+    return { ok: false, errors: [{ code: "manifest_invalid", path: "", message: `caplo.yaml cannot be read: ${error instanceof Error ? error.message : String(error)}` }] };
+  }
+  return validateManifest(value);
 }
 
 /** Check an already parsed value (for example JSON) against the caplo.yaml schema. */
