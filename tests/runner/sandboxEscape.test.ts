@@ -161,6 +161,12 @@ describe("sandbox isolation (namespaces available here)", () => {
     }
   });
 
+  it("runs as an unprivileged user and cannot become root again", async () => {
+    const report = await attempt("setuid_root");
+    expect(report.ok).toBe(false);
+    expect(report.code).toBe("EPERM");
+  });
+
   it("cannot signal processes outside its sandbox", async () => {
     const report = await attempt("kill_parent", { pid: process.pid });
     expect(report.ok).toBe(false);

@@ -8,7 +8,7 @@ import type { ElicitRequest, LogLine } from "./api.ts";
 import { ChildTransport } from "./childTransport.ts";
 import { openEgressSocket, type EgressEvent, type EgressSocket } from "./egressProxy.ts";
 import type { ResolveOverride } from "./egressRule.ts";
-import { spawnSandboxed, type SandboxMode, type SandboxProcess } from "./sandbox.ts";
+import { killSandbox, spawnSandboxed, type SandboxMode, type SandboxProcess } from "./sandbox.ts";
 
 export type CallRoute = {
   invocationId: string;
@@ -162,7 +162,11 @@ export class PackageProcess {
       }),
     );
     exitedEarly.catch(() => undefined);
-    await Promise.race([this.client.connect(transport, { timeout: this.options.startTimeoutMs }), exitedEarly]);
+    const connected = this.client.connect(transport, { timeout: this.options.startTimeoutMs }).catch((error: unknown) => {
+      if (this.exited) return exitedEarly;
+      throw new Error(`package ${this.options.label} did not start within ${this.options.startTimeoutMs} ms (${(error as Error).message}): ${this.stderr.trim().slice(-1000)}`);
+    });
+    await Promise.race([connected, exitedEarly]);
   }
 
   onExit(listener: () => void): void {
@@ -179,7 +183,7 @@ export class PackageProcess {
     const child = this.sandbox?.child;
     if (child && !this.exited) {
       const gone = new Promise<void>((resolve) => this.onExit(resolve));
-      child.kill("SIGKILL");
+      killSandbox(this.sandbox!);
       await gone;
     } else {
       this.sandbox?.cleanup();

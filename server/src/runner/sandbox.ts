@@ -16,6 +16,8 @@ export type IsolationProbe = { available: true } | { available: false; reason: s
 const UNSHARE_FLAGS = ["--net", "--mount", "--pid", "--fork", "--ipc", "--uts", "--propagation", "private", "--kill-child=SIGKILL"];
 /** The unprivileged user the package runs as inside the sandbox (nobody). */
 const SANDBOX_UID = 65534;
+/** util-linux setpriv, bound into the sandbox's root to drop privileges there. */
+const SETPRIV = "/usr/bin/setpriv";
 
 // Builds the root in the new mount namespace: a tmpfs with read-only binds of the listed paths, the
 // egress socket folder, a private /proc (pid namespace: only the sandbox's own processes) and a few
@@ -34,7 +36,10 @@ mkdir -p "$R/proc" "$R/dev" "$R/tmp"
 mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
 for d in null zero random urandom; do : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
 mount -o remount,ro "$R"
-exec chroot --userspec=${SANDBOX_UID}:${SANDBOX_UID} "$R" "$@"`;
+# setpriv drops to the unprivileged user (real, effective and saved ids, no groups, no new privileges)
+# and only then sets the parent-death signal, which a change of user would clear: if the runner's
+# launcher dies, the package dies with it.
+exec chroot "$R" ${SETPRIV} --reuid=${SANDBOX_UID} --regid=${SANDBOX_UID} --clear-groups --no-new-privs --pdeathsig=KILL "$@"`;
 
 let probed: IsolationProbe | undefined;
 
@@ -73,6 +78,17 @@ export type SandboxSpec = {
 
 export type SandboxProcess = { child: ChildProcess; cleanup: () => void };
 
+/** Kills the sandbox: its whole process group where it has one, else the process. */
+export function killSandbox(sandbox: SandboxProcess): void {
+  const pid = sandbox.child.pid;
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    sandbox.child.kill("SIGKILL");
+  }
+}
+
 /** Node's flags: the permission model with exactly these reads, the egress preload, a heap cap. */
 export function nodeArgs(spec: SandboxSpec): string[] {
   const reads = [...spec.readPaths, PRELOAD_MODULE];
@@ -97,9 +113,11 @@ export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
     return { child, cleanup: () => undefined };
   }
   const root = mkdtempSync(join(tmpdir(), "caplo-root-"));
-  const readOnly = [...new Set(["/lib", "/lib64", "/usr/lib", dirname(dirname(spec.node)), ...spec.readPaths, PRELOAD_MODULE])];
+  const readOnly = [...new Set(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, PRELOAD_MODULE])];
   if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
   const args = [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, ...readOnly, "--", ...(spec.egressDir ? [spec.egressDir] : []), "--", spec.node, ...nodeArgs(spec)];
-  const child = spawn("unshare", args, { env, stdio: ["pipe", "pipe", "pipe"] });
+  // A process group of its own, so that stopping the sandbox can signal every process in it.
+  // setpriv --pdeathsig: if the runner dies, the launcher dies, and with it the package (see ROOT_SCRIPT).
+  const child = spawn(SETPRIV, ["--pdeathsig=KILL", "--", "unshare", ...args], { env, stdio: ["pipe", "pipe", "pipe"], detached: true });
   return { child, cleanup: () => rmSync(root, { recursive: true, force: true }) };
 }

@@ -160,7 +160,7 @@ export class CaploToolRunner implements ToolRunner {
       egress: version.manifest.egress ?? [],
       overrides: this.overrides,
       memoryMb: this.options.memoryMb ?? 256,
-      startTimeoutMs: this.options.startTimeoutMs ?? 15_000,
+      startTimeoutMs: this.options.startTimeoutMs ?? 30_000,
     });
     const session = async (): Promise<Session> => {
       const process = await this.pool.get(version.id, processOptions);

@@ -50,6 +50,7 @@ const attacks = {
   worker: async () => { const { Worker } = await import("node:worker_threads"); return new Worker("1", { eval: true }).threadId; },
   addon: () => process.dlopen({ exports: {} }, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
   kill_parent: (a) => process.kill(a.pid, 0),
+  setuid_root: () => { process.setuid(0); return process.getuid(); },
 };
 
 export function createServer() {

@@ -32,6 +32,10 @@ export function createServer() {
   server.registerTool("spin", { inputSchema: {} }, async () => {
     for (;;) {}
   });
+  server.registerTool("hog", { inputSchema: {} }, async () => {
+    const hoard = [];
+    for (;;) hoard.push(new Array(1_000_000).fill(hoard.length));
+  });
   server.registerTool("crash", { inputSchema: {} }, async () => {
     setTimeout(() => process.exit(3), 10);
     return new Promise(() => undefined);
