@@ -214,6 +214,32 @@ describe("frames and limits", () => {
   });
 });
 
+describe("heartbeats", () => {
+  it("a connection that stops answering pings is closed; one that answers stays", async () => {
+    const { Gateway } = await import("../../server/src/gateway/index.ts");
+    const { default: WebSocket } = await import("ws");
+    const fast = new Gateway({ engine: stack.engine, releases: stack.releases, heartbeatMs: 100 });
+    const address = await fast.listen(0, "127.0.0.1");
+    try {
+      const open = (autoPong: boolean) =>
+        new Promise<InstanceType<typeof WebSocket>>((resolve, reject) => {
+          const ws = new WebSocket(`ws://127.0.0.1:${address.port}/v1/ws`, { origin: ORIGIN, autoPong });
+          ws.once("open", () => resolve(ws));
+          ws.once("error", reject);
+        });
+      const silent = await open(false);
+      const lively = await open(true);
+      const closed = new Promise<number>((resolve) => silent.once("close", (code) => resolve(code)));
+      expect(await closed).toBe(1006);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect(lively.readyState).toBe(WebSocket.OPEN);
+      lively.close();
+    } finally {
+      await fast.close();
+    }
+  });
+});
+
 describe("origins", () => {
   it("an upgrade from an origin no agent allows, or without an origin, is refused with 403", async () => {
     await expect(TestClient.open(stack.wsUrl, "https://evil.example")).rejects.toThrow("HTTP 403");
