@@ -1,0 +1,44 @@
+// `caplo tool dev DIR --no-inspector` starts the package's src/stdio.ts on Node 24: an MCP client on
+// its stdio gets the package's tools.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "../../server/src/runner/node24.ts";
+import { PACKAGES_DIR } from "./testPackages.ts";
+
+function runDev(dir: string, input: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(REPO_ROOT, "bin", "caplo.mjs"), "tool", "dev", dir, "--no-inspector"], { stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('"id":2')) child.stdin.end();
+    });
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    for (const line of input) child.stdin.write(line + "\n");
+    if (input.length === 0) child.stdin.end();
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, err });
+    });
+  });
+}
+
+describe("caplo tool dev", () => {
+  it("serves src/stdio.ts over stdio on Node 24", async () => {
+    const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+    const list = { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} };
+    const { out } = await runDev(join(REPO_ROOT, "examples", "demo", "orders"), [JSON.stringify(initialize), JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }), JSON.stringify(list)]);
+    const messages = out.split("\n").filter(Boolean).map((line) => JSON.parse(line) as { id?: number; result?: { tools?: Array<{ name: string }> } });
+    const tools = messages.find((message) => message.id === 2)?.result?.tools?.map((tool) => tool.name);
+    expect(tools).toContain("get_order");
+  }, 90_000);
+
+  it("refuses a package without src/stdio.ts by code", async () => {
+    const { code, err } = await runDev(join(PACKAGES_DIR, "escape"), []);
+    expect(code).toBe(2);
+    expect(err).toContain("stdio_missing");
+  }, 90_000);
+});
