@@ -55,6 +55,7 @@ describe.concurrent("host.ts (Node 24)", () => {
       "src/tool.ts": [
         `import { defineTool } from "@caplo/tools";`,
         `console.log("import-time noise");`,
+        `process.stdout.write("raw stdout noise\\n");`,
         `export default defineTool({`,
         `  name: "read_secret", description: "Reads a secret.",`,
         `  inputSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },`,
@@ -73,6 +74,7 @@ describe.concurrent("host.ts (Node 24)", () => {
     expect(byId.get(4)).toMatchObject({ isError: true, content: [{ text: 'secret "OTHER" is not declared in caplo.yaml secrets' }] });
     expect(stderr).toContain("import-time noise");
     expect(stderr).toContain("handler noise");
+    expect(stderr).toContain("raw stdout noise");
     expect(stdout).not.toContain("noise");
   });
 

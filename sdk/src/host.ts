@@ -8,7 +8,7 @@
 //   - Declared `secrets` are the only names ctx.secrets.get accepts; values come per call in
 //     `_meta[CALL_META_KEY]` (never from the environment).
 //   - Serves MCP over stdin/stdout (StdioServerTransport). stdout carries MCP frames only: console.log
-//     and friends of the package are sent to stderr.
+//     and friends, and process.stdout.write, of the package are sent to stderr.
 //   - `@caplo/tools`, `@caplo/shared`, `@modelcontextprotocol/sdk` and `zod` resolve from the package
 //     first and, when it has none, from this repository (so `caplo tool init` packages work anywhere).
 //   - On failure before serving, it writes one line `caplo-host-error {"code","message"}` to stderr and
@@ -92,10 +92,10 @@ async function loadServer(packageDir: string): Promise<Connectable> {
 async function main(): Promise<void> {
   const packageDir = process.argv[2];
   if (!packageDir) fail({ code: "manifest_invalid", message: "usage: host.ts <packageDir>" });
-  keepStdoutForFrames();
+  const frames = keepStdoutForFrames();
   registerFallbackResolution();
   const server = await loadServer(resolve(packageDir));
-  await server.connect(new StdioServerTransport());
+  await server.connect(new StdioServerTransport(process.stdin, frames));
 }
 
 await main();

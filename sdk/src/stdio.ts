@@ -3,6 +3,7 @@
 // local development only; on Caplo, secrets travel per call and never through the environment.
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Writable } from "node:stream";
 import { setDeclaredSecrets, setLocalSecrets } from "./runtime.ts";
 
 /** Anything with connect(transport): the SDK's Server or McpServer. */
@@ -18,14 +19,21 @@ export async function serveStdio(createServer: () => Connectable | Promise<Conne
   }
   setDeclaredSecrets(names);
   setLocalSecrets(values);
-  keepStdoutForFrames();
+  const frames = keepStdoutForFrames();
   const server = await createServer();
-  await server.connect(new StdioServerTransport());
+  await server.connect(new StdioServerTransport(process.stdin, frames));
   return server;
 }
 
-/** stdout carries MCP frames only: console output from the package goes to stderr instead. */
-export function keepStdoutForFrames(): void {
+/**
+ * stdout carries MCP frames only. Everything else the package writes there (console.log and friends,
+ * process.stdout.write) goes to stderr; the returned stream is the one way left to write stdout, for
+ * the transport.
+ */
+export function keepStdoutForFrames(): Writable {
+  const stdout = process.stdout;
+  const writeFrame = stdout.write.bind(stdout) as (chunk: string) => boolean;
+  stdout.write = ((...args: Parameters<typeof process.stderr.write>) => process.stderr.write(...args)) as typeof stdout.write;
   const toStderr = (...args: unknown[]) => console.error(...args);
   console.log = toStderr;
   console.info = toStderr;
@@ -33,4 +41,13 @@ export function keepStdoutForFrames(): void {
   console.trace = toStderr;
   console.dir = toStderr;
   console.table = toStderr;
+  // What StdioServerTransport uses of its output stream: write, and once("drain").
+  const frames = {
+    write: (chunk: string) => writeFrame(chunk),
+    once: (event: string, listener: () => void) => {
+      stdout.once(event, listener);
+      return frames;
+    },
+  };
+  return frames as unknown as Writable;
 }
