@@ -240,6 +240,34 @@ describe("heartbeats", () => {
   });
 });
 
+describe("backpressure", () => {
+  it("a client that stops reading is not sent more than the buffer limit; when it reads again every event arrives once, in order", async () => {
+    const { Gateway } = await import("../../server/src/gateway/index.ts");
+    const slow = new Gateway({ engine: stack.engine, releases: stack.releases, limits: { maxBufferedBytes: 64 * 1024 } });
+    const address = await slow.listen(0, "127.0.0.1");
+    try {
+      const c = await TestClient.open(`ws://127.0.0.1:${address.port}/v1/ws`, ORIGIN);
+      clients.push(c);
+      const welcome = await c.hello("shop-agent");
+      const socket = (c.ws as unknown as { _socket: import("node:net").Socket })._socket;
+      socket.pause();
+      const big = "y".repeat(200_000);
+      for (let i = 0; i < 40; i++) await stack.engine.emit(welcome.conversationId, { type: "text", id: `m_big_${i}`, from: "system", text: `${i} ${big}` });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // 8 MB were stored; the server stopped sending once the socket's buffer passed its limit.
+      const server = [...(slow as unknown as { connections: Set<{ lastSent: number }> }).connections][0]!;
+      expect(server.lastSent).toBeLessThan(40);
+      socket.resume();
+      await c.waitFor((frame) => frame.t === "event" && frame.message.type === "text" && frame.message.text.startsWith("39 "), 20_000);
+      const texts = c.events().map((event) => (event.message.type === "text" ? Number(event.message.text.split(" ")[0]) : -1));
+      expect(texts).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      expect(c.events().map((event) => event.seq)).toEqual(c.events().map((_, i) => c.events()[0]!.seq + i));
+    } finally {
+      await slow.close();
+    }
+  });
+});
+
 describe("origins", () => {
   it("an upgrade from an origin no agent allows, or without an origin, is refused with 403", async () => {
     await expect(TestClient.open(stack.wsUrl, "https://evil.example")).rejects.toThrow("HTTP 403");
