@@ -18,7 +18,9 @@ import { build, defineConfig, type Plugin } from "vite";
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const outDir = here("./dist");
-const jsx = { runtime: "automatic" as const, importSource: "preact" };
+// development: false even when NODE_ENV says otherwise (a build started from vitest inherits NODE_ENV=test,
+// which would otherwise give the dev JSX runtime and 2 KB more gzip).
+const jsx = { runtime: "automatic" as const, importSource: "preact", development: false };
 
 /** After the app is built, builds the loader into the same folder as dist/widget.js. */
 function loader(): Plugin {
@@ -28,6 +30,7 @@ function loader(): Plugin {
     async closeBundle() {
       await build({
         configFile: false,
+        mode: "production",
         logLevel: "warn",
         oxc: { jsx },
         build: {
@@ -43,6 +46,8 @@ function loader(): Plugin {
 }
 
 export default defineConfig({
+  mode: "production",
+  define: { "process.env.NODE_ENV": JSON.stringify("production") },
   root: here("./src/app"),
   base: "/widget/",
   logLevel: "warn",

@@ -45,7 +45,10 @@ export async function buildWidget(): Promise<void> {
 }
 
 async function build(): Promise<void> {
-  await promisify(execFile)(process.execPath, [`${ROOT}node_modules/vite/bin/vite.js`, "build", "-c", "widget/vite.config.ts"], { cwd: ROOT });
+  await promisify(execFile)(process.execPath, [`${ROOT}node_modules/vite/bin/vite.js`, "build", "-c", "widget/vite.config.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: "production" },
+  });
   if (!existsSync(`${ROOT}widget/dist/widget.js`) || !existsSync(`${ROOT}widget/dist/app.html`)) throw new Error("widget build produced no files");
 }
 
