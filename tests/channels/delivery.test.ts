@@ -6,6 +6,7 @@ import { META_HUMAN_AGENT_WINDOW_MS, WHATSAPP_WINDOW_MS } from "@caplo/shared/ch
 import { twilioSignature } from "@caplo/adapters/testkit";
 import { CANCEL } from "../engine/support/harness.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
+import { ChannelService } from "../../server/src/channels/channelService.ts";
 import { channelBench, type Bench } from "./support.ts";
 
 const rules = [
@@ -229,5 +230,34 @@ describe("stale taps", () => {
     await bench.h.engine.idle();
     expect(bench.h.backend.invocations.filter((i) => i.tool === "cancel_order")).toEqual([]);
     expect(bench.alerts).toContainEqual(expect.objectContaining({ code: "inbound_refused" }));
+  });
+});
+
+describe("restart", () => {
+  it("a new service on the same store resumes: nothing sent twice, later events delivered, crashed rows processed", async () => {
+    b = await channelBench({ platform: "instagram", rules });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+    await bench.service.idle();
+    bench.service.close();
+    const sentBefore = bench.graph!.sent.length;
+    // A row left in processing by a crash.
+    await bench.store.insertInbound({ platform: "instagram", messageId: "m_crashed", event: JSON.stringify({ kind: "message", messageId: "m_crashed", from: bench.customer, to: "1", timestamp: Date.now(), text: "hello again" }), receivedAt: Date.now() });
+    await bench.store.claimInbound(10);
+    const restarted = new ChannelService({ store: bench.store, port: bench.port, adapters: [bench.adapter], retry: { attempts: 2, baseMs: 1, maxMs: 2 } });
+    try {
+      await restarted.resume(await bench.store.listBindings());
+      await bench.waitFor(() => texts(bench).filter((t) => t === "Hello there.").length === 2, "the reply to the crashed row");
+      await restarted.idle();
+      await bench.h.engine.idle();
+      expect(texts(bench).filter((t) => t === "Hello there.")).toHaveLength(2);
+      expect(bench.graph!.sent.slice(sentBefore).filter((s) => s.message?.text?.includes("automated assistant"))).toEqual([]);
+      await bench.h.engine.emit(await conversationOf(bench), { type: "text", id: "m-after", from: "agent", text: "After the restart." });
+      await bench.waitFor(() => texts(bench).includes("After the restart."), "a later event");
+      expect(texts(bench).filter((t) => t === "After the restart.")).toHaveLength(1);
+    } finally {
+      restarted.close();
+    }
   });
 });

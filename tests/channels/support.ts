@@ -36,6 +36,8 @@ export interface Bench {
   h: Harness;
   service: ChannelService;
   store: SqliteInboxStore;
+  adapter: ChannelAdapter;
+  port: EnginePort;
   alerts: TeamAlert[];
   url: string;
   twilio?: FakeTwilio;
@@ -225,6 +227,8 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
     h,
     service,
     store,
+    adapter,
+    port,
     alerts,
     url,
     ...(twilio ? { twilio } : {}),
