@@ -81,34 +81,22 @@ const origin = z
     }
   });
 
-const httpsUrl = z
-  .string()
-  .max(2048)
-  .regex(/^(?:https:\/\/[^\s/?#]+|http:\/\/(?:localhost|127\.0\.0\.1|\[::1\])(?::[0-9]{1,5})?)(?:[/?#][^\s]*)?$/, "an https URL (http only for localhost)");
-
 export const handoffSchema = z
   .strictObject({
     queue: z.string().regex(HANDOFF_QUEUE_PATTERN, "lowercase letters, digits and dashes, starting with a letter, at most 40 characters"),
     message: messageText(HANDOFF_MESSAGE_MAX).optional(),
-    webhook: httpsUrl.optional(),
   })
   .meta({
     id: "AgentHandoff",
     description:
-      "Where the agent hands the conversation to your team: a console queue, the message the customer is told, and an optional URL notified of each handoff.",
+      "Where the agent hands the conversation to your team: the team queue, and the message the customer is told.",
   });
 
 const channelShape = { handoff: handoffSchema.optional() };
 export const webChannelSchema = z.strictObject(channelShape).meta({ description: "The website widget. Needs origins." });
-export const whatsappChannelSchema = z
-  .strictObject({ ...channelShape, number: z.string().regex(E164_PATTERN, "an E.164 number such as +15551234567").optional() })
-  .meta({ description: "WhatsApp (through Twilio). number: the WhatsApp sender whose messages this agent answers." });
-export const messengerChannelSchema = z
-  .strictObject({ ...channelShape, pageId: z.string().regex(META_ID_PATTERN, "a Facebook page id (digits)").optional() })
-  .meta({ description: "Facebook Messenger. pageId: the page whose messages this agent answers." });
-export const instagramChannelSchema = z
-  .strictObject({ ...channelShape, accountId: z.string().regex(META_ID_PATTERN, "an Instagram professional account id (digits)").optional() })
-  .meta({ description: "Instagram direct messages. accountId: the account whose messages this agent answers." });
+export const whatsappChannelSchema = z.strictObject(channelShape).meta({ description: "WhatsApp (through Twilio)." });
+export const messengerChannelSchema = z.strictObject(channelShape).meta({ description: "Facebook Messenger." });
+export const instagramChannelSchema = z.strictObject(channelShape).meta({ description: "Instagram direct messages." });
 
 export const channelsSchema = z
   .strictObject({
