@@ -165,6 +165,42 @@ describe("elicitation", () => {
   });
 });
 
+describe("form elicitation", () => {
+  const rules = [{ when: "reach", replies: [{ toolCalls: [{ name: "shop__contact", args: {} }] }, { text: "{{tool}}" }] }];
+
+  it("on the widget a form request shows its fields; a decline reaches the tool", async () => {
+    h = await engineHarness({ rules });
+    const turn = h.say("reach me");
+    let question;
+    for (let i = 0; i < 100 && !question; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      question = (await h.ofType("question")).at(-1);
+    }
+    expect(question).toMatchObject({
+      style: "form",
+      message: "How should we reach you?",
+      fields: [
+        { name: "email", kind: "string", required: true, title: "Email", format: "email" },
+        { name: "days", kind: "integer", required: false, minimum: 1, maximum: 5 },
+      ],
+    });
+    const wrongOwner = await h.engine.handle(h.conversation.id, "owner-2", { type: "answer", elicitationId: question!.elicitationId, action: "accept", content: { email: "a@b.example" } });
+    expect(wrongOwner).toMatchObject({ ok: false, error: { code: "not_conversation_owner" } });
+    const tooMany = await h.engine.handle(h.conversation.id, "owner-1", { type: "answer", elicitationId: question!.elicitationId, action: "accept", content: { email: "a@b.example", days: 6 } });
+    expect(tooMany).toMatchObject({ ok: false, error: { code: "answer_invalid" } });
+    expect(await h.engine.handle(h.conversation.id, "owner-1", { type: "answer", elicitationId: question!.elicitationId, action: "decline" })).toEqual({ ok: true });
+    await turn;
+    expect((await h.ofType("text")).at(-1)?.text).toBe("no answer (decline)");
+  });
+
+  it("a channel without forms is not offered form elicitation", async () => {
+    h = await engineHarness({ rules, capabilities: WHATSAPP });
+    await h.say("reach me");
+    expect(await h.ofType("question")).toEqual([]);
+    expect((await h.ofType("text")).at(-1)?.text).toBe("no form: will email the address on file");
+  });
+});
+
 describe("handoff", () => {
   const channels = { web: { handoff: { queue: "support", message: "Passing you to our support team." } } };
   const rules = [

@@ -163,6 +163,15 @@ export function createShopServer(backend: ShopBackend): McpServer {
     return { content: [{ type: "text", text: "closed" }], structuredContent: { closed: true }, _meta: outcome("applied") };
   });
 
+  server.registerTool("contact", { description: "Ask how to reach the customer", inputSchema: {} }, async (_args, extra) => {
+    if (!callMeta(extra)?.canElicit) return { content: [{ type: "text", text: "no form: will email the address on file" }] };
+    const answer = await server.server.elicitInput({
+      message: "How should we reach you?",
+      requestedSchema: { type: "object", properties: { email: { type: "string", format: "email", title: "Email" }, days: { type: "integer", minimum: 1, maximum: 5 } }, required: ["email"] },
+    });
+    return { content: [{ type: "text", text: answer.action === "accept" ? `reach ${String(answer.content?.email)} in ${String(answer.content?.days ?? 1)} days` : `no answer (${answer.action})` }] };
+  });
+
   server.registerTool("invoice", { description: "The order's invoice as a PDF", inputSchema: { orderId } }, async ({ orderId: id }) => ({
     content: [
       { type: "text", text: `Invoice for ${id}` },
@@ -319,6 +328,11 @@ export const SHOP_TOOLS: ToolSpec[] = [
         },
       },
     },
+  },
+  {
+    name: "contact",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    policy: { effect: "read", timeoutSeconds: 10, elicitation: { style: "form", fields: [{ name: "email" }, { name: "days" }] } },
   },
   {
     name: "invoice",
