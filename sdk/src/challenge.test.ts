@@ -61,6 +61,18 @@ describe("stepUpFromChallenge (RFC 9470)", () => {
     ]);
   });
 
+  it("never throws or loops on arbitrary headers (seeded random strings of challenge characters)", () => {
+    let seed = 42;
+    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const alphabet = ['B', 'e', 'a', 'r', ' ', ',', '=', '"', '\\', 'x', '\t', 'error', 'insufficient_user_authentication', 'acr_values', 'max_age', '1', 'high'];
+    for (let n = 0; n < 2000; n++) {
+      const header = Array.from({ length: Math.floor(random() * 30) }, () => alphabet[Math.floor(random() * alphabet.length)]).join("");
+      const result = stepUpFromChallenge(header);
+      if (result) expect(["low", "standard", "high"]).toContain((outcomeOf(result) as { stepUp: { level: string } }).stepUp.level);
+    }
+    expect(stepUpFromChallenge("x".repeat(10_000))).toBeUndefined();
+  });
+
   it("is a step-up result the tool wrapper sends under STEP_UP_META_KEY", () => {
     expect(STEP_UP_META_KEY).toBe("si.caplo/step-up");
     expect(outcomeOf(stepUpFromChallenge('Bearer error="insufficient_user_authentication"'))).toBeDefined();
