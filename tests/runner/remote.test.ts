@@ -9,6 +9,11 @@ import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { connectRemote, driftOf, listRemoteTools, mergeReview, newReview, parseReview, formatReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
+import { run as remoteCli } from "../../server/src/cli/remote.ts";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { vi } from "vitest";
 
 const TOKEN = "remote-token-9f8e7d";
 /** What the fake CRM offers; tests change it to simulate the server changing after review. */
@@ -196,4 +201,43 @@ describe("calls through the runner", () => {
     expect((await call("delete_customer", { id: "cu_fail" })).outcome).toMatchObject({ outcome: "unknown" });
     await runner.close();
   });
+});
+
+describe("caplo remote", () => {
+  it("lists into a review file, publishes the reviewed tools, and checks drift", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "caplo-remote-"));
+    const lines: string[] = [];
+    const log = vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void lines.push(args.join(" ")));
+    const error = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => void lines.push(args.join(" ")));
+    process.env.CRM_TOKEN = TOKEN;
+    try {
+      const file = join(dir, "crm.review.yaml");
+      const out = join(dir, "versions");
+      const flags = ["--allow-private-network"];
+      expect(await remoteCli(["list", base, "--name", "crm", "--auth-secret", "CRM_TOKEN", "--out", file, ...flags])).toBe(0);
+      expect(readFileSync(file, "utf8")).toContain("effect: unreviewed");
+      expect(await remoteCli(["publish", file, "--out", out, ...flags])).toBe(1);
+      expect(lines.join("\n")).toContain("remote_nothing_reviewed");
+      writeFileSync(file, readFileSync(file, "utf8").replace("effect: unreviewed", "effect: read"));
+      expect(await remoteCli(["publish", file, "--out", out, ...flags])).toBe(0);
+      const [versionFile] = readdirSync(out);
+      expect(JSON.parse(readFileSync(join(out, versionFile!), "utf8")).tools.map((tool: { name: string }) => tool.name)).toEqual(["find_customer"]);
+      expect(lines.join("\n")).toContain("not published (unreviewed): delete_customer");
+      expect(await remoteCli(["check", join(out, versionFile!), ...flags])).toBe(0);
+      config.extraTool = true;
+      expect(await remoteCli(["check", join(out, versionFile!), ...flags])).toBe(1);
+      expect(lines.join("\n")).toContain("+ export_all: new on the server, not exposed until reviewed");
+      expect(await remoteCli(["review", file, ...flags])).toBe(0);
+      expect(readFileSync(file, "utf8")).toContain("name: export_all");
+      delete process.env.CRM_TOKEN;
+      expect(await remoteCli(["publish", file, "--out", out, ...flags])).toBe(2);
+      expect(lines.join("\n")).toContain("secret_missing: CRM_TOKEN");
+    } finally {
+      config.extraTool = false;
+      delete process.env.CRM_TOKEN;
+      log.mockRestore();
+      error.mockRestore();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -15,6 +15,8 @@ export const remoteVersionSchema = z.object({
   authorizationSecret: z.string().optional(),
   contentHash: z.string().regex(/^[0-9a-f]{64}$/),
   tools: z.array(builtToolSchema.extend({ schemaHash: z.string() })).min(1),
+  /** Tools the server listed at review that the owner left unreviewed: known, not exposed, not drift. */
+  unpublished: z.array(z.string()).default([]),
   publishedAt: z.string(),
 });
 export type RemoteVersion = z.infer<typeof remoteVersionSchema>;
@@ -61,7 +63,7 @@ export function publishRemote(review: Review, listed: ListedTool[], now = new Da
   });
   if (errors.length) return { ok: false, errors };
   if (tools.length === 0) return { ok: false, errors: [{ code: "remote_nothing_reviewed", path: "/tools", message: "no tool is reviewed as read or write" }] };
-  const material = canonicalJson({ name: review.name, url: review.url, authorizationSecret: review.authorizationSecret ?? null, tools: [...tools].sort((a, b) => a.name.localeCompare(b.name)) });
+  const material = canonicalJson({ name: review.name, url: review.url, authorizationSecret: review.authorizationSecret ?? null, tools: [...tools].sort((a, b) => a.name.localeCompare(b.name)), unpublished: [...skipped].sort() });
   const contentHash = createHash("sha256").update(material).digest("hex");
   return {
     ok: true,
@@ -74,6 +76,7 @@ export function publishRemote(review: Review, listed: ListedTool[], now = new Da
       ...(review.authorizationSecret && { authorizationSecret: review.authorizationSecret }),
       contentHash,
       tools,
+      unpublished: skipped,
       publishedAt: now.toISOString(),
     },
   };
@@ -86,7 +89,9 @@ export function driftOf(version: RemoteVersion, listed: ListedTool[]): Drift {
   const drift: Drift = { added: [], removed: [], changed: [] };
   for (const tool of listed) {
     const published = version.tools.find((candidate) => candidate.name === tool.name);
-    if (!published) drift.added.push(tool.name);
+    if (!published) {
+      if (!version.unpublished.includes(tool.name)) drift.added.push(tool.name);
+    }
     else if (published.schemaHash !== schemaHash(tool)) drift.changed.push(tool.name);
   }
   for (const tool of version.tools) if (!listed.some((candidate) => candidate.name === tool.name)) drift.removed.push(tool.name);
