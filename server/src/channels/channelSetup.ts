@@ -106,6 +106,8 @@ export function neutralCapabilities(platform: Platform): ChannelCapabilities {
 
 export interface MountedChannels {
   service: ChannelService;
+  /** The channel state, e.g. `store.listFailures()` for messages that could not be delivered. */
+  store: SqliteInboxStore;
   platforms: Platform[];
   close(): void;
 }
@@ -130,12 +132,15 @@ export async function mountChannels(options: {
   if (messenger) adapters.push(createMessengerAdapter(messenger));
   if (instagram) adapters.push(createInstagramAdapter(instagram));
   const port = new EnginePort({ engine: options.engine, agentFor: options.agentFor, capabilities: neutralCapabilities });
-  const service = new ChannelService({ store, port, adapters, ...(options.alerts ? { alerts: options.alerts } : {}) });
+  // Without a team inbox to tell, undelivered messages are at least logged (they are always in the store).
+  const alerts: TeamAlerts = options.alerts ?? { alert: (a) => console.warn(`caplo channels: ${a.platform} ${a.code}${a.conversationId ? ` in ${a.conversationId}` : ""}: ${a.message}`) };
+  const service = new ChannelService({ store, port, adapters, alerts });
   const platforms = adapters.map((a) => a.platform);
   registerChannelRoutes(options.gateway, service, platforms);
   await service.resume(await store.listBindings());
   return {
     service,
+    store,
     platforms,
     close: () => {
       service.close();
