@@ -153,15 +153,13 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     if (!release) return { ok: false, error: { code: "release_not_found", path: agent, message: `no published release of agent ${agent} in ${options.releasesDir} (caplo agent publish)` } };
     releases.push(release);
   }
-  let model: Model;
+  // One model per agent: its `model:` override, else the environment's provider, else the scripted model.
+  const models = new Map<string, Model>();
   try {
-    const configured = modelFromEnv(options.env);
-    if (configured) model = configured;
-    else {
-      const script = options.script ? await loadScript(options.script) : { ok: true as const, rules: [] };
-      if (!script.ok) return script;
-      model = new ScriptedModel(script.rules, { id: "serve", fallback: "This server runs the offline scripted model; configure OPENAI_API_KEY or OPENAI_BASE_URL for a real one." });
-    }
+    const script = options.script ? await loadScript(options.script) : { ok: true as const, rules: [] };
+    if (!script.ok) return script;
+    const scripted = new ScriptedModel(script.rules, { id: "serve", fallback: "This server runs the offline scripted model; configure OPENAI_API_KEY or OPENAI_BASE_URL for a real one." });
+    for (const release of releases) models.set(release.id, modelFromEnv(options.env, release.config.model) ?? scripted);
   } catch (error) {
     const typed = error as { code?: string; path?: string; message?: string };
     return { ok: false, error: { code: typed.code ?? "model_config_invalid", path: typed.path ?? "", message: typed.message ?? String(error) } };
@@ -193,7 +191,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   const engine = new Engine({
     store,
     runner,
-    model,
+    model: (release) => models.get(release.id)!,
     releases: new StaticReleases(releases),
     bus,
     nodeId: options.nodeId,

@@ -26,6 +26,8 @@ export type AgentRelease = {
   agent: string;
   config: {
     instructions: string;
+    /** The agent's model override, `provider/model` (for example openai/gpt-4.1-mini). */
+    model?: string;
     origins: string[];
     channels: Partial<Record<ChannelKind, { handoff?: HandoffDestination } | undefined>>;
     identity?: IdentitySettings;
