@@ -33,23 +33,47 @@ console.log(`  zod in the bundle: ${zodMarks.length === 0 ? "none" : `FOUND (${z
 const PAINT_PROBE = `(() => {
   if (!location.pathname.endsWith("/widget/app.html")) return;
   const now = () => performance.timeOrigin + performance.now();
+  window.__frameStart = performance.timeOrigin;
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native { constructor(...a) { if (!window.__wsAt) window.__wsAt = now(); super(...a); } };
   const mark = () => requestAnimationFrame(() => requestAnimationFrame(() => { window.__firstPaint = now(); }));
   const observer = new MutationObserver(() => {
     if (document.querySelector(".bubble")) { observer.disconnect(); mark(); }
   });
+  document.addEventListener("DOMContentLoaded", () => { window.__dcl = now(); });
   document.addEventListener("DOMContentLoaded", () => observer.observe(document.body, { childList: true, subtree: true }));
 })();`;
 
-async function openToFirstPaint(page: Page): Promise<number> {
+interface Timing {
+  total: number;
+  /** Click until the app page starts loading (loader, iframe creation, navigation). */
+  frame: number;
+  /** App page start until its script has run (HTML, JS, CSS: DOMContentLoaded). */
+  load: number;
+  /** Script run until the WebSocket is opened (render, ready → init from the loader). */
+  socket: number;
+  /** WebSocket opened until the first message is painted (hello, welcome, event, render). */
+  paint: number;
+}
+
+async function openToFirstPaint(page: Page): Promise<Timing> {
   const t0 = await page.evaluate(() => {
     const t = performance.timeOrigin + performance.now();
     (document.querySelector("[data-caplo]")!.shadowRoot!.querySelector("button") as HTMLButtonElement).click();
     return t;
   });
   const frame = await (await page.waitForSelector("[data-caplo] iframe")).contentFrame();
-  const handle = await frame!.waitForFunction(() => (window as unknown as { __firstPaint?: number }).__firstPaint, undefined, { timeout: 15_000 });
-  return Number(await handle.jsonValue()) - t0;
+  await frame!.waitForFunction(() => (window as unknown as { __firstPaint?: number }).__firstPaint, undefined, { timeout: 15_000 });
+  const m = await frame!.evaluate(() => {
+    const w = window as unknown as { __firstPaint: number; __wsAt: number; __frameStart: number; __dcl: number };
+    return { paint: w.__firstPaint, ws: w.__wsAt, start: w.__frameStart, dcl: w.__dcl };
+  });
+  return { total: m.paint - t0, frame: m.start - t0, load: m.dcl - m.start, socket: m.ws - m.dcl, paint: m.paint - m.ws };
 }
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const parts = (ts: Timing[]) =>
+  `median parts: click→app page ${median(ts.map((t) => t.frame)).toFixed(0)} ms, app page loaded ${median(ts.map((t) => t.load)).toFixed(0)} ms, loaded→WebSocket ${median(ts.map((t) => t.socket)).toFixed(0)} ms, WebSocket→painted ${median(ts.map((t) => t.paint)).toFixed(0)} ms`;
 
 const stats = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -61,8 +85,8 @@ const server = await startWidgetTestServer({ delayMs: 0 });
 let browser: Browser | undefined;
 try {
   browser = await launchChromium();
-  const cold: number[] = [];
-  const warm: number[] = [];
+  const cold: Timing[] = [];
+  const warm: Timing[] = [];
   for (let i = 0; i < runs; i++) {
     const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
     await context.addInitScript(PAINT_PROBE);
@@ -76,8 +100,11 @@ try {
     await context.close();
   }
   console.log("launcher click → first painted message (Chromium headless, loopback)");
-  console.log(`  cold (no cache, new conversation): ${stats(cold)}`);
-  console.log(`  warm (cached assets, resumed):     ${stats(warm)}`);
+  console.log(`  cold (no cache, new conversation): ${stats(cold.map((t) => t.total))}`);
+  console.log(`      ${parts(cold)}`);
+  console.log(`  warm (cached assets, resumed):     ${stats(warm.map((t) => t.total))}`);
+  console.log(`      ${parts(warm)}`);
+  console.log(`  machine load average while measuring: ${(await import("node:os")).loadavg().map((l) => l.toFixed(1)).join(" ")} on ${(await import("node:os")).cpus().length} cores`);
 } finally {
   await browser?.close();
   await server.close();

@@ -23,8 +23,6 @@ export interface WidgetApi {
   openPage: (url: string, origins: string[], title: string) => void;
   /** Asks the host page to verify the customer again. */
   requestStepUp: (level: string, maxAuthAgeSeconds?: number) => void;
-  /** True while events restored from history are shown, so focus is not moved for them. */
-  live: boolean;
 }
 
 const noop = () => false;
@@ -38,7 +36,6 @@ export const WidgetContext = createContext<WidgetApi>({
   connected: false,
   openPage: () => undefined,
   requestStepUp: () => undefined,
-  live: true,
 });
 
 export const useWidget = (): WidgetApi => useContext(WidgetContext);

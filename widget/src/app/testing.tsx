@@ -31,7 +31,6 @@ export function renderInWidget(children: ComponentChildren, overrides: Partial<W
       connected: true,
       used,
       failed: {},
-      live: true,
       act: (id, value, event) => {
         sent.push({ id, value, event });
         setUsed((u) => ({ ...u, [id]: value }));

@@ -169,7 +169,6 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     connected,
     used,
     failed: state.failed,
-    live: liveAfter.current !== null,
     act: (id, value, event) => {
       if (used[id] !== undefined) return false;
       const ref = nextRef();
