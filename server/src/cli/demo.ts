@@ -1,10 +1,78 @@
-// `caplo demo` (what `npm start` runs): until the demo shop lands, it says so and prints the CLI's help.
-import { usage } from "./main.ts";
+// `caplo demo` (what `npm start` runs): the demo shop with the widget, the example tools, an embedded
+// SQLite store and, without a model key, the offline demo model; one URL to open, Ctrl-C to stop.
+import { startDemo } from "../demo/demo.ts";
+import { parseDemoArgs } from "../demo/demoOptions.ts";
 
-export const help = "caplo demo\n\nStarts the demo shop with the widget, the example tools and an embedded SQLite store.";
+export const help = `caplo demo [options]        (npm start runs this)
 
-export async function run(_args: string[]): Promise<number> {
-  console.log("The Caplo demo shop is not built yet in this version. Here is what the CLI can do:\n");
-  console.log(usage());
+Builds what is not built yet (the widget bundle, each demo tool package), starts the demo shop API, the
+gateway with an embedded SQLite store and the sandboxed tool runner, publishes the demo agent
+(examples/demo/agent.yaml) and serves a small demo shop page with the chat widget. Open the URL it prints.
+Without a model key the agent runs on the offline demo model, which understands the demo's phrases
+(type "help" in the chat). Ctrl-C stops everything.
+
+Options:
+  --port N              the demo page's port (CAPLO_PORT, default 4300)
+  --shop-port N         the demo shop API's port (CAPLO_DEMO_SHOP_PORT, default 4100; 0 picks a free one,
+                        but the help articles' pages are allowed only from 4100)
+  --data-dir DIR        the demo's SQLite store, releases and shop state (CAPLO_DEMO_DIR, default .caplo/demo);
+                        delete it to start over
+  --pending-ms N        how long the shop takes to finish a pending cancellation (CAPLO_DEMO_PENDING_MS,
+                        default 3000)
+  --status-check-ms N   gap before a pending write's first status check (CAPLO_STATUS_CHECK_BASE_MS,
+                        default 4000; each next one doubles)
+  --verbose             print the engine's info lines too
+
+A real model instead of the offline one (environment):
+  OPENAI_API_KEY        use OpenAI (CAPLO_MODEL picks the model)
+  OPENAI_BASE_URL       any OpenAI-compatible server (Ollama, vLLM, llama.cpp), with CAPLO_MODEL
+
+Exit codes: 0 after Ctrl-C, 1 when the demo cannot start (port in use, a build failing, a corrupt
+database: the message says what to do), 2 for a wrong option.
+`;
+
+export async function run(args: string[]): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(help);
+    return 0;
+  }
+  const parsed = parseDemoArgs(args, process.env);
+  if (!parsed.ok) {
+    console.error(`caplo demo: ${parsed.error.message}`);
+    return 2;
+  }
+  // Ctrl-C while starting stops the start; after it, it stops the running demo.
+  let stopRequested = false;
+  let wake: () => void = () => undefined;
+  const stop = () => {
+    stopRequested = true;
+    wake();
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+  console.log("Starting the Caplo demo shop ...");
+  let started: Awaited<ReturnType<typeof startDemo>>;
+  try {
+    started = await startDemo(parsed.options);
+  } catch (error) {
+    console.error(`caplo demo: could not start: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+  if (!started.ok) {
+    console.error(`\ncaplo demo: ${started.error.message}${started.error.code ? ` [${started.error.code}]` : ""}`);
+    return 1;
+  }
+  if (!stopRequested) {
+    console.log(`\n  Caplo demo shop is running. Open:  ${started.demo.url}\n`);
+    console.log("  Press Ctrl-C to stop.");
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+  }
+  console.log("\nStopping the demo ...");
+  await started.demo.close();
+  process.off("SIGINT", stop);
+  process.off("SIGTERM", stop);
+  console.log("Stopped.");
   return 0;
 }

@@ -1,0 +1,289 @@
+// The demo assembly behind `caplo demo` (`npm start`): build what is not built, start the demo shop API,
+// publish the demo agent, run `caplo serve`'s stack with the sandboxed runner mapped to the local shop,
+// and serve the demo shop page. Every expected failure comes back as a clear error value.
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, openSync, readSync, closeSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { PackageVersion } from "@caplo/shared";
+import { startDemoShop, type DemoShop } from "../../../examples/shop-api/src/demo.ts";
+import { loadAgentFile } from "../agents/agentFile.ts";
+import { createRelease } from "../agents/release.ts";
+import { FileReleaseStore } from "../agents/releaseStore.ts";
+import { buildPackage, contentHash } from "../build/index.ts";
+import { packageVersionSchema } from "@caplo/shared";
+import { startServe, type RunningServer } from "../cli/serve.ts";
+import { modelFromEnv } from "../model/config.ts";
+import type { ToolRunner } from "../runner/api.ts";
+import { listenDemoPage, type DemoPage } from "./demoPage.ts";
+import type { DemoError, DemoOptions } from "./demoOptions.ts";
+import { DEMO_RULES } from "./demoScript.ts";
+
+export const ROOT = join(import.meta.dirname, "..", "..", "..");
+export const DEMO_AGENT_FILE = join(ROOT, "examples", "demo", "agent.yaml");
+const WIDGET_DIR = join(ROOT, "widget");
+
+export type RunningDemo = { url: string; gatewayUrl: string; shopUrl: string; close: () => Promise<void> };
+type Log = (line: string) => void;
+const fail = (code: string, path: string, message: string) => ({ ok: false as const, error: { code, path, message } });
+
+/** The newest modification time under a folder (the widget's sources). */
+function newest(dir: string): number {
+  return readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
+    const path = join(dir, entry.name);
+    return Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }, 0);
+}
+
+/** Whether widget/dist is missing or older than the widget's sources. */
+export function widgetBuildStale(): boolean {
+  const built = join(WIDGET_DIR, "dist", "widget.js");
+  if (!existsSync(built) || !existsSync(join(WIDGET_DIR, "dist", "app.html"))) return true;
+  return statSync(built).mtimeMs < Math.max(newest(join(WIDGET_DIR, "src")), statSync(join(WIDGET_DIR, "vite.config.ts")).mtimeMs);
+}
+
+async function buildWidget(log: Log): Promise<DemoError | undefined> {
+  if (!widgetBuildStale()) return void log("  widget: up to date (widget/dist)");
+  log("  widget: building widget/dist (npx vite build -c widget/vite.config.ts) ...");
+  const vite = join(ROOT, "node_modules", "vite", "bin", "vite.js");
+  if (!existsSync(vite)) return { code: "build_tool_missing", path: vite, message: "Vite is not installed: run `npm install` first, then `npm start` again" };
+  try {
+    await promisify(execFile)(process.execPath, [vite, "build", "-c", "widget/vite.config.ts"], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+  } catch (error) {
+    const text = String((error as { stderr?: string }).stderr ?? error).trim().split("\n").slice(-5).join("\n");
+    return { code: "widget_build_failed", path: "widget/", message: `the widget did not build; run \`npx vite build -c widget/vite.config.ts\` to see why:\n${text}` };
+  }
+  if (widgetBuildStale()) return { code: "widget_build_failed", path: "widget/dist", message: "the widget build produced no widget/dist/widget.js" };
+  log("  widget: built");
+}
+
+/** Built demo package versions, by package content and build code, so a second start builds nothing. */
+const BUILD_CACHE = join(ROOT, ".caplo", "build-cache");
+
+/** Changes whenever the build or the shared formats change (a cached version from older code is not reused). */
+function buildCodeStamp(): string {
+  return Math.floor(Math.max(newest(join(ROOT, "server", "src", "build")), newest(join(ROOT, "shared", "src")))).toString(36);
+}
+
+function readCached(file: string): PackageVersion | undefined {
+  try {
+    const parsed = packageVersionSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function buildPackages(dirs: string[], log: Log): Promise<{ ok: true; versions: PackageVersion[] } | { ok: false; error: DemoError }> {
+  const versions: PackageVersion[] = new Array(dirs.length);
+  let next = 0;
+  let problem: DemoError | undefined;
+  const worker = async () => {
+    while (next < dirs.length && !problem) {
+      const index = next++;
+      const dir = dirs[index]!;
+      const name = dir.split(/[/\\]/).at(-1)!;
+      const cacheFile = join(BUILD_CACHE, `${name}-${contentHash(dir).replace(/[^a-z0-9]/gi, "").slice(-32)}-${buildCodeStamp()}.json`);
+      const cached = readCached(cacheFile);
+      if (cached) {
+        versions[index] = cached;
+        log(`  tool package ${name}: up to date (${cached.id.slice(0, 40)})`);
+        continue;
+      }
+      const result = await buildPackage(dir);
+      if (!result.ok) {
+        const first = result.errors[0]!;
+        problem = { code: "package_build_failed", path: `examples/demo/${name}`, message: `${first.code} at ${first.path}: ${first.message} (run \`caplo tool build examples/demo/${name}\` to see every error)` };
+        return;
+      }
+      versions[index] = result.version;
+      mkdirSync(BUILD_CACHE, { recursive: true });
+      writeFileSync(cacheFile, JSON.stringify(result.version));
+      log(`  tool package ${name}: built ${result.version.id.slice(0, 40)} (${result.version.tools.length} tool${result.version.tools.length === 1 ? "" : "s"})`);
+    }
+  };
+  // Each build starts Node 24 to list the tools: three at a time on small machines.
+  await Promise.all([worker(), worker(), worker()]);
+  return problem ? { ok: false, error: problem } : { ok: true, versions };
+}
+
+/** A SQLite file that exists but is not a database (the first 16 bytes say so), before anything opens it. */
+function checkDatabaseFile(file: string): DemoError | undefined {
+  if (!existsSync(file) || statSync(file).size === 0) return undefined;
+  const header = Buffer.alloc(16);
+  const fd = openSync(file, "r");
+  try {
+    readSync(fd, header, 0, 16, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (header.toString("latin1") !== "SQLite format 3\0") return corrupt(file);
+}
+const corrupt = (file: string): DemoError => ({
+  code: "database_corrupt",
+  path: file,
+  message: `the demo's database is not a readable SQLite file. Move it away (or delete it to start the demo fresh: rm -rf ${join(file, "..")}) and run \`npm start\` again`,
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const portInUse = (port: number, what: string, flag: string): DemoError => ({
+  code: "port_in_use",
+  path: flag,
+  message: `port ${port} (${what}) is already in use on 127.0.0.1: stop what uses it (is another \`npm start\` running?) or choose another with ${flag} N`,
+});
+
+/** Starts the whole demo; the caller closes it. `log` receives the progress lines. */
+export async function startDemo(options: DemoOptions, log: Log = console.log): Promise<{ ok: true; demo: RunningDemo } | { ok: false; error: DemoError }> {
+  const closers: (() => Promise<void>)[] = [];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    closers.length = 0;
+  };
+  const failed = async (error: DemoError) => {
+    await closeAll();
+    return { ok: false as const, error };
+  };
+  mkdirSync(options.dataDir, { recursive: true });
+  const dbFile = join(options.dataDir, "caplo.db");
+  const dbProblem = checkDatabaseFile(dbFile);
+  if (dbProblem) return { ok: false, error: dbProblem };
+
+  let model: ReturnType<typeof modelFromEnv>;
+  try {
+    model = modelFromEnv(options.env);
+  } catch (error) {
+    const typed = error as { code?: string; path?: string; message?: string };
+    return fail(typed.code ?? "model_config_invalid", typed.path ?? "", `${typed.message ?? String(error)} (unset OPENAI_API_KEY, OPENAI_BASE_URL and CAPLO_MODEL for the offline demo)`);
+  }
+  const offline = model === undefined;
+
+  // The page's port first: it is the one the user asked for, and holding it makes a clash fail fast.
+  let page: DemoPage;
+  try {
+    page = await listenDemoPage(options.port);
+  } catch (error) {
+    if ((error as { code?: string }).code === "EADDRINUSE") return { ok: false, error: portInUse(options.port, "the demo page", "--port") };
+    throw error;
+  }
+  closers.push(() => page.close());
+
+  log("Building what is not built:");
+  const widgetProblem = await buildWidget(log);
+  if (widgetProblem) return failed(widgetProblem);
+
+  let shop: DemoShop;
+  try {
+    shop = await startDemoShop({ port: options.shopPort, pendingMs: options.pendingMs, dbFile: join(options.dataDir, "shop.json") });
+  } catch (error) {
+    if ((error as { code?: string }).code === "EADDRINUSE") return failed(portInUse(options.shopPort, "the demo shop API", "--shop-port"));
+    throw error;
+  }
+  closers.push(() => shop.shop.close());
+
+  const built = await buildPackages(shop.packageDirs, log);
+  if (!built.ok) return failed(built.error);
+
+  const agentFile = await loadAgentFile(DEMO_AGENT_FILE);
+  if (!agentFile.ok) {
+    const issue = agentFile.issues[0]!;
+    return failed({ code: issue.code, path: `examples/demo/agent.yaml ${issue.path}`, message: issue.message });
+  }
+  const gatewayPort = await freePort();
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const pagePort = new URL(page.url).port;
+  const agent = {
+    ...agentFile.agent,
+    // The page is opened as 127.0.0.1 or localhost; the widget's frame (and its WebSocket) is the gateway's.
+    origins: [page.url, `http://localhost:${pagePort}`, gatewayUrl, `http://localhost:${gatewayPort}`],
+    ...(offline && { greeting: `Hi! I'm the Caplo Shop assistant, running as the offline demo (no AI model connected). Try "where is my order SO-1002", "stores near me" or "compare plans", or type "help" for more.` }),
+  };
+  const release = createRelease(agent, built.versions, new Date());
+  if (!release.ok) return failed({ code: release.issues[0]!.code, path: `examples/demo/agent.yaml ${release.issues[0]!.path}`, message: release.issues[0]!.message });
+  const releasesDir = join(options.dataDir, "releases");
+  const stored = await new FileReleaseStore(releasesDir).put(release.release);
+  log(`Agent ${agent.name}: release ${release.release.id}${stored.created ? " published" : " (unchanged)"}`);
+
+  const scriptFile = join(options.dataDir, "demo-script.json");
+  writeFileSync(scriptFile, JSON.stringify(DEMO_RULES, null, 2));
+  const identitySecret = randomBytes(32).toString("base64url");
+  const env: Record<string, string | undefined> = {
+    ...options.env,
+    CAPLO_SECRET_SHOP_API_KEY: shop.secrets.SHOP_API_KEY,
+    CAPLO_SECRET_SHOP_API_URL: shop.secrets.SHOP_API_URL,
+    CAPLO_SECRET_DEMO_IDENTITY_SECRET: identitySecret,
+  };
+  let runner: ToolRunner;
+  try {
+    const { CaploToolRunner } = await import("../runner/toolRunner.ts");
+    const sandboxed = new CaploToolRunner({ egressResolve: shop.egressResolve });
+    log(sandboxed.sandboxNote);
+    runner = sandboxed;
+  } catch (error) {
+    return failed({ code: (error as { code?: string }).code ?? "runner_failed", path: "runner", message: (error as Error).message });
+  }
+  // Start the packages' sandboxes a few at a time (the engine would start them one by one).
+  log(`Starting ${built.versions.length} tool packages in their sandboxes ...`);
+  const queue = [...built.versions];
+  let loadProblem: DemoError | undefined;
+  await Promise.all(
+    [1, 2, 3, 4].map(async () => {
+      for (let version = queue.shift(); version && !loadProblem; version = queue.shift()) {
+        try {
+          await runner.load(version);
+        } catch (error) {
+          loadProblem = { code: (error as { code?: string }).code ?? "package_start_failed", path: version.name, message: `tool package ${version.name} did not start: ${(error as Error).message}` };
+        }
+      }
+    }),
+  );
+  if (loadProblem) {
+    await runner.close().catch(() => undefined);
+    return failed(loadProblem);
+  }
+  let server: RunningServer;
+  try {
+    const started = await startServe(
+      {
+        port: gatewayPort,
+        host: "127.0.0.1",
+        db: dbFile,
+        releasesDir,
+        agents: [agent.name],
+        script: scriptFile,
+        widgetDir: join(WIDGET_DIR, "dist"),
+        nodeId: "demo",
+        statusCheckBaseMs: options.statusCheckBaseMs,
+        env,
+        runner,
+      },
+      (line) => {
+        if (options.verbose || !/^(info|debug):/.test(line)) log(line.startsWith("caplo serve:") ? line.replace("caplo serve:", "gateway:") : line);
+      },
+    );
+    if (!started.ok) {
+      await runner.close();
+      return failed(started.error);
+    }
+    server = started.server;
+  } catch (error) {
+    await runner.close().catch(() => undefined);
+    const code = (error as { code?: string }).code ?? "";
+    if (/^SQLITE_(NOTADB|CORRUPT)/.test(code)) return failed(corrupt(dbFile));
+    if (code === "EADDRINUSE") return failed(portInUse(gatewayPort, "the demo gateway", "--port"));
+    return failed({ code: "demo_start_failed", path: "", message: error instanceof Error ? error.message : String(error) });
+  }
+  closers.push(() => server.close());
+
+  page.configure({ gatewayUrl, agent: agent.name, identitySecret, issuer: String(agent.identity?.issuer ?? ""), audience: String(agent.identity?.audience ?? ""), offline });
+  log(offline ? 'Model: the offline demo model (no OPENAI_API_KEY set). It understands the demo\'s phrases: type "help" in the chat.' : "Model: the configured OpenAI-compatible model.");
+  return { ok: true, demo: { url: `${page.url}/`, gatewayUrl, shopUrl: shop.shop.url, close: closeAll } };
+}

@@ -1,0 +1,56 @@
+// The options of `caplo demo` from its flags and environment, or the first problem with them.
+import { resolve } from "node:path";
+
+export type DemoOptions = {
+  /** The demo page's port (the one URL printed). */
+  port: number;
+  /** The demo shop API's port (its help pages name 4100). */
+  shopPort: number;
+  /** Where the demo keeps its SQLite store, releases and shop state. */
+  dataDir: string;
+  /** How long the shop takes to finish a pending (202) cancellation, ms. */
+  pendingMs: number;
+  /** Gap before a pending write's first status check, ms. */
+  statusCheckBaseMs: number;
+  verbose: boolean;
+  env: Record<string, string | undefined>;
+};
+
+export type DemoError = { code: string; path: string; message: string };
+
+const FLAGS = /^--(port|shop-port|data-dir|pending-ms|status-check-ms)(?:=(.*))?$/;
+
+function whole(text: string, path: string, min: number, max: number): number | DemoError {
+  const value = Number(text);
+  if (!/^[0-9]{1,7}$/.test(text) || value < min || value > max) return { code: "option_invalid", path, message: `${path} is a whole number from ${min} to ${max}, not '${text}'` };
+  return value;
+}
+
+export function parseDemoArgs(args: string[], env: Record<string, string | undefined>, cwd = process.cwd()): { ok: true; options: DemoOptions } | { ok: false; error: DemoError } {
+  const values: Record<string, string> = {};
+  let verbose = false;
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index]!;
+    if (arg === "--verbose") {
+      verbose = true;
+      continue;
+    }
+    const match = FLAGS.exec(arg);
+    if (!match) return { ok: false, error: { code: "option_unknown", path: arg, message: `unknown option ${arg} (see caplo demo --help)` } };
+    const value = match[2] ?? args[++index];
+    if (value === undefined) return { ok: false, error: { code: "option_value_missing", path: arg, message: `${arg} needs a value` } };
+    values[match[1]!] = value;
+  }
+  const port = whole(values.port ?? env.CAPLO_PORT ?? "4300", "--port", 0, 65_535);
+  if (typeof port !== "number") return { ok: false, error: port };
+  const shopPort = whole(values["shop-port"] ?? env.CAPLO_DEMO_SHOP_PORT ?? "4100", "--shop-port", 0, 65_535);
+  if (typeof shopPort !== "number") return { ok: false, error: shopPort };
+  const pendingMs = whole(values["pending-ms"] ?? env.CAPLO_DEMO_PENDING_MS ?? "3000", "--pending-ms", 0, 600_000);
+  if (typeof pendingMs !== "number") return { ok: false, error: pendingMs };
+  const statusCheckBaseMs = whole(values["status-check-ms"] ?? env.CAPLO_STATUS_CHECK_BASE_MS ?? "4000", "--status-check-ms", 100, 3_600_000);
+  if (typeof statusCheckBaseMs !== "number") return { ok: false, error: statusCheckBaseMs };
+  return {
+    ok: true,
+    options: { port, shopPort, pendingMs, statusCheckBaseMs, verbose, env, dataDir: resolve(cwd, values["data-dir"] ?? env.CAPLO_DEMO_DIR ?? ".caplo/demo") },
+  };
+}
