@@ -1,0 +1,172 @@
+// What a newcomer does after `npm install && npm start`: the real `caplo demo` command as a child process
+// (free port, temporary data folder, a short pending delay), the printed page in real Chromium, and a walk
+// through the examples: every result layout, a write confirmed (receipt), a write declined, a pending
+// write resolved by its status check, a file downloaded, the demo customer signed in. Then Ctrl-C (SIGTERM)
+// stops it cleanly. Screenshots of each step go to tests/artifacts/demo/.
+import { mkdirSync, readFileSync } from "node:fs";
+import type { Browser, FrameLocator, Locator, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { launchChromium } from "../widget/browser.ts";
+import { freePort, ROOT, spawnDemo, waitForUrl, type DemoProcess } from "./demoProcess.ts";
+
+const ARTIFACTS = `${ROOT}tests/artifacts/demo/`;
+let demo: DemoProcess;
+let url: string;
+let browser: Browser;
+let page: Page;
+let shot = 0;
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  demo = spawnDemo(["--port", String(await freePort()), "--shop-port", "0", "--pending-ms", "300", "--status-check-ms", "500"]);
+  url = await waitForUrl(demo);
+  browser = await launchChromium();
+  const context = await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await demo?.stop();
+});
+
+const app = (): FrameLocator => page.frameLocator("iframe[title='Chat']");
+const snap = (name: string) => page.screenshot({ path: `${ARTIFACTS}${String(++shot).padStart(2, "0")}-${name}.png` });
+async function say(text: string) {
+  await app().locator("#caplo-input").fill(text);
+  await app().locator("#caplo-input").press("Enter");
+}
+/** The latest result region with this title, once it is shown. */
+async function result(title: string, layout: string): Promise<Locator> {
+  const region = app().getByRole("region", { name: title, exact: true }).last();
+  await region.waitFor();
+  expect(await region.getAttribute("class")).toContain(`layout-${layout}`);
+  await region.scrollIntoViewIfNeeded();
+  return region;
+}
+const reviews = () => app().locator("section.review");
+
+describe("npm start: the demo shop as a newcomer sees it", () => {
+  test("the printed page is a shop with the widget, and the offline agent walks through every example", async () => {
+    await page.goto(url);
+    await page.getByRole("heading", { name: "Warm layers for grey days" }).waitFor();
+    expect(await page.getByRole("button", { name: "Sign in as demo customer" }).isVisible()).toBe(true);
+    await snap("shop-page");
+
+    await page.getByRole("button", { name: "Open chat" }).click();
+    await app().locator("#caplo-input").waitFor();
+    await app().getByText("offline demo", { exact: false }).first().waitFor();
+    await snap("chat-open");
+
+    await say("help");
+    await app().getByText("where is my order SO-1002").first().waitFor();
+
+    await say("where is my order SO-1002");
+    const order = await result("Your order", "detail");
+    expect(await order.textContent()).toContain("SO-1002");
+    await snap("detail-order");
+
+    await say("track order SO-1003");
+    expect(await (await result("Where your order is", "timeline")).textContent()).toContain("Out for delivery");
+    await snap("timeline-tracking");
+
+    await say("my orders");
+    expect(await (await result("Your orders", "table")).textContent()).toContain("SO-1004");
+    await snap("table-orders");
+
+    await say("stores near me");
+    expect(await (await result("Our stores", "map")).textContent()).toContain("Caplo Shop BTC");
+    await snap("map-stores");
+
+    await say("compare plans");
+    expect(await (await result("Compare plans", "comparison")).textContent()).toContain("Premium");
+    await snap("comparison-plans");
+
+    await say("show products");
+    expect(await (await result("Products", "cards")).textContent()).toContain("Merino hoodie");
+    await snap("cards-products");
+
+    await say("my returns");
+    expect(await (await result("Returns for this order", "list")).textContent()).toContain("RT-2001");
+    await snap("list-returns");
+
+    await say("how do refunds work");
+    await result("Help article", "page");
+    await snap("page-help");
+
+    await say("my invoice");
+    expect(await (await result("Invoice", "detail")).textContent()).toContain("INV-1004");
+    const link = app().getByRole("link", { name: /Download INV-1004\.pdf/ });
+    await link.waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+    const file = await download.path();
+    expect(readFileSync(file).subarray(0, 5).toString("latin1")).toBe("%PDF-");
+    expect(download.suggestedFilename()).toBe("INV-1004.pdf");
+    await snap("file-invoice");
+
+    await say("book an appointment");
+    const service = app().locator("section.question").last();
+    await service.getByRole("button").first().waitFor();
+    await snap("choices-question");
+    await service.getByRole("button").first().click();
+    const store = app().locator("section.question").nth(1);
+    await store.getByRole("button").first().waitFor();
+    await store.getByRole("button").first().click();
+    const slots = await result("Pick a time", "choices");
+    await snap("choices-slots");
+    expect(await slots.getByRole("button").count()).toBeGreaterThan(0);
+
+    // A write confirmed: the review card, then the receipt.
+    await say("cancel order SO-1001");
+    const applied = reviews().last();
+    await applied.getByRole("button", { name: "Confirm" }).waitFor();
+    expect(await applied.textContent()).toContain("SO-1001");
+    await snap("review-cancel");
+    await applied.getByRole("button", { name: "Confirm" }).click();
+    await applied.getByText("Done", { exact: true }).waitFor();
+    await applied.getByLabel("Receipt").waitFor();
+    await snap("receipt-cancel");
+
+    // A write declined: nothing runs.
+    await say("cancel order SO-1005");
+    const declined = reviews().last();
+    await declined.getByRole("button", { name: "Cancel" }).waitFor();
+    await declined.getByRole("button", { name: "Cancel" }).click();
+    await declined.getByText("Cancelled by you").waitFor();
+    await snap("declined-cancel");
+
+    // A pending write: the shop answers 202; the status check later records the real outcome.
+    await say("cancel order SO-1002");
+    const pending = reviews().last();
+    await pending.getByRole("button", { name: "Confirm" }).waitFor();
+    await pending.getByRole("button", { name: "Confirm" }).click();
+    await pending.getByText("Not confirmed yet").waitFor();
+    await snap("pending-cancel");
+    await pending.getByText("Done", { exact: true }).waitFor({ timeout: 30_000 });
+    await snap("pending-resolved");
+
+    // The demo customer signs in through the page's own sign-in (an identity token from the demo backend).
+    await page.getByRole("button", { name: "Sign in as demo customer" }).click();
+    await page.getByText("Signed in as Ana Novak").waitFor();
+    await say("change my address to Slovenska cesta 1, 1000 Ljubljana");
+    const address = reviews().last();
+    await address.getByRole("button", { name: "Confirm" }).waitFor();
+    await snap("review-address");
+    await address.getByRole("button", { name: "Confirm" }).click();
+    await address.getByText("Done", { exact: true }).waitFor();
+    expect(await address.textContent()).toContain("Slovenska cesta 1");
+    await snap("receipt-address");
+  }, 180_000);
+
+  test("Ctrl-C (SIGTERM) stops the demo and its tool processes, with exit code 0", async () => {
+    const pid = demo.child.pid!;
+    const code = await demo.stop();
+    expect(code).toBe(0);
+    expect(demo.output()).toContain("Stopped.");
+    // No process of the demo is left: none has the demo's process as parent.
+    const { execFileSync } = await import("node:child_process");
+    const orphans = execFileSync("ps", ["-eo", "ppid="]).toString().split("\n").filter((line) => Number(line.trim()) === pid);
+    expect(orphans).toHaveLength(0);
+  }, 60_000);
+});

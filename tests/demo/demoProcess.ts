@@ -1,0 +1,63 @@
+// Starts `caplo demo` exactly as `npm start` does (node bin/caplo.mjs demo), as a child process on a free
+// port with a temporary data folder, and stops it with SIGTERM as Ctrl-C would.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** The environment without a model key, so the offline demo model answers. */
+export function offlineEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env, ...extra };
+  for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "CAPLO_MODEL", "CAPLO_PORT", "CAPLO_REDIS_URL", "CAPLO_DATABASE_URL"]) delete env[name];
+  return env;
+}
+
+export type DemoProcess = { child: ChildProcess; output: () => string; exited: Promise<number | null>; dataDir: string; stop: () => Promise<number | null> };
+
+export function spawnDemo(args: string[], dataDir = mkdtempSync(join(tmpdir(), "caplo-demo-"))): DemoProcess {
+  const child = spawn(process.execPath, [join(ROOT, "bin/caplo.mjs"), "demo", "--data-dir", dataDir, ...args], { cwd: ROOT, env: offlineEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  let text = "";
+  child.stdout!.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    child,
+    dataDir,
+    output: () => text,
+    exited,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      const code = await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+      return code;
+    },
+  };
+}
+
+/** Resolves with the printed URL once the demo says it is running; rejects if it exits first. */
+export function waitForUrl(demo: DemoProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const match = /Open:\s+(http:\/\/\S+)/.exec(demo.output());
+      if (match) {
+        demo.child.stdout!.off("data", check);
+        resolve(match[1]!);
+      }
+    };
+    demo.child.stdout!.on("data", check);
+    void demo.exited.then((code) => reject(new Error(`caplo demo exited with ${code} before printing its URL:\n${demo.output()}`)));
+    check();
+  });
+}
