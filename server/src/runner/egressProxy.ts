@@ -5,8 +5,8 @@
 import { lookup } from "node:dns/promises";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runtimeDir } from "./runtimeDir.ts";
 import {
   EGRESS_PORTS,
   isForbiddenAddress,
@@ -138,7 +138,7 @@ function handle(client: Socket, options: EgressOptions): void {
 
 /** Opens a proxy socket for one package process, in a fresh directory of its own. */
 export async function openEgressSocket(options: EgressOptions): Promise<EgressSocket> {
-  const dir = await mkdtemp(join(tmpdir(), "caplo-egress-"));
+  const dir = await mkdtemp(join(runtimeDir(), "egress-"));
   const socketPath = join(dir, "proxy.sock");
   const connections = new Set<Socket>();
   const server: Server = createServer((socket) => {

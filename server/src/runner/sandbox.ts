@@ -7,6 +7,7 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { PRELOAD_MODULE } from "./node24.ts";
+import { runtimeDir } from "./runtimeDir.ts";
 
 /** isolated: namespaces + chroot + permission model. weak: permission model only (operator's choice). */
 export type SandboxMode = "isolated" | "weak";
@@ -112,7 +113,7 @@ export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
     const child = spawn(spec.node, nodeArgs(spec), { env, stdio: ["pipe", "pipe", "pipe"] });
     return { child, cleanup: () => undefined };
   }
-  const root = mkdtempSync(join(tmpdir(), "caplo-root-"));
+  const root = mkdtempSync(join(runtimeDir(), "root-"));
   const readOnly = [...new Set(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, PRELOAD_MODULE])];
   if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
   const args = [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, ...readOnly, "--", ...(spec.egressDir ? [spec.egressDir] : []), "--", spec.node, ...nodeArgs(spec)];
