@@ -2,10 +2,12 @@ import { describe, expect, test } from "vitest";
 import { clampText, fillTemplate, formatMoney, formatSize, formatTime, last4, safeUrl } from "./format.ts";
 
 describe("safeUrl", () => {
-  test("accepts https and loopback http only", () => {
+  test("accepts https, and http on loopback only while developing on loopback", () => {
     expect(safeUrl("https://shop.example/a?b=1")).toBe("https://shop.example/a?b=1");
-    expect(safeUrl("http://localhost:5173/x")).toBe("http://localhost:5173/x");
-    expect(safeUrl("http://127.0.0.1:8080/")).toBe("http://127.0.0.1:8080/");
+    expect(safeUrl("http://localhost:5173/x", undefined, true)).toBe("http://localhost:5173/x");
+    expect(safeUrl("http://127.0.0.1:8080/", undefined, true)).toBe("http://127.0.0.1:8080/");
+    expect(safeUrl("http://localhost:5173/x", undefined, false)).toBeNull();
+    expect(safeUrl("http://shop.example/", undefined, true)).toBeNull();
     for (const bad of ["http://shop.example/", "javascript:alert(1)", "data:text/html,x", "blob:https://a/b", "file:///etc/passwd", "ftp://a/", "java\tscript:alert(1)", " https://a.example", "https://user:pw@a.example/", "/relative", ""]) {
       expect(safeUrl(bad), bad).toBeNull();
     }

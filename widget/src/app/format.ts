@@ -6,12 +6,17 @@ export type Primitive = string | number | boolean | null;
 /** Loopback hosts, where plain http is accepted so the widget can be developed locally. */
 const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
+/** True when the widget itself runs on loopback: local development, where http links to loopback are fine. */
+export function onLoopback(): boolean {
+  return LOOPBACK.has(globalThis.location?.hostname ?? "");
+}
+
 /**
- * The URL if it may be used as a link or image source: an absolute https URL, or http on loopback (dev
- * only). With `base`, a relative URL resolved against it also counts (files the gateway serves).
- * javascript:, data:, blob:, file: and everything else give null.
+ * The URL if it may be used as a link or image source: an absolute https URL, or http on loopback while
+ * the widget itself runs on loopback (development). With `base`, a relative URL resolved against it also
+ * counts (files the gateway serves). javascript:, data:, blob:, file: and everything else give null.
  */
-export function safeUrl(raw: unknown, base?: string): string | null {
+export function safeUrl(raw: unknown, base?: string, dev = onLoopback()): string | null {
   if (typeof raw !== "string" || raw.length === 0 || raw.length > 2048) return null;
   // Control characters and whitespace inside a URL are a known trick to smuggle a scheme past filters.
   if (/[\u0000-\u0020\u007f]/.test(raw)) return null;
@@ -23,7 +28,7 @@ export function safeUrl(raw: unknown, base?: string): string | null {
   }
   if (url.username || url.password) return null;
   if (url.protocol === "https:") return url.href;
-  if (url.protocol === "http:" && LOOPBACK.has(url.hostname)) return url.href;
+  if (url.protocol === "http:" && dev && LOOPBACK.has(url.hostname)) return url.href;
   return null;
 }
 
