@@ -141,7 +141,7 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     const pending = reviews().last();
     await pending.getByRole("button", { name: "Confirm" }).waitFor();
     await pending.getByRole("button", { name: "Confirm" }).click();
-    await pending.getByText("Not confirmed yet").waitFor();
+    await pending.getByText("Not confirmed yet", { exact: true }).waitFor();
     await snap("pending-cancel");
     await pending.getByText("Done", { exact: true }).waitFor({ timeout: 30_000 });
     await snap("pending-resolved");
