@@ -81,6 +81,37 @@ describe("start", () => {
     }
   });
 
+  it("mounts the messaging channels configured in the environment, and refuses a malformed channel setting", async () => {
+    const config = parseAgentConfig({ apiVersion: "v1", kind: "Agent", name: "chat", instructions: "Be brief.", origins: ["https://site.example"], channels: { web: {}, messenger: {} } });
+    if (!config.ok) throw new Error(JSON.stringify(config.issues));
+    const release = createRelease(config.agent, [], new Date("2026-01-01T00:00:00Z"));
+    if (!release.ok) throw new Error(JSON.stringify(release.issues));
+    await new FileReleaseStore(join(dir, "releases")).put(release.release);
+    const runner: ToolRunner = { load: async () => undefined, call: async () => Promise.reject(new Error("no tools")), checkStatus: async () => ({ outcome: "unknown", reason: "no tools" }), close: async () => undefined };
+    const env = {
+      CAPLO_MESSENGER_PAGE_TOKEN: "EAAG-page-access-token-0123456789",
+      CAPLO_META_APP_SECRET: "0123456789abcdef0123456789abcdef",
+      CAPLO_META_VERIFY_TOKEN: "verify-token-0123456789",
+    };
+    const parsed = parseServeArgs(["--port", "0", "--agent", "chat", "--db", join(dir, "channels", "caplo.db"), "--releases", join(dir, "releases")], env);
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const lines: string[] = [];
+    const started = await startServe({ ...parsed.options, runner }, (line) => lines.push(line));
+    if (!started.ok) throw new Error(started.error.message);
+    try {
+      expect(lines.some((line) => line.startsWith("channels: messenger"))).toBe(true);
+      const handshake = `${started.server.url}/webhooks/messenger?hub.mode=subscribe&hub.verify_token=${env.CAPLO_META_VERIFY_TOKEN}&hub.challenge=4242`;
+      const answer = await fetch(handshake);
+      expect([answer.status, await answer.text()]).toEqual([200, "4242"]);
+      expect((await fetch(handshake.replace("verify-token", "wrong-token"))).status).toBe(403);
+    } finally {
+      await started.server.close();
+    }
+    const bad = parseServeArgs(["--port", "0", "--agent", "chat", "--db", join(dir, "bad.db"), "--releases", join(dir, "releases")], { ...env, CAPLO_META_APP_SECRET: "short" });
+    if (!bad.ok) throw new Error(bad.error.message);
+    expect(await startServe({ ...bad.options, runner }, () => undefined)).toMatchObject({ ok: false, error: { code: "channel_config_invalid", path: "CAPLO_META_APP_SECRET" } });
+  });
+
   it("an agent without a published release is a clear error", async () => {
     const parsed = parseServeArgs(["--agent", "ghost", "--releases", join(dir, "none"), "--db", join(dir, "x.db")], {});
     if (!parsed.ok) throw new Error(parsed.error.message);

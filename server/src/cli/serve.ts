@@ -2,11 +2,12 @@
 // runner and the store (SQLite file by default, PostgreSQL by URL), serving each agent's latest release.
 import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
+import { dirname, join } from "node:path";
 import { z } from "zod";
 import type { Release } from "@caplo/shared";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
-import { MemoryBus } from "../bus/memoryBus.ts";
 import { openEventBus } from "../bus/index.ts";
+import { mountChannels, readChannelSettings } from "../channels/channelSetup.ts";
 import { Engine } from "../engine/engine.ts";
 import { StaticReleases, type AgentRelease } from "../engine/release.ts";
 import { Gateway } from "../gateway/gateway.ts";
@@ -41,6 +42,9 @@ Environment only:
   CAPLO_REDIS_URL     share conversation events between nodes through Redis (else PostgreSQL
                       LISTEN/NOTIFY with a postgres:// store, else in-process)
   CAPLO_SECRET_<NAME> the value of workspace secret NAME (tool secrets, HS256 identity keys)
+  CAPLO_TWILIO_*, CAPLO_META_*, CAPLO_PUBLIC_URL  messaging channels (docs/channels.md); webhooks at
+                      /webhooks/<platform>; CAPLO_<PLATFORM>_AGENT picks the agent (default: the first)
+  CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db)
   CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
 `;
 
@@ -177,8 +181,13 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
       return seqs;
     },
   });
-  const bus = busResult.ok ? busResult.bus : new MemoryBus();
-  if (!busResult.ok) log(`event bus: ${busResult.error.message}; using the in-process bus`);
+  // A configured bus that cannot start is an error: an in-process bus would silently cut this node off
+  // from the others' events.
+  if (!busResult.ok) {
+    await store.close();
+    return { ok: false, error: busResult.error };
+  }
+  const bus = busResult.bus;
   let runner: ToolRunner;
   if (options.runner) runner = options.runner;
   else {
@@ -223,6 +232,26 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     secrets: secretsByName,
     log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
   });
+  // Messaging channels configured by environment (docs/channels.md): their webhooks mount on this gateway.
+  const channelSettings = readChannelSettings(options.env);
+  if (!channelSettings.ok) {
+    await engine.stop();
+    await runner.close();
+    await store.close();
+    await bus.close();
+    const first = channelSettings.errors[0]!;
+    return { ok: false, error: { code: first.code, path: first.path, message: channelSettings.errors.map((error) => error.message).join("; ") } };
+  }
+  const channels = Object.keys(channelSettings.settings).length === 0
+    ? undefined
+    : await mountChannels({
+        settings: channelSettings.settings,
+        engine,
+        gateway,
+        agentFor: (platform) => options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] ?? options.agents[0]!,
+        file: options.env.CAPLO_CHANNELS_DB ?? (/^postgres(ql)?:\/\//.test(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
+      });
+  if (channels) log(`channels: ${channels.platforms.join(", ")} (webhooks at /webhooks/<platform>)`);
   const address = await gateway.listen(options.port, options.host);
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(options.env)}, agents: ${releases.map((release) => release.id).join(", ")})`);
@@ -236,6 +265,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
       url,
       close: async () => {
         await gateway.close();
+        channels?.close();
         await engine.stop();
         await runner.close();
         await bus.close();
