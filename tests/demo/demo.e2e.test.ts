@@ -168,5 +168,7 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     const { execFileSync } = await import("node:child_process");
     const orphans = execFileSync("ps", ["-eo", "ppid="]).toString().split("\n").filter((line) => Number(line.trim()) === pid);
     expect(orphans).toHaveLength(0);
+    // And the page no longer answers: its port is closed.
+    await expect(fetch(url)).rejects.toThrow();
   }, 60_000);
 });

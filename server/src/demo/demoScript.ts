@@ -52,7 +52,8 @@ export const DEMO_RULES: DemoRule[] = [
   { when: ci("products?|show me|what do you sell|catalog"), ...read(undefined, "products__search_products", {}) },
   { when: ci("address to (.+?),\\s*(\\d{4})\\s+(.+?)\\.?$"), replies: [{ text: "Please check the new address and confirm.", toolCalls: [{ name: "account__update_address", args: { street: "$1", postalCode: "$2", city: "$3" } }] }] },
   { when: ci("address"), replies: [{ text: "Please check the new address and confirm.", toolCalls: [{ name: "account__update_address", args: { street: "Slovenska cesta 1", postalCode: "1000", city: "Ljubljana" } }] }] },
-  { when: ci("(refund|deliver|shipping|how (?:do|can|long))"), ...read(undefined, "help__help_article", { question: "$1" }) },
+  { when: ci("(refund|deliver|shipping)"), ...read(undefined, "help__help_article", { question: "$1" }) },
+  { when: ci("how (?:do|can|long)"), ...read(undefined, "help__help_article", { question: "returns" }) },
   { when: ci("[\\s\\S]*"), replies: [{ text: `I'm sorry, I don't understand that here. ${DEMO_TRY_TEXT}` }] },
 ];
 

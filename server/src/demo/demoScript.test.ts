@@ -1,0 +1,59 @@
+// The offline demo model understands the demo's phrases: each leads to the right tool with the right
+// arguments, write outcomes get a truthful sentence, and anything else gets the plain offline notice.
+import { describe, expect, test } from "vitest";
+import type { ModelStreamPart } from "../model/model.ts";
+import { createDemoModel, DEMO_CUSTOMER } from "./demoScript.ts";
+
+async function ask(text: string, role: "user" | "system" = "user"): Promise<{ text: string; calls: { name: string; args: unknown }[] }> {
+  const parts: ModelStreamPart[] = [];
+  for await (const part of createDemoModel().stream({ messages: [{ role: "system", content: "instructions" }, { role, content: text }], tools: [] } as never)) parts.push(part);
+  return {
+    text: parts.map((part) => (part.type === "text-delta" ? part.text : "")).join(""),
+    calls: parts.flatMap((part) => (part.type === "tool-call" ? [{ name: part.call.name, args: JSON.parse(part.call.arguments) }] : [])),
+  };
+}
+
+const CASES: [string, string, Record<string, unknown>][] = [
+  ["where is my order SO-1002", "orders__get_order", { orderId: "SO-1002" }],
+  ["Where is order SO-1003?", "tracking__track_order", { orderId: "SO-1003" }],
+  ["track my order", "tracking__track_order", {}],
+  ["cancel order SO-1002", "orders__cancel_order", { orderId: "SO-1002" }],
+  ["Please cancel my order SO-1001", "orders__cancel_order", { orderId: "SO-1001" }],
+  ["stores near me", "stores__find_stores", {}],
+  ["stores in Maribor", "stores__find_stores", { city: "Maribor" }],
+  ["book an appointment", "appointments__find_slots", {}],
+  ["Book slot SL-ST-LJ1-fitting-20261203T09 (Thu 3 Dec, 09:00)", "booking__book_slot", { slotId: "SL-ST-LJ1-fitting-20261203T09", customerName: DEMO_CUSTOMER.name, reminder: "email" }],
+  ["compare plans", "plans__compare_plans", { focus: "price" }],
+  ["show products", "products__search_products", {}],
+  ["Tell me more about the Merino hoodie", "products__search_products", { query: "Merino hoodie" }],
+  ["my invoice", "invoices__get_invoice", { orderId: "SO-1004" }],
+  ["Send me the invoice for order SO-1003", "invoices__get_invoice", { orderId: "SO-1003" }],
+  ["my returns", "returns__list_returns", { orderId: "SO-1004" }],
+  ["my orders", "orders__list_orders", { email: DEMO_CUSTOMER.email }],
+  ["how do refunds work", "help__help_article", { question: "refund" }],
+  ["change my address to Slovenska cesta 1, 1000 Ljubljana", "account__update_address", { street: "Slovenska cesta 1", postalCode: "1000", city: "Ljubljana" }],
+];
+
+describe("the offline demo model", () => {
+  test.each(CASES)("'%s' calls %s with the right arguments", async (text, name, args) => {
+    const { calls } = await ask(text);
+    expect(calls).toEqual([{ name, args }]);
+  });
+
+  test("help and anything it does not understand say plainly that this is the offline demo and what to try", async () => {
+    for (const text of ["help", "what's the weather like?"]) {
+      const reply = await ask(text);
+      expect(reply.calls).toEqual([]);
+      expect(reply.text).toContain("offline demo");
+      expect(reply.text).toContain("where is my order SO-1002");
+      expect(reply.text).toContain("OPENAI_API_KEY");
+    }
+  });
+
+  test("write outcomes are told truthfully: applied is done, pending is not confirmed, declined changed nothing", async () => {
+    expect((await ask("[write orders/cancel_order, proposal w1] outcome: applied. The change happened.", "system")).text).toContain("Done");
+    expect((await ask("[write orders/cancel_order, proposal w1] outcome: pending. The change is not confirmed yet.", "system")).text).toContain("not confirmed it yet");
+    expect((await ask("[write orders/cancel_order, proposal w1] outcome: not applied. The provider definitely did not make the change: shipped", "system")).text).toContain("did not make");
+    expect((await ask("[write orders/cancel_order, proposal w1] the customer declined. Nothing ran.", "system")).text).toContain("left it as it was");
+  });
+});
