@@ -274,6 +274,20 @@ describe("origins", () => {
     await expect(TestClient.open(`${stack.wsUrl}?agent=shop-agent`, OTHER_ORIGIN)).rejects.toThrow("HTTP 403");
   });
 
+  it("the widget app's own socket, from the gateway's origin, is accepted; only the agent's sites may frame the app page", async () => {
+    const own = new URL(stack.base).origin;
+    const c = await client(own);
+    const welcome = await c.hello("other-agent");
+    expect(welcome.conversationId).toBeTruthy();
+    await c.close();
+    // Another host name for the same address is not the gateway's origin as the browser sees it.
+    await expect(TestClient.open(stack.wsUrl, own.replace("127.0.0.1", "localhost"))).rejects.toThrow("HTTP 403");
+    const page = await fetch(`${stack.base}/widget/app.html?agent=shop-agent`);
+    expect(page.headers.get("content-security-policy")).toBe(`frame-ancestors ${ORIGIN}`);
+    const unknown = await fetch(`${stack.base}/widget/app.html?agent=nobody`);
+    expect(unknown.headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
+  });
+
   it("hello for an agent not embedded on this origin gets origin_not_allowed and the socket closes", async () => {
     const c = await client(OTHER_ORIGIN);
     c.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {} });

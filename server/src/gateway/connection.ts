@@ -41,6 +41,8 @@ export const DEFAULT_LIMITS: ConnectionLimits = {
 };
 
 export type ConnectionDeps = {
+  /** The socket comes from the gateway's own origin: the widget app in its iframe (framing checked by CSP). */
+  sameOrigin: boolean;
   engine: Engine;
   releases: ReleaseSource;
   limits: ConnectionLimits;
@@ -178,7 +180,7 @@ export class Connection {
     if (this.conversationId || this.starting) return this.error("already_started", "this connection already said hello");
     const release = this.deps.releases.get(frame.agent);
     if (!release) return this.error("agent_unknown", `no agent named ${frame.agent}`, { path: "agent" });
-    if (!release.config.origins.includes(this.origin)) {
+    if (!this.deps.sameOrigin && !release.config.origins.includes(this.origin)) {
       this.error("origin_not_allowed", `this agent is not embedded on ${this.origin}`);
       this.ws.close(1008, "origin not allowed");
       return;

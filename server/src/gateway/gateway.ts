@@ -142,6 +142,13 @@ export class Gateway {
     return verify(token);
   }
 
+  /** The CSP frame-ancestors source list for the app page of an agent: its allowed origins, else none. */
+  private frameAncestors(agent: string | null): string {
+    const release = agent ? this.options.releases.get(agent) : undefined;
+    const origins = release?.config.origins ?? [];
+    return origins.length > 0 ? origins.join(" ") : "'none'";
+  }
+
   private upgrade(req: IncomingMessage, socket: import("node:net").Socket, head: Buffer): void {
     const url = new URL(req.url ?? "/", "http://gateway");
     const refuse = (status: number, text: string) => {
@@ -150,12 +157,16 @@ export class Gateway {
     if (url.pathname !== WS_PATH) return refuse(404, "Not Found");
     const origin = req.headers.origin;
     if (!origin) return refuse(403, "Forbidden");
-    // The agent is named in hello; here the origin must be allowed for the named agent, or for at least one.
+    // The widget app runs in an iframe served by this gateway, so its socket comes from the gateway's own
+    // origin; which sites may frame it for an agent is enforced by the app page's frame-ancestors.
+    // Any other origin (a page talking to the socket directly) must be one of the agent's allowed origins.
+    const sameOrigin = isSameOrigin(origin, req.headers.host);
     const agent = url.searchParams.get("agent");
     const releases = agent ? [this.options.releases.get(agent)].filter((release): release is AgentRelease => release !== undefined) : this.options.releases.list();
-    if (!releases.some((release) => release.config.origins.includes(origin))) return refuse(403, "Forbidden");
+    if (!sameOrigin && !releases.some((release) => release.config.origins.includes(origin))) return refuse(403, "Forbidden");
     this.wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
       const connection = new Connection(ws, origin, {
+        sameOrigin,
         engine: this.options.engine,
         releases: this.options.releases,
         limits: this.limits,
@@ -190,7 +201,10 @@ export class Gateway {
         if (url.pathname === "/widget.js" && (await serveFile(res, widgetDir, "widget.js", widgetCacheControl("widget.js"), head))) return;
         if (url.pathname.startsWith("/widget/")) {
           const relative = url.pathname.slice("/widget/".length);
-          if (await serveFile(res, widgetDir, relative, widgetCacheControl(relative), head)) return;
+          // The app page may be framed only by the sites its agent is embedded on (frame-ancestors), which is
+          // what lets its WebSocket, opened from the gateway's own origin, be trusted for that agent.
+          const headers: Record<string, string> = relative === "app.html" ? { "content-security-policy": `frame-ancestors ${this.frameAncestors(url.searchParams.get("agent"))}` } : {};
+          if (await serveFile(res, widgetDir, relative, widgetCacheControl(relative), head, headers)) return;
         }
         if (url.pathname.startsWith("/schemas/") && url.pathname.endsWith(".json")) {
           const relative = url.pathname.slice("/schemas/".length);
@@ -204,5 +218,16 @@ export class Gateway {
       if (!res.headersSent) sendError(res, 500, { code: "internal_error", path: "", message: "something went wrong on our side" });
       else res.destroy();
     }
+  }
+}
+
+/** Whether a request's Origin is this server itself (the widget app's iframe), judged by its Host header. */
+export function isSameOrigin(origin: string, host: string | undefined): boolean {
+  if (!host) return false;
+  try {
+    const parsed = new URL(origin);
+    return (parsed.protocol === "http:" || parsed.protocol === "https:") && parsed.host === host.toLowerCase();
+  } catch {
+    return false;
   }
 }

@@ -32,7 +32,7 @@ export function insideRoot(root: string, relative: string): string | undefined {
 }
 
 /** Serve one file if it exists; false when there is no such file (the caller answers 404). */
-export async function serveFile(res: ServerResponse, root: string, relative: string, cacheControl: string, head = false): Promise<boolean> {
+export async function serveFile(res: ServerResponse, root: string, relative: string, cacheControl: string, head = false, headers: Record<string, string> = {}): Promise<boolean> {
   const full = insideRoot(root, relative);
   if (!full) return false;
   const info = await stat(full).catch(() => undefined);
@@ -42,6 +42,7 @@ export async function serveFile(res: ServerResponse, root: string, relative: str
     "content-length": String(info.size),
     "cache-control": cacheControl,
     "x-content-type-options": "nosniff",
+    ...headers,
   });
   if (head) {
     res.end();
