@@ -112,7 +112,11 @@ export function createContext(extra: HandlerExtra, meta: CallMeta | undefined, c
     async elicit(request) {
       if (!canElicit) throw new Error("elicitation is not available on this call: check canElicit and carry on without it");
       return extra.sendRequest(
-        { method: "elicitation/create", params: { mode: "form", message: request.message, requestedSchema: request.requestedSchema } },
+        // The invocation id names the call this question belongs to: over stdio, several calls may be in flight.
+        {
+          method: "elicitation/create",
+          params: { mode: "form", message: request.message, requestedSchema: request.requestedSchema, _meta: { [CALL_META_KEY]: { invocationId } } },
+        },
         ElicitResultSchema,
         { signal: extra.signal },
       );
