@@ -266,7 +266,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log): P
         runner,
       },
       (line) => {
-        if (options.verbose || !/^(info|debug):/.test(line)) log(line.startsWith("caplo serve:") ? line.replace("caplo serve:", "gateway:") : line);
+        if (options.verbose || !/^(info|debug):|^team API disabled/.test(line)) log(line.startsWith("caplo serve:") ? line.replace("caplo serve:", "gateway:") : line);
       },
     );
     if (!started.ok) {

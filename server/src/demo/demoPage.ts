@@ -31,14 +31,16 @@ export async function listenDemoPage(port: number): Promise<DemoPage> {
       const own = `http://${request.headers.host ?? ""}`;
       if (request.method !== "POST") return void response.writeHead(405, { allow: "POST", ...security }).end();
       if (origin !== own) return void response.writeHead(403, { "content-type": "application/json", ...security }).end(JSON.stringify({ code: "origin_refused", path: "origin", message: "only the demo page may sign in" }));
+      // The shop's ordinary sign-in is level standard; a step-up asks for a fresh strong sign-in (high).
+      const level = url.searchParams.get("level") === "high" ? "high" : "standard";
       const token = mintIdentityToken({
         algorithm: "HS256",
         secret: config.identitySecret,
         ttlSeconds: 600,
-        claims: { sub: DEMO_CUSTOMER.id, ref: DEMO_CUSTOMER.id, level: "high", auth_time: Math.floor(Date.now() / 1000), iss: config.issuer, aud: config.audience, name: DEMO_CUSTOMER.name, email: DEMO_CUSTOMER.email, jti: randomBytes(8).toString("hex") },
+        claims: { sub: DEMO_CUSTOMER.id, ref: DEMO_CUSTOMER.id, level, auth_time: Math.floor(Date.now() / 1000), iss: config.issuer, aud: config.audience, name: DEMO_CUSTOMER.name, email: DEMO_CUSTOMER.email, jti: randomBytes(8).toString("hex") },
       });
       response.writeHead(200, { "content-type": "application/json", "cache-control": "no-store", ...security });
-      return void response.end(JSON.stringify({ token, customer: DEMO_CUSTOMER }));
+      return void response.end(JSON.stringify({ token, level, customer: DEMO_CUSTOMER }));
     }
     if (request.method !== "GET" && request.method !== "HEAD") return void response.writeHead(405, { allow: "GET, HEAD", ...security }).end();
     const name = url.pathname === "/" ? "index.html" : normalize(decodeURIComponent(url.pathname)).replace(/^[/\\]+/, "");
