@@ -163,8 +163,10 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     await verify.getByRole("button", { name: "Verify" }).click();
     await page.getByText("Verified again as Ana Novak").waitFor();
     await snap("step-up-verified");
+    const cardsBefore = await reviews().count();
     await say("change my address to Slovenska cesta 1, 1000 Ljubljana");
-    const again = reviews().last();
+    await reviews().nth(cardsBefore).waitFor();
+    const again = reviews().nth(cardsBefore);
     await again.getByRole("button", { name: "Confirm" }).waitFor();
     await again.getByRole("button", { name: "Confirm" }).click();
     await again.getByText("Done", { exact: true }).waitFor();
