@@ -44,8 +44,10 @@ export async function run(args: string[]): Promise<number> {
   // Ctrl-C while starting stops the start; after it, it stops the running demo.
   let stopRequested = false;
   let wake: () => void = () => undefined;
+  const abort = new AbortController();
   const stop = () => {
     stopRequested = true;
+    abort.abort();
     wake();
   };
   process.on("SIGINT", stop);
@@ -53,10 +55,14 @@ export async function run(args: string[]): Promise<number> {
   console.log("Starting the Caplo demo shop ...");
   let started: Awaited<ReturnType<typeof startDemo>>;
   try {
-    started = await startDemo(parsed.options);
+    started = await startDemo(parsed.options, console.log, abort.signal);
   } catch (error) {
     console.error(`caplo demo: could not start: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
+  }
+  if (!started.ok && started.error.code === "interrupted") {
+    console.log("Stopped.");
+    return 0;
   }
   if (!started.ok) {
     console.error(`\ncaplo demo: ${started.error.message}${started.error.code ? ` [${started.error.code}]` : ""}`);

@@ -142,7 +142,8 @@ const portInUse = (port: number, what: string, flag: string): DemoError => ({
 });
 
 /** Starts the whole demo; the caller closes it. `log` receives the progress lines. */
-export async function startDemo(options: DemoOptions, log: Log = console.log): Promise<{ ok: true; demo: RunningDemo } | { ok: false; error: DemoError }> {
+export async function startDemo(options: DemoOptions, log: Log = console.log, signal?: AbortSignal): Promise<{ ok: true; demo: RunningDemo } | { ok: false; error: DemoError }> {
+  const interrupted: DemoError = { code: "interrupted", path: "", message: "stopped while starting (Ctrl-C)" };
   const closers: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close().catch(() => undefined);
@@ -179,6 +180,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log): P
   log("Building what is not built:");
   const widgetProblem = await buildWidget(log);
   if (widgetProblem) return failed(widgetProblem);
+  if (signal?.aborted) return failed(interrupted);
 
   let shop: DemoShop;
   try {
@@ -191,6 +193,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log): P
 
   const built = await buildPackages(shop.packageDirs, log);
   if (!built.ok) return failed(built.error);
+  if (signal?.aborted) return failed(interrupted);
 
   const agentFile = await loadAgentFile(DEMO_AGENT_FILE);
   if (!agentFile.ok) {
@@ -248,6 +251,10 @@ export async function startDemo(options: DemoOptions, log: Log = console.log): P
   if (loadProblem) {
     await runner.close().catch(() => undefined);
     return failed(loadProblem);
+  }
+  if (signal?.aborted) {
+    await runner.close().catch(() => undefined);
+    return failed(interrupted);
   }
   let server: RunningServer;
   try {
