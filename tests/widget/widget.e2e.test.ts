@@ -71,8 +71,11 @@ describe("website widget in Chromium", () => {
 
   test("looking up an order shows the tool's progress label, then the result layout", async () => {
     const app = page.frameLocator("iframe[title='Chat']");
+    // The lookup "runs" long enough that a loaded machine cannot miss the label between start and end.
+    server.delayMs = 2500;
     await say(app, "Where is my order SO-1002?");
     await app.getByRole("status").getByText("Looking up your order").waitFor();
+    server.delayMs = 400;
     await shot(page, "02a-progress-label");
     const card = app.getByRole("region", { name: "Order SO-1002", exact: true });
     await card.waitFor();
