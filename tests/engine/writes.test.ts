@@ -316,6 +316,8 @@ describe("step-up", () => {
     const waiting = await h.store.getWrite(proposalId);
     expect(waiting).toMatchObject({ state: "step_up_required", stepUp: { level: "high", maxAuthAgeSeconds: 300 } });
     expect((await h.ofType("step_up")).at(-1)).toMatchObject({ level: "high", maxAuthAgeSeconds: 300, proposalId });
+    // The review card is told its write waits for the customer to verify, not left "confirming".
+    expect((await h.ofType("outcome")).at(-1)).toMatchObject({ proposalId, state: "step_up_required" });
     // Verifying again at too low a level changes nothing.
     await h.engine.verify(h.conversation.id, { id: "cust-a", level: "standard", authTime: new Date(h.clock.now).toISOString() });
     expect((await h.store.getWrite(proposalId))?.state).toBe("step_up_required");
@@ -325,6 +327,7 @@ describe("step-up", () => {
     await h.engine.verify(h.conversation.id, { id: "cust-a", level: "high", authTime: new Date(h.clock.now).toISOString() });
     const done = await h.store.getWrite(proposalId);
     expect(done?.state).toBe("applied");
+    expect((await h.ofType("outcome")).at(-1)).toMatchObject({ proposalId, state: "applied" });
     const attempts = h.backend.invocations.filter((call) => call.tool === "close_account");
     expect(attempts).toHaveLength(2);
     expect(attempts[0]!.args).toEqual(attempts[1]!.args);

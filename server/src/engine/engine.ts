@@ -693,6 +693,8 @@ export class Engine {
     for (const effect of decision.effects) {
       if (effect.type === "tell") await this.tell(updated, tool, noteToModel);
       if (effect.type === "ask_step_up") {
+        // The review card learns its write waits for the customer to verify again (not "confirming" forever).
+        await this.tell(updated, tool, false);
         await this.askStepUp(updated.conversationId, effect.stepUp, updated.id);
         if (noteToModel) await this.note(updated.conversationId, modelNote(updated));
       }
