@@ -77,10 +77,11 @@ export class PostgresStore implements Store {
   }
 
   async migrate(): Promise<void> {
-    await this.q(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
     await this.tx(async (client) => {
-      // One migrator at a time across nodes.
+      // One migrator at a time across nodes; the schema is created under the lock too, since two nodes
+      // starting together would otherwise race on CREATE SCHEMA IF NOT EXISTS (a unique-key error).
       await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`caplo-migrate:${this.schema}`]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
       await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
       const applied = new Set((await this.q("SELECT version FROM schema_migrations", [], client)).map((row) => Number(row.version)));
       for (const migration of POSTGRES_MIGRATIONS) {

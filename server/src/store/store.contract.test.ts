@@ -280,3 +280,19 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     expect((await store.listWrites(c.id)).map((row) => row.id)).toEqual([w.id]);
   });
 });
+
+describe("postgres migrations", () => {
+  it("five nodes migrating a schema that does not exist yet all succeed, and each migration applies once", async () => {
+    const schema = `caplo_test_${process.pid}_${randomBytes(4).toString("hex")}`;
+    const settings = { host: "127.0.0.1", port: 5432, user: "postgres", database: "test", schema };
+    const nodes = Array.from({ length: 5 }, () => new PostgresStore(settings));
+    try {
+      const results = await Promise.allSettled(nodes.map((node) => node.migrate()));
+      expect(results.filter((result) => result.status === "rejected")).toEqual([]);
+      expect(await nodes[0]!.ping()).toBe(true);
+    } finally {
+      await nodes[0]!.dropSchema();
+      await Promise.all(nodes.map((node) => node.close()));
+    }
+  });
+});
