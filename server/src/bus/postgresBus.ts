@@ -22,8 +22,8 @@ import {
   type PublishResult,
   type Unsubscribe,
 } from "./eventBus.ts";
-import { LocalFanout, reportListenerError, type ListenerErrorHandler } from "./localFanout.ts";
-import { StorePoller } from "./storePoller.ts";
+import { LocalFanout, reportListenerError } from "./localFanout.ts";
+import { StorePoller, type TransportBusOptions } from "./storePoller.ts";
 import { z } from "zod";
 
 export const PG_CHANNEL_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -31,22 +31,13 @@ export const PG_CHANNEL_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 /** The NOTIFY payload: short keys, it is sent once per event to every node. */
 const payloadSchema = z.object({ c: conversationIdSchema, s: busNoticeSchema.shape.seq }).strict();
 
-export type PostgresBusOptions = {
+export type PostgresBusOptions = TransportBusOptions & {
   /** `postgres://user@host:port/db` (CAPLO_DATABASE_URL). */
   connectionString: string;
-  latestSeqs: LatestSeqs;
   /** LISTEN/NOTIFY channel shared by the nodes of one deployment. */
   channel?: string;
-  /** How often to poll the store while the transport is down (50 ms to 60 s, default 1 s). */
-  pollIntervalMs?: number;
-  /** How often to poll the store while healthy, for notices another node failed to send (0 = never; 1 s to 10 min, default 30 s). */
-  safetyPollMs?: number;
-  reconnectMinMs?: number;
-  reconnectMaxMs?: number;
   /** How long a publish may wait for a connection before it is reported as failed. */
   connectTimeoutMs?: number;
-  onHealthChange?: (health: BusHealth) => void;
-  onListenerError?: ListenerErrorHandler;
 };
 
 export class PostgresBus implements EventBus {

@@ -15,29 +15,18 @@ import {
   type PublishResult,
   type Unsubscribe,
 } from "./eventBus.ts";
-import { LocalFanout, reportListenerError, type ListenerErrorHandler } from "./localFanout.ts";
-import { StorePoller } from "./storePoller.ts";
+import { LocalFanout, reportListenerError } from "./localFanout.ts";
+import { StorePoller, type TransportBusOptions } from "./storePoller.ts";
 
 export const BUS_PREFIX_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 /** SUBSCRIBE at most this many channels per command when re-subscribing after a reconnect. */
 const RESUBSCRIBE_BATCH = 1_000;
 
-export type RedisBusOptions = {
+export type RedisBusOptions = TransportBusOptions & {
   /** `redis://host:port/db` (CAPLO_REDIS_URL). */
   url: string;
-  /** Where notices come from while Redis is down: the store's latest seq per conversation. */
-  latestSeqs: LatestSeqs;
   /** Channel names are `<prefix>:conv:<conversationId>`; nodes of one deployment share it. */
   prefix?: string;
-  /** How often to poll the store while the transport is down (50 ms to 60 s, default 1 s). */
-  pollIntervalMs?: number;
-  /** How often to poll the store while healthy, for notices another node failed to send (0 = never; 1 s to 10 min, default 30 s). */
-  safetyPollMs?: number;
-  /** Reconnect backoff: doubles from min to max, forever, until `close()`. */
-  reconnectMinMs?: number;
-  reconnectMaxMs?: number;
-  onHealthChange?: (health: BusHealth) => void;
-  onListenerError?: ListenerErrorHandler;
 };
 
 export class RedisBus implements EventBus {

@@ -1,8 +1,8 @@
 // The slower path while a bus transport is down: ask the store for the latest seq of every conversation
 // subscribed on this node, at a bounded interval, and hand anything new to the local listeners. While the
 // transport is up it also runs, far less often, as a safety net for a notice another node failed to send.
-import type { LatestSeqs } from "./eventBus.ts";
-import type { LocalFanout } from "./localFanout.ts";
+import type { BusHealth, LatestSeqs } from "./eventBus.ts";
+import type { ListenerErrorHandler, LocalFanout } from "./localFanout.ts";
 
 export type StorePollerOptions = {
   latestSeqs: LatestSeqs;
@@ -91,3 +91,18 @@ export class StorePoller {
     this.#timer.unref();
   }
 }
+
+/** The options every networked bus transport shares: store polling, reconnect backoff and callbacks. */
+export type TransportBusOptions = {
+  /** Where notices come from while the transport is down: the store's latest seq per conversation. */
+  latestSeqs: LatestSeqs;
+  /** How often to poll the store while the transport is down (50 ms to 60 s, default 1 s). */
+  pollIntervalMs?: number;
+  /** How often to poll the store while healthy, for notices another node failed to send (0 = never; 1 s to 10 min, default 30 s). */
+  safetyPollMs?: number;
+  /** Reconnect backoff: doubles from min to max, forever, until `close()`. */
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+  onHealthChange?: (health: BusHealth) => void;
+  onListenerError?: ListenerErrorHandler;
+};
