@@ -87,11 +87,23 @@ CREATE TABLE files (
 CREATE INDEX files_conversation ON files (conversation_id);
 `;
 
+/** A customer's inbound event by its source id (whatsapp:SM…, messenger:m_…): accepted once, even when replayed. */
+const inboundSources = (bigint: string) => `
+CREATE TABLE inbound_sources (
+  source_id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL REFERENCES conversations (id),
+  at ${bigint} NOT NULL
+);
+CREATE INDEX inbound_sources_at ON inbound_sources (at);
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
+  { version: 3, name: "inbound source ids accepted once", sql: inboundSources("INTEGER") },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
   { version: 2, name: "files delivered to customers", sql: files("BYTEA", "BIGINT") },
+  { version: 3, name: "inbound source ids accepted once", sql: inboundSources("BIGINT") },
 ];

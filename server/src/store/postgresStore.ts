@@ -296,6 +296,15 @@ export class PostgresStore implements Store {
     return (await this.q("SELECT * FROM writes WHERE follow_up = TRUE ORDER BY updated_at, id")).map(toWrite);
   }
 
+  async claimInboundSource(sourceId: string, conversationId: string, at: number): Promise<boolean> {
+    const rows = await this.q("INSERT INTO inbound_sources (source_id, conversation_id, at) VALUES ($1, $2, $3) ON CONFLICT (source_id) DO NOTHING RETURNING source_id", [sourceId, conversationId, at]);
+    return rows.length === 1;
+  }
+
+  async pruneInboundSources(before: number): Promise<number> {
+    return (await this.q("DELETE FROM inbound_sources WHERE at < $1 RETURNING source_id", [before])).length;
+  }
+
   async putFile(file: StoredFile): Promise<void> {
     await this.q("INSERT INTO files (id, conversation_id, name, mime_type, size, bytes, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)", [
       file.id,

@@ -253,6 +253,14 @@ export class SqliteStore implements Store {
     return (this.sql("SELECT * FROM writes WHERE follow_up = 1 ORDER BY updated_at, id").all() as Row[]).map(toWrite);
   }
 
+  async claimInboundSource(sourceId: string, conversationId: string, at: number): Promise<boolean> {
+    return this.sql("INSERT INTO inbound_sources (source_id, conversation_id, at) VALUES (?, ?, ?) ON CONFLICT (source_id) DO NOTHING").run(sourceId, conversationId, at).changes === 1;
+  }
+
+  async pruneInboundSources(before: number): Promise<number> {
+    return this.sql("DELETE FROM inbound_sources WHERE at < ?").run(before).changes;
+  }
+
   async putFile(file: StoredFile): Promise<void> {
     this.sql("INSERT INTO files (id, conversation_id, name, mime_type, size, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
       file.id,

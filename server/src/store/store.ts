@@ -174,6 +174,14 @@ export interface Store {
   /** Writes listed for the team: still unresolved after the last status check. */
   listFollowUps(): Promise<WriteRecord[]>;
 
+  /**
+   * Accept a customer's inbound event by its source id (e.g. `whatsapp:SM…`) once: true the first time,
+   * false for a repeat. One insert on a unique key, so a replay after a crash or two copies at once cannot both pass.
+   */
+  claimInboundSource(sourceId: string, conversationId: string, at: number): Promise<boolean>;
+  /** Forget source ids accepted before `before` (past any platform redelivery); returns how many. */
+  pruneInboundSources(before: number): Promise<number>;
+
   putFile(file: StoredFile): Promise<void>;
   getFile(id: string): Promise<StoredFile | undefined>;
 }
