@@ -1,6 +1,7 @@
 // defineTool: a function package's one tool, and its wrapper as a one-tool MCP server. The wrapper maps
 // what the handler returns to an MCP result: a plain object → structuredContent + JSON text, a string →
-// text, rejected → not applied, pending → pending, stepUpRequired → step-up metadata, a throw → an error
+// text, withFiles(result, ...files) → that result plus an embedded resource with a blob per file,
+// rejected → not applied, pending → pending, stepUpRequired → step-up metadata, a throw → an error
 // result the model sees (outcome unknown). It advertises EFFECT_OUTCOME_CAPABILITY, and
 // OPERATION_STATUS_CAPABILITY with a STATUS_METHOD handler when the tool defines `status`.
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -17,10 +18,14 @@ import {
 } from "@caplo/shared/outcome";
 import { createContext, readCallMeta, type CallContext } from "./context.ts";
 import { OUTCOME_TAG, outcomeOf, type Applied, type Pending, type Rejected, type StepUpRequired } from "./outcome.ts";
+import { fileResource, isWithFiles, type WithFiles } from "./files.ts";
 import type { FromSchema, JsonObjectSchema } from "./schemaTypes.ts";
 
-/** What a handler may return. A plain value (or applied(value)) is applied. */
-export type HandlerResult<Output> = Output | string | Applied<Output> | Rejected | Pending | StepUpRequired;
+/**
+ * What a handler may return. A plain value (or applied(value)) is applied; withFiles(value, ...files)
+ * adds files for the visitor (read tools with presentation.files).
+ */
+export type HandlerResult<Output> = Output | string | Applied<Output> | Rejected | Pending | StepUpRequired | WithFiles<Output | string>;
 /** What a status check may return; any other value leaves the write unknown. */
 export type StatusResult<Output> = Applied<Output> | Rejected | Pending;
 export type StatusRequest = { operationRef?: string };
@@ -159,6 +164,16 @@ function thrown(error: unknown): CallToolResult {
 type Validate = (value: unknown) => { valid: boolean; errorMessage?: string };
 
 function handlerResult(value: unknown, validateOutput: Validate | undefined): CallToolResult {
+  if (isWithFiles(value)) {
+    const inner = outcomeOf(value.result);
+    if (inner && inner[OUTCOME_TAG] !== "applied") {
+      return { isError: true, content: [{ type: "text", text: "withFiles() carries a result (an object or a string), not rejected, pending or stepUpRequired" }] };
+    }
+    const result = appliedResult(inner ? inner.result : value.result, validateOutput);
+    // A result that failed its checks delivers no files either.
+    if (result.isError) return result;
+    return { ...result, content: [...result.content, ...value.files.map(fileResource)] };
+  }
   const outcome = outcomeOf(value);
   if (outcome) {
     switch (outcome[OUTCOME_TAG]) {

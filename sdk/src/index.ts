@@ -3,6 +3,8 @@ export { defineTool, isTool, StatusRequestSchema } from "./defineTool.ts";
 export type { HandlerResult, StatusRequest, StatusResult, Tool, ToolDefinition } from "./defineTool.ts";
 export { applied, pending, rejected, stepUpRequired } from "./outcome.ts";
 export type { Applied, Outcome, Pending, Rejected, StepUpRequired } from "./outcome.ts";
+export { file, withFiles, FILE_NAME_PATTERN } from "./files.ts";
+export type { FileInput, FileType, ToolFile, WithFiles } from "./files.ts";
 export { stepUpFromChallenge } from "./challenge.ts";
 export { context } from "./context.ts";
 export type { CallContext, ElicitRequest, ElicitResult, HandlerExtra, Log, LogData, Secrets } from "./context.ts";

@@ -72,7 +72,7 @@ describe("demo package manifests", () => {
       .filter((file) => existsSync(file))
       .map((file) => readFileSync(file, "utf8"))
       .join("\n");
-    for (const name of ["defineTool", "applied", "rejected", "pending", "stepUpRequired", "stepUpFromChallenge", "context", "serveStdio", "EFFECT_META_KEY", "EFFECT_OUTCOME_CAPABILITY", "OPERATION_STATUS_CAPABILITY", "STATUS_METHOD"]) {
+    for (const name of ["defineTool", "file", "withFiles", "applied", "rejected", "pending", "stepUpRequired", "stepUpFromChallenge", "context", "serveStdio", "EFFECT_META_KEY", "EFFECT_OUTCOME_CAPABILITY", "OPERATION_STATUS_CAPABILITY", "STATUS_METHOD"]) {
       expect(sources, name).toMatch(new RegExp(`import \\{[^}]*\\b${name}\\b[^}]*\\} from "@caplo/tools"`));
     }
     for (const property of ["secrets", "signal", "log", "idempotencyKey", "requireSubject", "canElicit", "elicit"]) expect(sources, property).toContain(property);
@@ -245,17 +245,19 @@ describe("demo packages against the shop API", () => {
     expect((await help.call("help_article", { question: "zzz" })).structuredContent).toEqual({ found: false });
   });
 
-  it("invoices: get_invoice returns the summary and the PDF as an embedded resource with a blob", async () => {
+  it("invoices: the function tool's withFiles(file(...)) sends the summary and the PDF as an embedded resource with a blob", async () => {
     const invoices = await open("invoices");
     const result = await invoices.call("get_invoice", { orderId: "SO-1004" });
     expect(result.structuredContent).toMatchObject({ invoice: { invoiceId: "INV-1004", total: 53, currency: "EUR" } });
     const file = (result.content as { type: string; resource?: { uri: string; mimeType: string; blob: string } }[]).find((item) => item.type === "resource")!;
     expect(file.resource!.mimeType).toBe("application/pdf");
-    expect(file.resource!.uri).toMatch(/\/INV-1004\.pdf$/);
+    expect(file.resource!.uri).toBe("file:///INV-1004.pdf");
     const bytes = Buffer.from(file.resource!.blob, "base64");
     expect(bytes.subarray(0, 5).toString("latin1")).toBe("%PDF-");
     expect(bytes.length).toBeGreaterThan(1024);
     expect(bytes.length).toBeLessThanOrEqual(1_048_576);
+    const missing = await invoices.call("get_invoice", { orderId: "SO-9999" });
+    expect(missing).toMatchObject({ isError: true, content: [{ type: "text", text: "There is no invoice for order SO-9999." }] });
   });
 
   it("account: needs a verified customer, turns the shop's RFC 9470 challenge into a step-up, and applies after a fresh strong sign-in", async () => {
