@@ -97,13 +97,38 @@ CREATE TABLE inbound_sources (
 CREATE INDEX inbound_sources_at ON inbound_sources (at);
 `;
 
+/** File retention (bytes purged, row kept), the proposal sweep's index and the handoff notices to the team's webhook. */
+const retentionAndHandoff = (bigint: string) => `
+ALTER TABLE files ADD COLUMN purged_at ${bigint};
+CREATE INDEX files_created ON files (created_at);
+CREATE INDEX writes_proposed ON writes (state, created_at);
+CREATE TABLE handoff_notices (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL REFERENCES conversations (id),
+  queue TEXT NOT NULL,
+  body TEXT NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at ${bigint},
+  lease_until ${bigint},
+  last_status INTEGER,
+  last_error TEXT,
+  created_at ${bigint} NOT NULL,
+  updated_at ${bigint} NOT NULL
+);
+CREATE INDEX handoff_notices_due ON handoff_notices (state, next_attempt_at);
+CREATE INDEX handoff_notices_conversation ON handoff_notices (conversation_id, created_at);
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
   { version: 3, name: "inbound source ids accepted once", sql: inboundSources("INTEGER") },
+  { version: 4, name: "file retention, proposal sweep, handoff notices", sql: retentionAndHandoff("INTEGER") },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
   { version: 2, name: "files delivered to customers", sql: files("BYTEA", "BIGINT") },
   { version: 3, name: "inbound source ids accepted once", sql: inboundSources("BIGINT") },
+  { version: 4, name: "file retention, proposal sweep, handoff notices", sql: retentionAndHandoff("BIGINT") },
 ];

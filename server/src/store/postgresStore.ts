@@ -4,10 +4,13 @@ import pg from "pg";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
   ConversationRecord,
+  HandoffAttempt,
+  HandoffNotice,
   HandoffState,
+  NewHandoffNotice,
   NewConversation,
   NewWrite,
   Store,
@@ -320,5 +323,54 @@ export class PostgresStore implements Store {
   async getFile(id: string): Promise<StoredFile | undefined> {
     const rows = await this.q("SELECT * FROM files WHERE id = $1", [id]);
     return rows[0] ? toFile(rows[0]) : undefined;
+  }
+
+  async listExpiredProposals(createdBefore: number, limit: number): Promise<WriteRecord[]> {
+    return (await this.q("SELECT * FROM writes WHERE state = 'proposed' AND created_at <= $1 ORDER BY created_at, id LIMIT $2", [createdBefore, limit])).map(toWrite);
+  }
+
+  async purgeFiles(createdBefore: number, now: number, limit: number): Promise<number> {
+    const result = await this.pool.query(
+      `UPDATE files SET bytes = '\\x'::bytea, purged_at = $1
+       WHERE id IN (SELECT id FROM files WHERE purged_at IS NULL AND created_at <= $2 LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+      [now, createdBefore, limit],
+    );
+    return result.rowCount ?? 0;
+  }
+
+  async insertHandoffNotice(n: NewHandoffNotice): Promise<HandoffNotice> {
+    const rows = await this.q(
+      `INSERT INTO handoff_notices (id, conversation_id, queue, body, state, attempts, next_attempt_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, 'pending', 0, $5, $5, $5) RETURNING *`,
+      [n.id, n.conversationId, n.queue, n.body, n.createdAt],
+    );
+    return toHandoffNotice(rows[0]!);
+  }
+
+  async claimDueHandoffNotices(now: number, leaseUntil: number, limit: number): Promise<HandoffNotice[]> {
+    const rows = await this.q(
+      `UPDATE handoff_notices SET lease_until = $1
+       WHERE id IN (
+         SELECT id FROM handoff_notices
+         WHERE state = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2)
+         ORDER BY next_attempt_at LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      [leaseUntil, now, limit],
+    );
+    return rows.map(toHandoffNotice);
+  }
+
+  async recordHandoffAttempt(id: string, expectAttempts: number, a: HandoffAttempt, at: number): Promise<HandoffNotice | undefined> {
+    const rows = await this.q(
+      `UPDATE handoff_notices SET state = $1, attempts = $2, next_attempt_at = $3, lease_until = NULL, last_status = $4, last_error = $5, updated_at = $6
+       WHERE id = $7 AND attempts = $8 AND state = 'pending' RETURNING *`,
+      [a.state, a.attempts, a.nextAttemptAt, a.lastStatus, a.lastError, at, id, expectAttempts],
+    );
+    return rows[0] ? toHandoffNotice(rows[0]) : undefined;
+  }
+
+  async listHandoffNotices(conversationId: string): Promise<HandoffNotice[]> {
+    return (await this.q("SELECT * FROM handoff_notices WHERE conversation_id = $1 ORDER BY created_at, id", [conversationId])).map(toHandoffNotice);
   }
 }

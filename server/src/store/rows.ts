@@ -4,6 +4,8 @@ import { channelCapabilitiesSchema, outboundSchema, type CallSubject, type Chann
 import type { ModelMessage } from "../model/model.ts";
 import type {
   ConversationRecord,
+  HandoffNotice,
+  HandoffNoticeState,
   HandoffState,
   StoredEvent,
   StoredFile,
@@ -104,6 +106,24 @@ export function toFile(row: Row): StoredFile {
     size: num(row.size),
     bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
     createdAt: num(row.created_at),
+    purgedAt: numOrNull(row.purged_at),
+  };
+}
+
+export function toHandoffNotice(row: Row): HandoffNotice {
+  return {
+    id: String(row.id),
+    conversationId: String(row.conversation_id),
+    queue: String(row.queue),
+    body: String(row.body),
+    state: String(row.state) as HandoffNoticeState,
+    attempts: num(row.attempts),
+    nextAttemptAt: numOrNull(row.next_attempt_at),
+    leaseUntil: numOrNull(row.lease_until),
+    lastStatus: numOrNull(row.last_status),
+    lastError: str(row.last_error),
+    createdAt: num(row.created_at),
+    updatedAt: num(row.updated_at),
   };
 }
 

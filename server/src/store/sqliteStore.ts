@@ -6,10 +6,13 @@ import { dirname } from "node:path";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
   ConversationRecord,
+  HandoffAttempt,
+  HandoffNotice,
   HandoffState,
+  NewHandoffNotice,
   NewConversation,
   NewWrite,
   Store,
@@ -276,5 +279,50 @@ export class SqliteStore implements Store {
   async getFile(id: string): Promise<StoredFile | undefined> {
     const row = this.sql("SELECT * FROM files WHERE id = ?").get(id) as Row | undefined;
     return row ? toFile(row) : undefined;
+  }
+
+  async listExpiredProposals(createdBefore: number, limit: number): Promise<WriteRecord[]> {
+    return (this.sql("SELECT * FROM writes WHERE state = 'proposed' AND created_at <= ? ORDER BY created_at, id LIMIT ?").all(createdBefore, limit) as Row[]).map(toWrite);
+  }
+
+  async purgeFiles(createdBefore: number, now: number, limit: number): Promise<number> {
+    return this.sql("UPDATE files SET bytes = X'', purged_at = ? WHERE id IN (SELECT id FROM files WHERE purged_at IS NULL AND created_at <= ? LIMIT ?)")
+      .run(now, createdBefore, limit).changes;
+  }
+
+  async insertHandoffNotice(n: NewHandoffNotice): Promise<HandoffNotice> {
+    const row = this.sql(
+        `INSERT INTO handoff_notices (id, conversation_id, queue, body, state, attempts, next_attempt_at, created_at, updated_at)
+         VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?) RETURNING *`,
+      )
+      .get(n.id, n.conversationId, n.queue, n.body, n.createdAt, n.createdAt, n.createdAt) as Row;
+    return toHandoffNotice(row);
+  }
+
+  async claimDueHandoffNotices(now: number, leaseUntil: number, limit: number): Promise<HandoffNotice[]> {
+    return this.tx(() =>
+      (this.sql(
+          `UPDATE handoff_notices SET lease_until = ?
+           WHERE id IN (
+             SELECT id FROM handoff_notices
+             WHERE state = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)
+             ORDER BY next_attempt_at LIMIT ?)
+           RETURNING *`,
+        )
+        .all(leaseUntil, now, now, limit) as Row[]).map(toHandoffNotice),
+    );
+  }
+
+  async recordHandoffAttempt(id: string, expectAttempts: number, a: HandoffAttempt, at: number): Promise<HandoffNotice | undefined> {
+    const row = this.sql(
+        `UPDATE handoff_notices SET state = ?, attempts = ?, next_attempt_at = ?, lease_until = NULL, last_status = ?, last_error = ?, updated_at = ?
+         WHERE id = ? AND attempts = ? AND state = 'pending' RETURNING *`,
+      )
+      .get(a.state, a.attempts, a.nextAttemptAt, a.lastStatus, a.lastError, at, id, expectAttempts) as Row | undefined;
+    return row ? toHandoffNotice(row) : undefined;
+  }
+
+  async listHandoffNotices(conversationId: string): Promise<HandoffNotice[]> {
+    return (this.sql("SELECT * FROM handoff_notices WHERE conversation_id = ? ORDER BY created_at, id").all(conversationId) as Row[]).map(toHandoffNotice);
   }
 }

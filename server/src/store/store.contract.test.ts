@@ -284,6 +284,61 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     expect(await store.claimInboundSource(later, c.id, 9000)).toBe(false);
   });
 
+  it("the proposal sweep lists open proposals made at or before the cutoff, oldest first, and nothing decided", async () => {
+    const c = await conversation();
+    const base = 50_000_000;
+    const old = await store.insertWrite(newWrite(c.id, { createdAt: base + 1 }));
+    const older = await store.insertWrite(newWrite(c.id, { createdAt: base }));
+    const atCutoff = await store.insertWrite(newWrite(c.id, { createdAt: base + 2 }));
+    const fresh = await store.insertWrite(newWrite(c.id, { createdAt: base + 3 }));
+    const decided = await store.insertWrite(newWrite(c.id, { createdAt: base }));
+    await store.transitionWrite(decided.id, { states: ["proposed"] }, { state: "declined" }, base + 1);
+    const listed = (await second.listExpiredProposals(base + 2, 1000)).filter((write) => write.conversationId === c.id).map((write) => write.id);
+    expect(listed).toEqual([older.id, old.id, atCutoff.id]);
+    expect(listed).not.toContain(fresh.id);
+    expect((await store.listExpiredProposals(base + 3, 2)).length).toBe(2);
+  });
+
+  it("purging files drops their bytes after the cutoff only, keeps the row marked purged, and is idempotent", async () => {
+    const c = await conversation();
+    const base = 60_000_000;
+    const bytes = new Uint8Array([1, 2, 3, 4]);
+    const oldId = uid("f");
+    const newId = uid("f");
+    await store.putFile({ id: oldId, conversationId: c.id, name: "old.pdf", mimeType: "application/pdf", size: 4, bytes, createdAt: base });
+    await store.putFile({ id: newId, conversationId: c.id, name: "new.pdf", mimeType: "application/pdf", size: 4, bytes, createdAt: base + 1 });
+    expect((await store.getFile(oldId))?.purgedAt).toBeNull();
+    expect(await store.purgeFiles(base, base + 99, 1000)).toBeGreaterThanOrEqual(1);
+    const purged = await second.getFile(oldId);
+    expect(purged).toMatchObject({ id: oldId, name: "old.pdf", size: 4, purgedAt: base + 99 });
+    expect(purged!.bytes.length).toBe(0);
+    const kept = await second.getFile(newId);
+    expect(kept?.purgedAt).toBeNull();
+    expect([...kept!.bytes]).toEqual([1, 2, 3, 4]);
+    expect(await store.purgeFiles(base, base + 100, 1000)).toBe(0);
+    expect((await store.getFile(oldId))?.purgedAt).toBe(base + 99);
+  });
+
+  it("a handoff notice is claimed by one store instance per lease, and an attempt is recorded once (compare-and-set on attempts)", async () => {
+    const c = await conversation();
+    const id = uid("hn");
+    const notice = await store.insertHandoffNotice({ id, conversationId: c.id, queue: "support", body: '{"a":1}', createdAt: 70_000_000 });
+    expect(notice).toMatchObject({ id, state: "pending", attempts: 0, nextAttemptAt: 70_000_000, leaseUntil: null, lastStatus: null, lastError: null });
+    const claims = await Promise.all([store.claimDueHandoffNotices(70_000_000, 70_000_500, 100), second.claimDueHandoffNotices(70_000_000, 70_000_500, 100)]);
+    expect(claims.flat().filter((claimed) => claimed.id === id)).toHaveLength(1);
+    expect((await store.claimDueHandoffNotices(70_000_100, 70_000_600, 100)).filter((claimed) => claimed.id === id)).toEqual([]);
+    const attempt = { state: "pending" as const, attempts: 1, nextAttemptAt: 70_001_000, lastStatus: 503, lastError: "the webhook answered HTTP 503" };
+    const [first, late] = await Promise.all([store.recordHandoffAttempt(id, 0, attempt, 70_000_200), second.recordHandoffAttempt(id, 0, attempt, 70_000_200)]);
+    expect([first, late].filter(Boolean)).toHaveLength(1);
+    // Not due before its next attempt; due (and not leased any more) after it.
+    expect((await store.claimDueHandoffNotices(70_000_999, 70_002_000, 100)).filter((claimed) => claimed.id === id)).toEqual([]);
+    expect((await second.claimDueHandoffNotices(70_001_000, 70_002_000, 100)).filter((claimed) => claimed.id === id)).toHaveLength(1);
+    const done = await store.recordHandoffAttempt(id, 1, { state: "delivered", attempts: 2, nextAttemptAt: null, lastStatus: 204, lastError: null }, 70_001_100);
+    expect(done).toMatchObject({ state: "delivered", attempts: 2, lastStatus: 204, lastError: null, leaseUntil: null, body: '{"a":1}' });
+    expect(await store.recordHandoffAttempt(id, 2, { state: "failed", attempts: 3, nextAttemptAt: null, lastStatus: null, lastError: "x" }, 70_001_200)).toBeUndefined();
+    expect((await second.listHandoffNotices(c.id)).map((listed) => [listed.id, listed.state])).toEqual([[id, "delivered"]]);
+  });
+
   it("everything stored survives closing and reopening the store", async () => {
     const c = await conversation();
     await store.appendEvent(c.id, text("kept"), 1);

@@ -128,8 +128,44 @@ export type WriteChange = {
 /** The condition of a compare-and-set: the write must be in one of these states (and have this check count). */
 export type WriteExpectation = { states: readonly WriteState[]; checkCount?: number };
 
-/** A file a read tool returned, kept for the customer to download (the model never sees its bytes). */
-export type StoredFile = { id: string; conversationId: string; name: string; mimeType: string; size: number; bytes: Uint8Array; createdAt: number };
+/**
+ * A file a read tool returned, kept for the customer to download (the model never sees its bytes).
+ * After the retention period its bytes are purged (`purgedAt` set, `bytes` empty); the row and the event stay.
+ */
+export type StoredFile = {
+  id: string;
+  conversationId: string;
+  name: string;
+  mimeType: string;
+  size: number;
+  bytes: Uint8Array;
+  createdAt: number;
+  purgedAt?: number | null;
+};
+
+/** Where a handoff notice to the team's webhook stands (docs/operators/team-api.md). */
+export type HandoffNoticeState = "pending" | "delivered" | "failed";
+
+/** A handoff notice for the team's webhook: stored before it is sent, claimed by one node per attempt. */
+export type HandoffNotice = {
+  id: string;
+  conversationId: string;
+  queue: string;
+  /** The exact JSON body every attempt sends (and signs). */
+  body: string;
+  state: HandoffNoticeState;
+  attempts: number;
+  nextAttemptAt: number | null;
+  leaseUntil: number | null;
+  /** The last attempt's HTTP status, if it got an answer. */
+  lastStatus: number | null;
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+};
+export type NewHandoffNotice = Pick<HandoffNotice, "id" | "conversationId" | "queue" | "body" | "createdAt">;
+/** What one delivery attempt changes; only the attempt that holds `attempts` as read may record it. */
+export type HandoffAttempt = Pick<HandoffNotice, "state" | "nextAttemptAt" | "lastStatus" | "lastError"> & { attempts: number };
 
 export type WriteTransition = { writeId: string; at: number; from: WriteState; to: WriteState; note: string | null };
 
@@ -184,4 +220,16 @@ export interface Store {
 
   putFile(file: StoredFile): Promise<void>;
   getFile(id: string): Promise<StoredFile | undefined>;
+
+  /** Open proposals made at or before `createdBefore`, oldest first: the proposal sweep expires them. */
+  listExpiredProposals(createdBefore: number, limit: number): Promise<WriteRecord[]>;
+  /** Retention: drop the bytes of up to `limit` files created at or before `createdBefore`, keeping the row marked purged. How many. */
+  purgeFiles(createdBefore: number, now: number, limit: number): Promise<number>;
+
+  insertHandoffNotice(notice: NewHandoffNotice): Promise<HandoffNotice>;
+  /** Claim up to `limit` pending notices due at `now` (not leased), leasing them until `leaseUntil`. */
+  claimDueHandoffNotices(now: number, leaseUntil: number, limit: number): Promise<HandoffNotice[]>;
+  /** Record an attempt (compare-and-set on the attempt count read at claim); undefined if another node got there first. */
+  recordHandoffAttempt(id: string, expectAttempts: number, attempt: HandoffAttempt, at: number): Promise<HandoffNotice | undefined>;
+  listHandoffNotices(conversationId: string): Promise<HandoffNotice[]>;
 }
