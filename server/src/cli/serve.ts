@@ -5,9 +5,11 @@ import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import { z } from "zod";
 import type { Release } from "@caplo/shared";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
 import { openEventBus } from "../bus/index.ts";
 import { mountChannels, readChannelSettings } from "../channels/channelSetup.ts";
+import { startClusterNode, uniqueNodeId, type ClusterNode } from "../cluster/clusterNode.ts";
 import { Engine } from "../engine/engine.ts";
 import { StaticReleases, type AgentRelease } from "../engine/release.ts";
 import { Gateway } from "../gateway/gateway.ts";
@@ -37,10 +39,15 @@ Options (each has an environment variable; a flag wins):
 
 Environment only:
   CAPLO_TEAM_TOKEN    bearer token of the team API (without it the team API answers 503)
-  CAPLO_NODE_ID       this node's id in a cluster (default the host name); recovery after a crash marks
-                      only this node's running writes unknown
+  CAPLO_NODE_ID       this node's id; with a postgres:// store default <host>-<pid>-<random> (unique per
+                      process), with SQLite the host name (its restart recovers its own running writes)
+  CAPLO_NODE_LEASE_MS with a postgres:// store: this node's liveness lease (default 15000, 1000 to 600000);
+                      a node silent this long is taken over by another, which recovers its running writes
   CAPLO_REDIS_URL     share conversation events between nodes through Redis (else PostgreSQL
                       LISTEN/NOTIFY with a postgres:// store, else in-process)
+  CAPLO_BUS_POLL_MS   how often a degraded bus reads the store instead (default 1000)
+  CAPLO_WEBHOOKS_PER_SECOND  webhook requests accepted per second per platform on this node (default 50,
+                      burst twice that); more get 429 with Retry-After, and the platform retries
   CAPLO_SECRET_<NAME> the value of workspace secret NAME (tool secrets, HS256 identity keys)
   CAPLO_TWILIO_*, CAPLO_META_*, CAPLO_PUBLIC_URL  messaging channels (docs/channels.md); webhooks at
                       /webhooks/<platform>; CAPLO_<PLATFORM>_AGENT picks the agent (default: the first)
@@ -58,6 +65,11 @@ export type ServeOptions = {
   widgetDir?: string;
   teamToken?: string;
   nodeId: string;
+  /** Liveness lease of this node (PostgreSQL store only). */
+  nodeLeaseMs?: number;
+  busPollMs?: number;
+  /** Webhook requests per second per platform on this node; default 50. */
+  webhooksPerSecond?: number;
   statusCheckBaseMs?: number;
   env: Record<string, string | undefined>;
   /** Tests may pass a runner; by default the sandboxed runner. */
@@ -88,6 +100,19 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   if (statusCheckBaseMs !== undefined && (!Number.isInteger(statusCheckBaseMs) || statusCheckBaseMs < 100 || statusCheckBaseMs > 3_600_000)) {
     return { ok: false, error: { code: "status_check_base_invalid", path: "CAPLO_STATUS_CHECK_BASE_MS", message: "a whole number of milliseconds from 100 to 3600000" } };
   }
+  const whole = (name: string, min: number, max: number): { value?: number; error?: ServeError } => {
+    const text = env[name];
+    if (text === undefined || text === "") return {};
+    const value = Number(text);
+    if (!/^[0-9]+$/.test(text) || value < min || value > max) return { error: { code: "setting_invalid", path: name, message: `${name} is a whole number from ${min} to ${max}` } };
+    return { value };
+  };
+  const lease = whole("CAPLO_NODE_LEASE_MS", 1_000, 600_000);
+  const poll = whole("CAPLO_BUS_POLL_MS", 50, 60_000);
+  const webhooks = whole("CAPLO_WEBHOOKS_PER_SECOND", 1, 100_000);
+  const settingError = lease.error ?? poll.error ?? webhooks.error;
+  if (settingError) return { ok: false, error: settingError };
+  const db = last("db") ?? env.CAPLO_DATABASE_URL ?? env.CAPLO_DB ?? ".caplo/caplo.db";
   const script = last("script") ?? env.CAPLO_SCRIPT;
   const widgetDir = last("widget-dir") ?? env.CAPLO_WIDGET_DIR;
   return {
@@ -95,15 +120,50 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
     options: {
       port,
       host: last("host") ?? env.CAPLO_HOST ?? "127.0.0.1",
-      db: last("db") ?? env.CAPLO_DATABASE_URL ?? env.CAPLO_DB ?? ".caplo/caplo.db",
+      db,
       releasesDir: last("releases") ?? env.CAPLO_RELEASES_DIR ?? ".caplo/releases",
       agents,
       ...(script && { script }),
       ...(widgetDir && { widgetDir }),
       ...(env.CAPLO_TEAM_TOKEN && { teamToken: env.CAPLO_TEAM_TOKEN }),
-      nodeId: env.CAPLO_NODE_ID || hostname(),
+      // On PostgreSQL a restarted node's old running writes are recovered by liveness takeover, so a fresh id
+      // per process is safe; on SQLite (one node per file) a stable id lets the restart recover them at once.
+      nodeId: env.CAPLO_NODE_ID || (isPostgres(db) ? uniqueNodeId() : hostname()),
+      ...(lease.value !== undefined && { nodeLeaseMs: lease.value }),
+      ...(poll.value !== undefined && { busPollMs: poll.value }),
+      ...(webhooks.value !== undefined && { webhooksPerSecond: webhooks.value }),
       ...(statusCheckBaseMs !== undefined && { statusCheckBaseMs }),
       env,
+    },
+  };
+}
+
+const isPostgres = (db: string) => /^postgres(ql)?:\/\//.test(db);
+
+/**
+ * Webhook routes behind a token bucket per route (rate per second, burst twice that): a flood from one
+ * platform (or someone replaying signed requests) gets 429 with Retry-After before any body is read, so
+ * the gateway's sockets and the store stay free for everyone else. Platforms retry a 429.
+ */
+export function limitRoutes(gateway: { route(method: string, path: string, handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): void }, perSecond: number) {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  return {
+    route(method: string, path: string, handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): void {
+      gateway.route(method, path, (req, res) => {
+        const now = Date.now();
+        const bucket = buckets.get(path) ?? { tokens: perSecond * 2, at: now };
+        bucket.tokens = Math.min(perSecond * 2, bucket.tokens + ((now - bucket.at) / 1000) * perSecond);
+        bucket.at = now;
+        buckets.set(path, bucket);
+        if (bucket.tokens < 1) {
+          req.resume(); // drain the body unread
+          res.writeHead(429, { "content-type": "application/json", "retry-after": "1" });
+          res.end(JSON.stringify({ error: { code: "rate_limited", path: "", message: `at most ${perSecond} webhook requests per second on this node; retry later` } }));
+          return;
+        }
+        bucket.tokens -= 1;
+        return handler(req, res);
+      });
     },
   };
 }
@@ -171,7 +231,9 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   const store = await openStore(options.db);
   const busResult = await openEventBus({
     ...(options.env.CAPLO_REDIS_URL && { redisUrl: options.env.CAPLO_REDIS_URL }),
-    ...(/^postgres(ql)?:\/\//.test(options.db) && { databaseUrl: options.db }),
+    ...(isPostgres(options.db) && { databaseUrl: options.db }),
+    ...(options.busPollMs !== undefined && { pollIntervalMs: options.busPollMs }),
+    onHealthChange: (health) => log(`${health.state === "healthy" ? "info" : "warn"}: event bus ${health.state}${health.reason ? `: ${health.reason}` : ""}`),
     latestSeqs: async (ids) => {
       const seqs = new Map<string, number>();
       for (const id of ids) {
@@ -216,9 +278,24 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     },
     log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
   });
+  let cluster: ClusterNode | undefined;
   try {
     await engine.start();
+    // Several nodes on one PostgreSQL: a liveness lease, and takeover of nodes that stop renewing theirs.
+    if (isPostgres(options.db)) {
+      cluster = await startClusterNode({
+        databaseUrl: options.db,
+        schema: (store as { schema?: string }).schema ?? "public",
+        nodeId: options.nodeId,
+        ...(options.nodeLeaseMs !== undefined && { leaseMs: options.nodeLeaseMs }),
+        recover: (lostNodeId) => engine.recover(lostNodeId),
+        log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
+      });
+      log(`cluster: node ${options.nodeId}, liveness lease ${cluster.leaseMs} ms`);
+    }
   } catch (error) {
+    await engine.stop();
+    await runner.close();
     await store.close();
     await bus.close();
     const typed = error as { code?: string; path?: string; message?: string };
@@ -235,6 +312,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   // Messaging channels configured by environment (docs/channels.md): their webhooks mount on this gateway.
   const channelSettings = readChannelSettings(options.env);
   if (!channelSettings.ok) {
+    await cluster?.stop();
     await engine.stop();
     await runner.close();
     await store.close();
@@ -247,9 +325,9 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     : await mountChannels({
         settings: channelSettings.settings,
         engine,
-        gateway,
+        gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),
         agentFor: (platform) => options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] ?? options.agents[0]!,
-        file: options.env.CAPLO_CHANNELS_DB ?? (/^postgres(ql)?:\/\//.test(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
+        file: options.env.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
       });
   if (channels) log(`channels: ${channels.platforms.join(", ")} (webhooks at /webhooks/<platform>)`);
   const address = await gateway.listen(options.port, options.host);
@@ -267,6 +345,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
         await gateway.close();
         channels?.close();
         await engine.stop();
+        // Leave only after this node's own writes finished (engine.stop waited for them).
+        await cluster?.stop({ leave: true });
         await runner.close();
         await bus.close();
         await store.close();

@@ -112,10 +112,13 @@ export class Engine {
     if (options.scheduler !== false) this.scheduleChecks();
   }
 
-  /** Startup recovery: a write left running is unknown (told to the customer) and its status checks resume. */
-  async recover(): Promise<WriteRecord[]> {
+  /**
+   * Recovery: a write left running is unknown (told to the customer) and its status checks resume. At
+   * start for this node's own writes; in a cluster, a survivor calls it with a lost node's id.
+   */
+  async recover(nodeId: string = this.nodeId): Promise<WriteRecord[]> {
     const now = this.now();
-    const recovered = await this.store.recoverRunning(this.nodeId, now, now + this.checkBase());
+    const recovered = await this.store.recoverRunning(nodeId, now, now + this.checkBase());
     for (const write of recovered) {
       const tool = this.toolForWrite(write);
       await this.tell(write, tool);
@@ -344,7 +347,9 @@ export class Engine {
 
   private async answer(conversation: ConversationRecord, inbound: Extract<Inbound, { type: "answer" }>): Promise<EngineResult> {
     const pending = this.elicitations.get(inbound.elicitationId);
-    if (!pending || pending.conversationId !== conversation.id) return fail("question_not_open", "elicitationId", "no open question with this id");
+    // A question waits in the memory of the node whose tool asked it: an answer arriving at another node
+    // (the connection moved) is refused clearly; the asking node cancels the question when it times out.
+    if (!pending || pending.conversationId !== conversation.id) return fail("question_not_open", "elicitationId", "no open question with this id on this server (it was answered, timed out, or waits on another node); ask again");
     if (inbound.action !== "accept") {
       this.elicitations.delete(inbound.elicitationId);
       pending.resolve({ action: inbound.action });

@@ -57,6 +57,9 @@ export class PostgresStore implements Store {
       max: options.max ?? 10,
       options: `-c search_path=${this.schema}`,
     });
+    // An idle connection ended by a PostgreSQL restart is reported here, not thrown: unhandled, pg's
+    // 'error' event would end the process. The pool opens a new connection for the next query.
+    this.pool.on("error", () => undefined);
   }
 
   private async q(sql: string, params: unknown[] = [], client?: pg.PoolClient): Promise<Row[]> {
