@@ -6,6 +6,8 @@ import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
+  AppendBatch,
+  AppendedBatch,
   ConversationRecord,
   HandoffAttempt,
   HandoffNotice,
@@ -191,8 +193,40 @@ export class PostgresStore implements Store {
     });
   }
 
-  async listTranscript(conversationId: string): Promise<TranscriptEntry[]> {
-    return (await this.q("SELECT * FROM transcript WHERE conversation_id = $1 ORDER BY seq", [conversationId])).map(toTranscript);
+  async listTranscript(conversationId: string, after = 0): Promise<TranscriptEntry[]> {
+    return (await this.q("SELECT * FROM transcript WHERE conversation_id = $1 AND seq > $2 ORDER BY seq", [conversationId, after])).map(toTranscript);
+  }
+
+  async append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch> {
+    const messages = batch.events ?? [];
+    const entries = batch.transcript ?? [];
+    return this.tx(async (client) => {
+      // The row lock taken by this update orders concurrent appends to the conversation.
+      const rows = await this.q(
+        "UPDATE conversations SET last_seq = last_seq + $1, last_transcript_seq = last_transcript_seq + $2 WHERE id = $3 RETURNING *",
+        [messages.length, entries.length, conversationId],
+        client,
+      );
+      if (!rows[0]) throw new Error(`append: no conversation ${conversationId}`);
+      const conversation = toConversation(rows[0]);
+      const insert = async (table: "events" | "transcript", lastSeq: number, items: readonly unknown[]) => {
+        if (items.length === 0) return;
+        const values: unknown[] = [conversationId, at];
+        const tuples = items.map((item, index) => {
+          values.push(lastSeq - items.length + index + 1, encode(item));
+          return `($1, $${values.length - 1}, $2, $${values.length}::jsonb)`;
+        });
+        await client.query(`INSERT INTO ${table} (conversation_id, seq, at, message) VALUES ${tuples.join(", ")}`, values);
+      };
+      await insert("events", conversation.lastSeq, messages);
+      await insert("transcript", conversation.lastTranscriptSeq, entries);
+      const first = (last: number, count: number) => last - count + 1;
+      return {
+        conversation,
+        events: messages.map((message, index) => ({ conversationId, seq: first(conversation.lastSeq, messages.length) + index, at, message })),
+        transcript: entries.map((message, index) => ({ conversationId, seq: first(conversation.lastTranscriptSeq, entries.length) + index, at, message })),
+      };
+    });
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {

@@ -1,6 +1,6 @@
 // Row mapping shared by the SQLite and PostgreSQL stores: database rows in, typed records out.
 // SQLite returns JSON as text and integers as numbers; PostgreSQL returns JSONB parsed and BIGINT as text.
-import { channelCapabilitiesSchema, outboundSchema, type CallSubject, type ChannelKind, type StepUp } from "@caplo/shared";
+import { channelCapabilitiesSchema, outboundSchema, type CallSubject, type ChannelCapabilities, type ChannelKind, type StepUp } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import type {
   ConversationRecord,
@@ -36,6 +36,21 @@ function str(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
 }
 
+// Capabilities are one of a handful of JSON texts: validated once per text, a fresh copy per record.
+const CAPABILITIES_KEPT = 64;
+const capabilitiesByText = new Map<string, ChannelCapabilities>();
+
+function capabilitiesOf(value: unknown): ChannelCapabilities {
+  if (typeof value !== "string") return channelCapabilitiesSchema.parse(value);
+  let parsed = capabilitiesByText.get(value);
+  if (!parsed) {
+    parsed = channelCapabilitiesSchema.parse(JSON.parse(value));
+    if (capabilitiesByText.size >= CAPABILITIES_KEPT) capabilitiesByText.clear();
+    capabilitiesByText.set(value, parsed);
+  }
+  return { ...parsed };
+}
+
 export function toConversation(row: Row): ConversationRecord {
   return {
     id: String(row.id),
@@ -47,9 +62,10 @@ export function toConversation(row: Row): ConversationRecord {
     ownerId: String(row.owner_id),
     subject: json<CallSubject>(row.subject),
     handoff: json<HandoffState>(row.handoff),
-    capabilities: channelCapabilitiesSchema.parse(json(row.capabilities)),
+    capabilities: capabilitiesOf(row.capabilities),
     createdAt: num(row.created_at),
     lastSeq: num(row.last_seq),
+    lastTranscriptSeq: num(row.last_transcript_seq),
   };
 }
 

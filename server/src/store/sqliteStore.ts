@@ -8,6 +8,8 @@ import type { ModelMessage } from "../model/model.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
+  AppendBatch,
+  AppendedBatch,
   ConversationRecord,
   HandoffAttempt,
   HandoffNotice,
@@ -26,6 +28,8 @@ import type {
 } from "./store.ts";
 
 const encode = (value: unknown) => JSON.stringify(value);
+
+type QueuedAppend = { conversationId: string; batch: AppendBatch; at: number; resolve: (stored: AppendedBatch) => void; reject: (error: unknown) => void };
 const bool = (value: boolean) => (value ? 1 : 0);
 
 export class SqliteStore implements Store {
@@ -86,6 +90,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.commitAppends(); // appends already asked for are committed (and answered) first
     if (this.db.open) this.db.close();
   }
 
@@ -158,8 +163,77 @@ export class SqliteStore implements Store {
     });
   }
 
-  async listTranscript(conversationId: string): Promise<TranscriptEntry[]> {
-    return (this.sql("SELECT * FROM transcript WHERE conversation_id = ? ORDER BY seq").all(conversationId) as Row[]).map(toTranscript);
+  async listTranscript(conversationId: string, after = 0): Promise<TranscriptEntry[]> {
+    return (this.sql("SELECT * FROM transcript WHERE conversation_id = ? AND seq > ? ORDER BY seq").all(conversationId, after) as Row[]).map(toTranscript);
+  }
+
+  /**
+   * Group commit: the batches appended while the event loop is busy (many conversations at once) are
+   * committed together, in one transaction, on the next turn of the loop; each caller's promise settles
+   * only after that commit. A batch that fails rolls the group back, and then every batch of the group
+   * runs again in a transaction of its own, so one bad batch never takes another one with it.
+   */
+  async append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch> {
+    return new Promise<AppendedBatch>((resolve, reject) => {
+      this.appendQueue.push({ conversationId, batch, at, resolve, reject });
+      if (this.appendQueue.length === 1) setImmediate(() => this.commitAppends());
+    });
+  }
+
+  private appendQueue: QueuedAppend[] = [];
+
+  private commitAppends(): void {
+    const queued = this.appendQueue;
+    this.appendQueue = [];
+    if (queued.length === 0) return;
+    if (!this.db.open) {
+      for (const job of queued) job.reject(new Error("append: the store is closed"));
+      return;
+    }
+    let results: AppendedBatch[] | undefined;
+    if (queued.length > 1) {
+      try {
+        results = this.tx(() => queued.map((job) => this.appendNow(job.conversationId, job.batch, job.at)));
+      } catch {
+        results = undefined; // rolled back whole: each batch runs again on its own below
+      }
+    }
+    if (results) {
+      queued.forEach((job, index) => job.resolve(results[index]!));
+      return;
+    }
+    for (const job of queued) {
+      try {
+        job.resolve(this.tx(() => this.appendNow(job.conversationId, job.batch, job.at)));
+      } catch (error) {
+        job.reject(error);
+      }
+    }
+  }
+
+  /** One batch, inside the caller's transaction. */
+  private appendNow(conversationId: string, batch: AppendBatch, at: number): AppendedBatch {
+    const messages = batch.events ?? [];
+    const entries = batch.transcript ?? [];
+    const row = this.sql("UPDATE conversations SET last_seq = last_seq + ?, last_transcript_seq = last_transcript_seq + ? WHERE id = ? RETURNING *")
+      .get(messages.length, entries.length, conversationId) as Row | undefined;
+    if (!row) throw new Error(`append: no conversation ${conversationId}`);
+    const conversation = toConversation(row);
+    const events: StoredEvent[] = [];
+    let seq = conversation.lastSeq - messages.length;
+    for (const message of messages) {
+      seq += 1;
+      this.sql("INSERT INTO events (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
+      events.push({ conversationId, seq, at, message });
+    }
+    const transcript: TranscriptEntry[] = [];
+    seq = conversation.lastTranscriptSeq - entries.length;
+    for (const message of entries) {
+      seq += 1;
+      this.sql("INSERT INTO transcript (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
+      transcript.push({ conversationId, seq, at, message });
+    }
+    return { conversation, events, transcript };
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {

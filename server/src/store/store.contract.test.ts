@@ -146,6 +146,77 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     ]);
   });
 
+  it("a batch appends events and transcript entries together, with the next seqs of each, and returns the conversation after it", async () => {
+    const c = await conversation();
+    await store.appendEvent(c.id, text("e1"), 1);
+    await store.appendTranscript(c.id, { role: "user", content: "t1" }, 1);
+    const batch = await store.append(c.id, { events: [text("e2"), text("e3")], transcript: [{ role: "assistant", content: "t2" }, { role: "tool", toolCallId: "x", name: "a__b", content: "t3" }] }, 7);
+    expect(batch.events.map((event) => [event.seq, event.at])).toEqual([
+      [2, 7],
+      [3, 7],
+    ]);
+    expect(batch.transcript.map((entry) => entry.seq)).toEqual([2, 3]);
+    expect(batch.conversation).toMatchObject({ id: c.id, lastSeq: 3, lastTranscriptSeq: 3, capabilities });
+    // A batch of one kind only, from the other store instance, continues both sequences.
+    const more = await second.append(c.id, { transcript: [{ role: "assistant", content: "t4" }] }, 8);
+    expect(more.events).toEqual([]);
+    expect(more.conversation).toMatchObject({ lastSeq: 3, lastTranscriptSeq: 4 });
+    expect((await store.listEvents(c.id, 0)).map((event) => (event.message.type === "text" ? event.message.text : ""))).toEqual(["e1", "e2", "e3"]);
+    expect((await store.listTranscript(c.id)).map((entry) => entry.message.content)).toEqual(["t1", "t2", "t3", "t4"]);
+    expect((await store.listTranscript(c.id, 2)).map((entry) => [entry.seq, entry.message.content])).toEqual([
+      [3, "t3"],
+      [4, "t4"],
+    ]);
+    expect((await store.getConversation(c.id))?.lastTranscriptSeq).toBe(4);
+  });
+
+  it("a batch is all or nothing: one item that cannot be stored leaves no event, no entry and no seq used", async () => {
+    const c = await conversation();
+    await store.appendEvent(c.id, text("before"), 1);
+    const unstorable = { ...text("bad"), size: 1n } as unknown as Outbound; // JSON cannot encode a bigint
+    await expect(store.append(c.id, { events: [text("ok"), unstorable], transcript: [{ role: "user", content: "lost" }] }, 2)).rejects.toThrow(/BigInt/);
+    expect((await store.listEvents(c.id, 0)).length).toBe(1);
+    expect(await store.listTranscript(c.id)).toEqual([]);
+    expect(await store.getConversation(c.id)).toMatchObject({ lastSeq: 1, lastTranscriptSeq: 0 });
+    await expect(store.append("no-such-conversation", { events: [text("x")] }, 1)).rejects.toThrow(/no conversation/);
+    expect(await store.listEvents("no-such-conversation", 0)).toEqual([]);
+  });
+
+  it("batches asked for at once each succeed or fail on their own (a bad one never takes the others with it)", async () => {
+    const a = await conversation();
+    const b = await conversation();
+    const unstorable = { ...text("bad"), size: 1n } as unknown as Outbound;
+    const results = await Promise.allSettled([
+      store.append(a.id, { events: [text("a1")], transcript: [{ role: "user", content: "a1" }] }, 1),
+      store.append("no-such-conversation", { events: [text("x")] }, 1),
+      store.append(b.id, { events: [text("b-ok"), unstorable] }, 1),
+      store.append(b.id, { events: [text("b1")] }, 1),
+      store.append(a.id, { events: [text("a2")] }, 1),
+    ]);
+    expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled", "fulfilled"]);
+    // Concurrent batches are not ordered among themselves (PostgreSQL): seqs contiguous, contents exact.
+    const eventsOf = async (id: string) => (await store.listEvents(id, 0)).map((event) => [event.seq, event.message.type === "text" ? event.message.text : ""] as const);
+    const ofA = await eventsOf(a.id);
+    expect(ofA.map(([seq]) => seq)).toEqual([1, 2]);
+    expect(ofA.map(([, value]) => value).sort()).toEqual(["a1", "a2"]);
+    expect(await eventsOf(b.id)).toEqual([[1, "b1"]]);
+    expect((await store.listTranscript(a.id)).map((entry) => entry.message.content)).toEqual(["a1"]);
+  });
+
+  it("concurrent batches from two store instances interleave whole, with contiguous seqs and no duplicate", async () => {
+    const c = await conversation();
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? store : second).append(c.id, { events: [text(`m${i}a`), text(`m${i}b`)], transcript: [{ role: "user", content: `u${i}` }] }, i),
+      ),
+    );
+    const events = await store.listEvents(c.id, 0);
+    expect(events.map((event) => event.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    const texts = events.map((event) => (event.message.type === "text" ? event.message.text : ""));
+    for (let i = 0; i < 40; i += 2) expect(texts[i]!.replace(/a$/, "b")).toBe(texts[i + 1]); // each batch's two events are adjacent
+    expect((await store.listTranscript(c.id)).map((entry) => entry.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+  });
+
   it("conversations are found by resume hash and by channel identity; subject and handoff are kept", async () => {
     const hash = randomBytes(32).toString("hex");
     const c = await conversation({ resumeHash: hash, externalId: uid("whatsapp:+386") });

@@ -49,14 +49,21 @@ export type ConversationRecord = {
   capabilities: ChannelCapabilities;
   createdAt: number;
   lastSeq: number;
+  /** The seq of the last transcript entry (0 for none): tells a cached transcript whether it is current. */
+  lastTranscriptSeq: number;
 };
 
-export type NewConversation = Omit<ConversationRecord, "lastSeq" | "subject" | "handoff"> & {
+export type NewConversation = Omit<ConversationRecord, "lastSeq" | "lastTranscriptSeq" | "subject" | "handoff"> & {
   subject?: CallSubject | null;
 };
 
 export type StoredEvent = { conversationId: string; seq: number; at: number; message: Outbound };
 export type TranscriptEntry = { conversationId: string; seq: number; at: number; message: ModelMessage };
+
+/** Events and transcript entries of one conversation appended together (one step of a turn). */
+export type AppendBatch = { events?: readonly Outbound[]; transcript?: readonly ModelMessage[] };
+/** What a batch stored, in order, and the conversation as it stands right after it (same transaction). */
+export type AppendedBatch = { conversation: ConversationRecord; events: StoredEvent[]; transcript: TranscriptEntry[] };
 
 /** What a write returned, as kept in the ledger (never operationRef: that has its own column). */
 export type WriteResult =
@@ -193,7 +200,13 @@ export interface Store {
   listEvents(conversationId: string, after: number, limit?: number): Promise<StoredEvent[]>;
 
   appendTranscript(conversationId: string, message: ModelMessage, at: number): Promise<TranscriptEntry>;
-  listTranscript(conversationId: string): Promise<TranscriptEntry[]>;
+  /** Transcript entries with seq > after (default 0: all), in order. */
+  listTranscript(conversationId: string, after?: number): Promise<TranscriptEntry[]>;
+  /**
+   * Append events and transcript entries to one conversation in ONE transaction (all or none), with the
+   * next seqs of each. Returns what was stored and the conversation read in the same transaction.
+   */
+  append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch>;
 
   insertWrite(write: NewWrite): Promise<WriteRecord>;
   getWrite(id: string): Promise<WriteRecord | undefined>;
