@@ -5,7 +5,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["{shared,sdk,server,adapters,widget,examples}/**/*.test.{ts,tsx}", "tests/**/*.test.{ts,tsx}"],
-    exclude: ["**/node_modules/**", "**/dist/**", "runtime/**"],
+    // tests/faults are slow (several real servers each): `npm run test:faults` runs them.
+    exclude: ["**/node_modules/**", "**/dist/**", "runtime/**", "tests/faults/**"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks",
