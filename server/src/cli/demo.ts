@@ -13,8 +13,8 @@ Without a model key the agent runs on the offline demo model, which understands 
 
 Options:
   --port N              the demo page's port (CAPLO_PORT, default 4300)
-  --shop-port N         the demo shop API's port (CAPLO_DEMO_SHOP_PORT, default 4100; 0 picks a free one,
-                        but the help articles' pages are allowed only from 4100)
+  --shop-port N         the demo shop API's port (CAPLO_DEMO_SHOP_PORT, default 4100; 0 picks a free one;
+                        the help articles' page origins follow it)
   --data-dir DIR        the demo's SQLite store, releases and shop state (CAPLO_DEMO_DIR, default .caplo/demo);
                         delete it to start over
   --pending-ms N        how long the shop takes to finish a pending cancellation (CAPLO_DEMO_PENDING_MS,

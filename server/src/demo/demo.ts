@@ -5,7 +5,7 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, openSync, readSync, closeSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import type { PackageVersion } from "@caplo/shared";
 import { startDemoShop, type DemoShop } from "../../../examples/shop-api/src/demo.ts";
@@ -17,6 +17,7 @@ import { packageVersionSchema } from "@caplo/shared";
 import { startServe, type RunningServer } from "../cli/serve.ts";
 import { modelFromEnv } from "../model/config.ts";
 import type { ToolRunner } from "../runner/api.ts";
+import { demoPackageDirs } from "./demoPackages.ts";
 import { listenDemoPage, type DemoPage } from "./demoPage.ts";
 import type { DemoError, DemoOptions } from "./demoOptions.ts";
 import { DEMO_RULES } from "./demoScript.ts";
@@ -37,25 +38,28 @@ function newest(dir: string): number {
   }, 0);
 }
 
-/** Whether widget/dist is missing or older than the widget's sources. */
-export function widgetBuildStale(): boolean {
-  const built = join(WIDGET_DIR, "dist", "widget.js");
-  if (!existsSync(built) || !existsSync(join(WIDGET_DIR, "dist", "app.html"))) return true;
-  return statSync(built).mtimeMs < Math.max(newest(join(WIDGET_DIR, "src")), statSync(join(WIDGET_DIR, "vite.config.ts")).mtimeMs);
+/** Whether widget/dist is missing or older than the widget's sources (src/ and vite.config.ts). */
+export function widgetBuildStale(widgetDir = WIDGET_DIR): boolean {
+  const built = join(widgetDir, "dist", "widget.js");
+  if (!existsSync(built) || !existsSync(join(widgetDir, "dist", "app.html"))) return true;
+  return statSync(built).mtimeMs < Math.max(newest(join(widgetDir, "src")), statSync(join(widgetDir, "vite.config.ts")).mtimeMs);
 }
 
-async function buildWidget(log: Log): Promise<DemoError | undefined> {
-  if (!widgetBuildStale()) return void log("  widget: up to date (widget/dist)");
-  log("  widget: building widget/dist (npx vite build -c widget/vite.config.ts) ...");
+/** Builds the widget with Vite when its build is missing or stale; `widgetDir` is for tests. */
+export async function buildWidget(log: Log, widgetDir = WIDGET_DIR): Promise<DemoError | undefined> {
+  const shown = relative(ROOT, widgetDir) || ".";
+  const config = join(shown, "vite.config.ts");
+  if (!widgetBuildStale(widgetDir)) return void log(`  widget: up to date (${join(shown, "dist")})`);
+  log(`  widget: building ${join(shown, "dist")} (npx vite build -c ${config}) ...`);
   const vite = join(ROOT, "node_modules", "vite", "bin", "vite.js");
   if (!existsSync(vite)) return { code: "build_tool_missing", path: vite, message: "Vite is not installed: run `npm install` first, then `npm start` again" };
   try {
-    await promisify(execFile)(process.execPath, [vite, "build", "-c", "widget/vite.config.ts"], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+    await promisify(execFile)(process.execPath, [vite, "build", "-c", config], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
   } catch (error) {
     const text = String((error as { stderr?: string }).stderr ?? error).trim().split("\n").slice(-5).join("\n");
-    return { code: "widget_build_failed", path: "widget/", message: `the widget did not build; run \`npx vite build -c widget/vite.config.ts\` to see why:\n${text}` };
+    return { code: "widget_build_failed", path: `${shown}/`, message: `the widget did not build; run \`npx vite build -c ${config}\` to see why:\n${text}` };
   }
-  if (widgetBuildStale()) return { code: "widget_build_failed", path: "widget/dist", message: "the widget build produced no widget/dist/widget.js" };
+  if (widgetBuildStale(widgetDir)) return { code: "widget_build_failed", path: join(shown, "dist"), message: `the widget build produced no ${join(shown, "dist", "widget.js")} newer than its sources` };
   log("  widget: built");
 }
 
@@ -70,7 +74,8 @@ function buildCodeStamp(): string {
 function readCached(file: string): PackageVersion | undefined {
   try {
     const parsed = packageVersionSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-    return parsed.success ? parsed.data : undefined;
+    // A version built from a copy (see demoPackages.ts) is usable only while the copy is there.
+    return parsed.success && existsSync(parsed.data.dir) ? parsed.data : undefined;
   } catch {
     return undefined;
   }
@@ -191,7 +196,12 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   }
   closers.push(() => shop.shop.close());
 
-  const built = await buildPackages(shop.packageDirs, log);
+  // The help articles' page origins follow the port the shop got (--shop-port, or a free one for 0).
+  const packages = demoPackageDirs(shop.packageDirs, Number(new URL(shop.shop.url).port), join(ROOT, ".caplo", "demo-packages"));
+  closers.push(async () => packages.remove());
+  for (const copy of packages.copied) log(`  tool package ${copy.split(/[/\\]/).at(-1)}: page origins moved to the shop's port (${new URL(shop.shop.url).origin})`);
+
+  const built = await buildPackages(packages.dirs, log);
   if (!built.ok) return failed(built.error);
   if (signal?.aborted) return failed(interrupted);
 

@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 export type DemoOptions = {
   /** The demo page's port (the one URL printed). */
   port: number;
-  /** The demo shop API's port (its help pages name 4100). */
+  /** The demo shop API's port (0: a free one); the help articles' page origins follow it. */
   shopPort: number;
   /** Where the demo keeps its SQLite store, releases and shop state. */
   dataDir: string;
