@@ -73,6 +73,15 @@ export type OpenConversation = {
   subject?: CallSubject | null;
 };
 
+/** The platform event an inbound came from (`whatsapp:SM…`, `messenger:m_…`): the same for every redelivery. */
+export type InboundSource = { sourceId: string };
+
+/** Ids of history events recording a message the customer never received: kept for the team, never sent. */
+export const UNDELIVERED_NOTE_PREFIX = "undelivered_";
+
+/** A message that never reached its customer, as the team's follow-up list shows it. */
+export type UndeliveredMessage = { conversationId: string; channel: string; code: string; message: string; at: number };
+
 type Pending = { conversationId: string; resolve: (response: ElicitResponse) => void; schema: Record<string, unknown> };
 
 const randomId = (prefix: string, bytes = 12) => `${prefix}_${randomBytes(bytes).toString("base64url")}`;
@@ -89,6 +98,7 @@ export class Engine {
   private readonly typingListeners = new Set<(conversationId: string, on: boolean) => void>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly recentEvents = new Map<string, StoredEvent[]>();
+  private readonly undeliveredSources = new Set<() => Promise<UndeliveredMessage[]>>();
   private checkTimer: NodeJS.Timeout | undefined;
   private checking = false;
   private stopped = false;
@@ -258,18 +268,27 @@ export class Engine {
    * One customer action from the customer's own client. `ownerId` is the connection owner (resume-token
    * holder or channel identity); only `confirm` from that owner runs a write. Typed text never does.
    */
-  async handle(conversationId: string, ownerId: string, inbound: Inbound): Promise<EngineResult> {
+  async handle(conversationId: string, ownerId: string, inbound: Inbound, source?: InboundSource): Promise<EngineResult> {
     const conversation = await this.store.getConversation(conversationId);
     if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
     if (conversation.ownerId !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
+    // A platform event (MessageSid, mid) is accepted once, atomically in the store, right before it acts:
+    // its redelivery, or its replay after a crash, gets no second turn.
+    const once = (act: () => Promise<EngineResult>) => async (): Promise<EngineResult> => {
+      if (source && !(await this.store.claimInboundSource(source.sourceId, conversationId, this.now()))) {
+        this.log("info", "inbound event already accepted; not processed again", { conversationId, sourceId: source.sourceId });
+        return { ok: true };
+      }
+      return act();
+    };
     switch (inbound.type) {
       case "answer":
-        return this.answer(conversation, inbound);
+        return once(() => this.answer(conversation, inbound))();
       case "message":
-        return this.serial(conversationId, () => this.customerMessage(conversationId, inbound.text));
+        return this.serial(conversationId, once(() => this.customerMessage(conversationId, inbound.text)));
       case "confirm":
       case "decline":
-        return this.serial(conversationId, () => this.decideProposal(conversationId, ownerId, inbound));
+        return this.serial(conversationId, once(() => this.decideProposal(conversationId, ownerId, inbound)));
     }
   }
 
@@ -857,6 +876,31 @@ export class Engine {
   /** Writes still unresolved after the last status check: the team checks their own system and follows up. */
   async followUps(): Promise<WriteRecord[]> {
     return this.store.listFollowUps();
+  }
+
+  /**
+   * A message that could not reach the customer (outside a messaging app's window, refused for good): the
+   * conversation's history records it for the team, under an id no channel sends, and the model is told.
+   */
+  async recordUndelivered(conversationId: string, text: string): Promise<EngineResult> {
+    return this.serial(conversationId, async () => {
+      if (!(await this.store.getConversation(conversationId))) return fail("conversation_not_found", "conversationId", "no such conversation");
+      await this.emit(conversationId, { type: "text", id: randomId(UNDELIVERED_NOTE_PREFIX.slice(0, -1)), from: "system", text });
+      await this.note(conversationId, `The customer did not receive a message: ${text}`);
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  /** Registers where messages that never reached their customer are kept (a channel store), for the team's follow-up list. */
+  addUndeliveredSource(source: () => Promise<UndeliveredMessage[]>): () => void {
+    this.undeliveredSources.add(source);
+    return () => this.undeliveredSources.delete(source);
+  }
+
+  /** Messages that never reached their customer, newest first. */
+  async undelivered(): Promise<UndeliveredMessage[]> {
+    const lists = await Promise.all([...this.undeliveredSources].map((source) => source()));
+    return lists.flat().sort((a, b) => b.at - a.at);
   }
 }
 
