@@ -15,7 +15,7 @@ import { createWhatsAppAdapter, WHATSAPP_CAPABILITIES } from "@caplo/adapters/wh
 import { ChannelService } from "../../server/src/channels/channelService.ts";
 import { storeContentCache } from "../../server/src/channels/contentCache.ts";
 import { EnginePort } from "../../server/src/channels/enginePort.ts";
-import type { Platform, TeamAlert } from "../../server/src/channels/ports.ts";
+import type { InboxStore, Platform, TeamAlert } from "../../server/src/channels/ports.ts";
 import { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
 import { engineHarness, type Harness } from "../engine/support/harness.ts";
 import type { ScriptedRule } from "../../server/src/model/scripted.ts";
@@ -89,6 +89,8 @@ export interface BenchOptions {
   /** Fast retries for tests. */
   retry?: { attempts: number; baseMs: number; maxMs: number };
   now?: () => number;
+  /** The store the bench's service uses, around the real one (e.g. one that stops at a crash point). */
+  storeFor?: (store: SqliteInboxStore) => InboxStore;
 }
 
 export async function channelBench(options: BenchOptions): Promise<Bench> {
@@ -130,7 +132,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
     },
   });
   const service = new ChannelService({
-    store,
+    store: options.storeFor ? options.storeFor(store) : store,
     port,
     adapters: [adapter],
     alerts: { alert: (a) => void alerts.push(a) },

@@ -18,6 +18,8 @@ const countingPort: ConversationPort = {
   openConversation: async () => ({ conversationId: "c-bench" }),
   receive: async () => void received++,
   subscribe: () => () => {},
+  recordUndelivered: async () => {},
+  pruneSources: async () => 0,
 };
 const store = new SqliteInboxStore(join(dir, "bench.db"));
 const messenger = adapterCases().find((c) => c.name === "messenger")!.adapter;

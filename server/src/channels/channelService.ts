@@ -6,7 +6,7 @@ import type { IncomingMessage } from "node:http";
 import type { ChannelAdapter, ChannelEvent, RenderRefs } from "@caplo/adapters/adapter";
 import { AGENT_DISCLOSURE } from "@caplo/adapters/common/text";
 import { META_HUMAN_AGENT_WINDOW_MS, TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
-import type { Outbound } from "@caplo/shared/messages";
+import type { Inbound, Outbound } from "@caplo/shared/messages";
 import { decideTap, decideText, type Decision } from "./inboundPolicy.ts";
 import type { Binding, ButtonRef, ConversationEvent, ConversationPort, InboxRow, InboxStore, Platform, TeamAlert, TeamAlerts } from "./ports.ts";
 import { DEFAULT_RETRY, sendWithRetry, type RetryPolicy } from "./retry.ts";
@@ -25,9 +25,24 @@ export interface ChannelServiceOptions {
   adapters: ChannelAdapter[];
   alerts?: TeamAlerts;
   retry?: RetryPolicy;
+  /** How long processed inbound events (and their dedup keys) are kept; see DEFAULT_RETENTION. */
+  retention?: Partial<Retention>;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }
+
+export interface Retention {
+  /** Processed inbox rows, sent outbox records and the engine's accepted source ids older than this are deleted. */
+  keepMs: number;
+  /** How often pruning runs once started. */
+  everyMs: number;
+}
+
+/**
+ * Seven days: far past any platform redelivery (Meta retries a failed webhook for up to about a day and a
+ * half, Twilio within minutes), so a late repeat of a MessageSid or mid still finds its dedup key.
+ */
+export const DEFAULT_RETENTION: Retention = { keepMs: 7 * 24 * 60 * 60 * 1000, everyMs: 60 * 60 * 1000 };
 
 export type WebhookHandler = (req: IncomingMessage, rawBody: Buffer) => Promise<WebhookAnswer>;
 
@@ -45,6 +60,8 @@ export class ChannelService {
   readonly #inflight = new Set<Promise<void>>();
   #again = false;
   #noticeSeq = 0;
+  readonly #retention: Retention;
+  #pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(options: ChannelServiceOptions) {
     this.#store = options.store;
@@ -54,6 +71,7 @@ export class ChannelService {
     this.#retry = options.retry ?? DEFAULT_RETRY;
     this.#now = options.now ?? Date.now;
     this.#sleep = options.sleep;
+    this.#retention = { ...DEFAULT_RETENTION, ...options.retention };
   }
 
   /** The webhook handler of one platform: `(req, rawBody) → {status, headers, body}`. */
@@ -103,8 +121,37 @@ export class ChannelService {
   }
 
   close(): void {
+    this.stopPruning();
     for (const unsubscribe of this.#subscriptions.values()) unsubscribe();
     this.#subscriptions.clear();
+  }
+
+  /**
+   * Retention: deletes what is older than the retention window and no longer needed — processed inbox rows
+   * (done or failed; never one still waiting), sent outbox records and the engine's accepted source ids.
+   * A row received exactly `keepMs` ago is kept.
+   */
+  async prune(): Promise<{ inbox: number; outbox: number; sources: number }> {
+    const before = this.#now() - this.#retention.keepMs;
+    const { inbox, outbox } = await this.#store.prune(before);
+    const sources = await this.#port.pruneSources(before);
+    return { inbox, outbox, sources };
+  }
+
+  /** Prunes now and then every `everyMs`; the timer never keeps the process alive. */
+  startPruning(): void {
+    if (this.#pruneTimer) return;
+    const run = () => {
+      this.prune().catch((error: unknown) => console.warn(`caplo channels: pruning failed: ${String((error as Error)?.message ?? error)}`));
+    };
+    run();
+    this.#pruneTimer = setInterval(run, this.#retention.everyMs);
+    this.#pruneTimer.unref?.();
+  }
+
+  stopPruning(): void {
+    if (this.#pruneTimer) clearInterval(this.#pruneTimer);
+    this.#pruneTimer = undefined;
   }
 
   #adapter(platform: Platform): ChannelAdapter {
@@ -135,6 +182,21 @@ export class ChannelService {
       : `Not delivered (${event.status}${event.errorCode ? `, error ${event.errorCode}` : ""}).`;
     const record = await this.#store.markFailedByPlatformId(event.about, code, message);
     this.#alerts.alert({ platform, ...(record ? { conversationId: record.conversationId } : {}), code, message });
+    if (record) this.#recordUndelivered(platform, record.conversationId, message);
+  }
+
+  /**
+   * The conversation's history records the undelivered message for the team (never sent to the customer).
+   * Not awaited: the engine records it after any running turn, which may itself wait on this conversation's sends.
+   */
+  #recordUndelivered(platform: Platform, conversationId: string, text: string): void {
+    const recorded = this.#port
+      .recordUndelivered(conversationId, text)
+      .catch((error: unknown) => {
+        this.#alerts.alert({ platform, conversationId, code: "record_failed", message: `Could not record an undelivered message: ${String((error as Error)?.message ?? error)}` });
+      })
+      .finally(() => this.#inflight.delete(recorded));
+    this.#inflight.add(recorded);
   }
 
   async #message(row: InboxRow, event: Extract<ChannelEvent, { kind: "message" }>): Promise<void> {
@@ -148,6 +210,12 @@ export class ChannelService {
     const binding: Binding = { ...found, lastInboundAt: Math.max(found.lastInboundAt, row.receivedAt) };
     this.#ensureSubscribed(binding);
     const conversationId = binding.conversationId;
+    // A replay of a row a crash left unfinished after its hand-off: the same inbound again, decided once;
+    // the engine accepts its source id once, so it gets no second turn and the customer no second reply.
+    if (row.handed !== undefined) {
+      this.#hand(binding, event, JSON.parse(row.handed) as Inbound);
+      return;
+    }
     const openQuestion = await this.#store.getOpenQuestion(conversationId);
 
     let decision: Decision;
@@ -167,12 +235,20 @@ export class ChannelService {
       return;
     }
     const inbound = decision.inbound;
+    await this.#store.markHanded(platform, event.messageId, JSON.stringify(inbound));
     // Mark the decision before the engine answers, so a second tap meanwhile changes nothing.
     if (inbound.type === "confirm") await this.#store.setProposalState(conversationId, inbound.proposalId, "running");
     if (inbound.type === "decline") await this.#store.setProposalState(conversationId, inbound.proposalId, "declined");
     if (decision.closesQuestion) await this.#store.setOpenQuestion(conversationId, null);
-    // Handed to the engine without waiting for the turn to end: a turn may wait for this customer's next
-    // tap (a question), which is processed from the inbox meanwhile. A refusal is recorded on the row.
+    this.#hand(binding, event, inbound);
+  }
+
+  /**
+   * Hands an inbound to the engine without waiting for the turn to end: a turn may wait for this customer's
+   * next tap (a question), which is processed from the inbox meanwhile. A refusal is recorded on the row.
+   */
+  #hand(binding: Binding, event: Extract<ChannelEvent, { kind: "message" }>, inbound: Inbound): void {
+    const { platform, conversationId } = binding;
     const handed = this.#port
       .receive(conversationId, inbound, { channel: platform, externalId: event.from, sourceId: `${platform}:${event.messageId}` })
       .catch(async (error: unknown) => {
@@ -283,7 +359,10 @@ export class ChannelService {
             ? "Not sent: more than 24 hours since the customer's last message, so WhatsApp allows no free-form reply (Twilio 63016)."
             : "Not sent: more than 24 hours since the customer's last message (outside the standard messaging window).";
         await this.#store.recordOutbox({ ...base, state: "failed", attempts: 0, code: "outside_window", message: text, at: this.#now() });
-        if (!alerted) this.#alerts.alert({ platform: binding.platform, conversationId: binding.conversationId, code: "outside_window", message: text });
+        if (!alerted) {
+          this.#alerts.alert({ platform: binding.platform, conversationId: binding.conversationId, code: "outside_window", message: text });
+          this.#recordUndelivered(binding.platform, binding.conversationId, `${text}${quoteOf(message)}`);
+        }
         alerted = true;
         continue;
       }
@@ -298,7 +377,17 @@ export class ChannelService {
         await this.#store.recordOutbox({ ...base, state: "failed", attempts, code: result.code, message: result.message, at: this.#now() });
         const alert: TeamAlert = { platform: binding.platform, conversationId: binding.conversationId, code: result.code, message: `Not delivered after ${attempts} attempt(s): ${result.message}` };
         this.#alerts.alert(alert);
+        const why = result.code === "outside_window" ? "Not delivered: the platform refused it as outside the messaging window" : `Not delivered after ${attempts} attempt(s)`;
+        this.#recordUndelivered(binding.platform, binding.conversationId, `${why} (${result.code}${result.platformCode ? ` ${result.platformCode}` : ""}).${quoteOf(message)}`);
       }
     }
   }
+}
+
+/** The start of an undelivered message's text, so the team sees which message it was. */
+function quoteOf(message: unknown): string {
+  const m = message as { body?: unknown; message?: { text?: unknown; attachment?: { payload?: { text?: unknown } } } } | null;
+  const text = [m?.body, m?.message?.text, m?.message?.attachment?.payload?.text].find((t): t is string => typeof t === "string" && t.length > 0);
+  if (!text) return "";
+  return ` Message: "${text.length > 200 ? `${text.slice(0, 199)}…` : text}"`;
 }

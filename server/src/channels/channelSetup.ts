@@ -6,10 +6,10 @@ import { createMessengerAdapter, MESSENGER_CAPABILITIES } from "@caplo/adapters/
 import type { AdapterCapabilities } from "@caplo/adapters/adapter";
 import { createWhatsAppAdapter, WHATSAPP_CAPABILITIES } from "@caplo/adapters/whatsapp/index";
 import type { ChannelCapabilities } from "@caplo/shared/channel";
-import { ChannelService } from "./channelService.ts";
+import { ChannelService, type Retention } from "./channelService.ts";
 import { storeContentCache } from "./contentCache.ts";
 import { EnginePort, type EngineView } from "./enginePort.ts";
-import type { Platform, TeamAlerts } from "./ports.ts";
+import type { OutboxRecord, Platform, TeamAlerts } from "./ports.ts";
 import { registerChannelRoutes, type RouteRegistry } from "./routes.ts";
 import { SqliteInboxStore } from "./sqliteInboxStore.ts";
 
@@ -104,6 +104,20 @@ export function neutralCapabilities(platform: Platform): ChannelCapabilities {
   return { editableFields, forms, questions, files, pages, richText };
 }
 
+/** The team's view of failed sends: one entry per undelivered message (its first failed part), newest first, at most 200. */
+function undeliveredFor(failures: OutboxRecord[]) {
+  const seen = new Set<string>();
+  const out = [];
+  for (const f of failures) {
+    const key = `${f.platform}|${f.conversationId}|${f.seq}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ conversationId: f.conversationId, channel: f.platform, code: f.code ?? "undelivered", message: f.message ?? "Not delivered.", at: f.at });
+    if (out.length === 200) break;
+  }
+  return out;
+}
+
 export interface MountedChannels {
   service: ChannelService;
   /** The channel state, e.g. `store.listFailures()` for messages that could not be delivered. */
@@ -124,6 +138,7 @@ export async function mountChannels(options: {
   /** The SQLite file of the channel state. */
   file: string;
   alerts?: TeamAlerts;
+  retention?: Partial<Retention>;
 }): Promise<MountedChannels> {
   const store = new SqliteInboxStore(options.file);
   const adapters: ChannelAdapter[] = [];
@@ -134,15 +149,19 @@ export async function mountChannels(options: {
   const port = new EnginePort({ engine: options.engine, agentFor: options.agentFor, capabilities: neutralCapabilities });
   // Without a team inbox to tell, undelivered messages are at least logged (they are always in the store).
   const alerts: TeamAlerts = options.alerts ?? { alert: (a) => console.warn(`caplo channels: ${a.platform} ${a.code}${a.conversationId ? ` in ${a.conversationId}` : ""}: ${a.message}`) };
-  const service = new ChannelService({ store, port, adapters, alerts });
+  const service = new ChannelService({ store, port, adapters, alerts, ...(options.retention ? { retention: options.retention } : {}) });
   const platforms = adapters.map((a) => a.platform);
   registerChannelRoutes(options.gateway, service, platforms);
+  // The team's follow-up list shows the messages that never reached their customer.
+  const removeSource = options.engine.addUndeliveredSource?.(async () => undeliveredFor(await store.listFailures()));
   await service.resume(await store.listBindings());
+  service.startPruning();
   return {
     service,
     store,
     platforms,
     close: () => {
+      removeSource?.();
       service.close();
       store.close();
     },

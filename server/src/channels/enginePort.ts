@@ -1,6 +1,7 @@
 // The ConversationPort over C1's engine: a channel customer opens a conversation of the agent on that
 // channel, acts through engine.handle as the conversation's owner, and is sent every stored event in order.
 import type { ChannelCapabilities } from "@caplo/shared/channel";
+import { UNDELIVERED_NOTE_PREFIX } from "../engine/engine.ts";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
 import type { ChannelActor, ConversationEvent, ConversationPort, Platform } from "./ports.ts";
 
@@ -13,9 +14,27 @@ export interface EngineView {
     ownerId: string;
     externalId?: string | null;
   }): Promise<{ id: string }>;
-  handle(conversationId: string, ownerId: string, inbound: Inbound): Promise<{ ok: true } | { ok: false; error: { code: string; path: string; message: string } }>;
+  handle(
+    conversationId: string,
+    ownerId: string,
+    inbound: Inbound,
+    source?: { sourceId: string },
+  ): Promise<{ ok: true } | { ok: false; error: { code: string; path: string; message: string } }>;
   subscribe(conversationId: string, listener: (seq: number) => void): () => void;
-  readonly store: { listEvents(conversationId: string, after: number): Promise<Array<{ seq: number; message: Outbound }>> };
+  recordUndelivered(conversationId: string, text: string): Promise<{ ok: true } | { ok: false; error: { code: string; message: string } }>;
+  /** The team's follow-up list reads undelivered messages from here (optional: a bare engine view may lack it). */
+  addUndeliveredSource?(
+    source: () => Promise<Array<{ conversationId: string; channel: string; code: string; message: string; at: number }>>,
+  ): () => void;
+  readonly store: {
+    listEvents(conversationId: string, after: number): Promise<Array<{ seq: number; message: Outbound }>>;
+    pruneInboundSources(before: number): Promise<number>;
+  };
+}
+
+/** A note recording that a message never reached the customer: for the team, never sent on a channel. */
+export function isUndeliveredNote(message: Outbound): boolean {
+  return message.type === "text" && message.from === "system" && message.id.startsWith(UNDELIVERED_NOTE_PREFIX);
 }
 
 export interface EnginePortOptions {
@@ -49,8 +68,17 @@ export class EnginePort implements ConversationPort {
   }
 
   async receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void> {
-    const result = await this.#options.engine.handle(conversationId, channelOwner(actor.channel, actor.externalId), inbound);
+    const result = await this.#options.engine.handle(conversationId, channelOwner(actor.channel, actor.externalId), inbound, { sourceId: actor.sourceId });
     if (!result.ok) throw Object.assign(new Error(`${result.error.code}: ${result.error.message}`), { code: result.error.code });
+  }
+
+  async recordUndelivered(conversationId: string, text: string): Promise<void> {
+    const result = await this.#options.engine.recordUndelivered(conversationId, text);
+    if (!result.ok) throw Object.assign(new Error(`${result.error.code}: ${result.error.message}`), { code: result.error.code });
+  }
+
+  pruneSources(before: number): Promise<number> {
+    return this.#options.engine.store.pruneInboundSources(before);
   }
 
   subscribe(conversationId: string, afterSeq: number, listener: (event: ConversationEvent) => void): () => void {
@@ -65,6 +93,7 @@ export class EnginePort implements ConversationPort {
         for (const event of await engine.store.listEvents(conversationId, cursor)) {
           if (event.seq <= cursor) continue;
           cursor = event.seq;
+          if (isUndeliveredNote(event.message)) continue;
           listener({ seq: event.seq, outbound: event.message });
         }
       });

@@ -21,9 +21,14 @@ export interface ConversationEvent {
 /** The engine as the channels see it. The engine never imports a channel; the channel glue imports only this. */
 export interface ConversationPort {
   openConversation(channel: Platform, externalId: string, subject: { displayName?: string }): Promise<{ conversationId: string }>;
+  /** Hands one inbound event over; the engine accepts each `actor.sourceId` once (a replay gets no second turn). */
   receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void>;
   /** Calls `listener` for every outbound event after `afterSeq`, in order, now and later; returns unsubscribe. */
   subscribe(conversationId: string, afterSeq: number, listener: (event: ConversationEvent) => void): () => void;
+  /** Records in the conversation's history, for the team and never for the customer, that a message did not reach them. */
+  recordUndelivered(conversationId: string, text: string): Promise<void>;
+  /** Retention: forgets the engine's accepted source ids from before `before`; returns how many. */
+  pruneSources(before: number): Promise<number>;
 }
 
 export interface TeamAlert {
@@ -48,6 +53,8 @@ export interface InboxRow {
   receivedAt: number;
   state: InboxState;
   error?: string;
+  /** The inbound decided for it and handed to the engine (JSON): a replay hands exactly this again. */
+  handed?: string;
 }
 
 export interface Binding {
@@ -104,6 +111,13 @@ export interface InboxStore {
   /** Rows left in processing by a crash go back to received. */
   requeueProcessing(): Promise<number>;
   listInbound(state?: InboxState): Promise<InboxRow[]>;
+  /** Records the inbound decided for a row, before it is handed to the engine. */
+  markHanded(platform: Platform, messageId: string, inbound: string): Promise<void>;
+  /**
+   * Retention: deletes processed inbox rows (done, failed) received before `before`, and sent outbox
+   * records from before it. Rows still received or processing are never deleted. Returns the counts.
+   */
+  prune(before: number): Promise<{ inbox: number; outbox: number }>;
 
   findBinding(platform: Platform, externalId: string): Promise<Binding | undefined>;
   findBindingByConversation(conversationId: string): Promise<Binding | undefined>;

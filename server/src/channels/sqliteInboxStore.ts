@@ -20,6 +20,7 @@ CREATE TABLE IF NOT EXISTS channel_inbox (
   received_at INTEGER NOT NULL,
   state TEXT NOT NULL DEFAULT 'received',
   error TEXT,
+  handed TEXT,
   PRIMARY KEY (platform, message_id)
 );
 CREATE INDEX IF NOT EXISTS channel_inbox_state ON channel_inbox (state, received_at);
@@ -65,6 +66,7 @@ CREATE TABLE IF NOT EXISTS channel_outbox (
   PRIMARY KEY (platform, conversation_id, seq, part)
 );
 CREATE INDEX IF NOT EXISTS channel_outbox_platform_id ON channel_outbox (platform_id);
+CREATE INDEX IF NOT EXISTS channel_outbox_state_at ON channel_outbox (state, at);
 CREATE TABLE IF NOT EXISTS channel_content (
   hash TEXT PRIMARY KEY,
   content_sid TEXT NOT NULL
@@ -78,6 +80,7 @@ interface InboxDbRow {
   received_at: number;
   state: InboxState;
   error: string | null;
+  handed: string | null;
 }
 interface BindingDbRow {
   platform: Platform;
@@ -101,7 +104,7 @@ interface OutboxDbRow {
 }
 
 function inboxRow(r: InboxDbRow): InboxRow {
-  return { platform: r.platform, messageId: r.message_id, event: r.event, receivedAt: r.received_at, state: r.state, ...(r.error ? { error: r.error } : {}) };
+  return { platform: r.platform, messageId: r.message_id, event: r.event, receivedAt: r.received_at, state: r.state, ...(r.error ? { error: r.error } : {}), ...(r.handed ? { handed: r.handed } : {}) };
 }
 function binding(r: BindingDbRow): Binding {
   return { platform: r.platform, externalId: r.external_id, conversationId: r.conversation_id, lastInboundAt: r.last_inbound_at, disclosed: r.disclosed === 1, cursor: r.cursor };
@@ -130,6 +133,13 @@ export class SqliteInboxStore implements InboxStore {
     this.db.pragma("busy_timeout = 5000");
     this.db.pragma("synchronous = NORMAL");
     this.db.exec(SCHEMA);
+    this.#addMissingColumns();
+  }
+
+  /** Files made before a column existed get it (CREATE TABLE IF NOT EXISTS leaves an old table as it was). */
+  #addMissingColumns(): void {
+    const columns = (table: string) => new Set((this.db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name));
+    if (!columns("channel_inbox").has("handed")) this.db.exec(`ALTER TABLE channel_inbox ADD COLUMN handed TEXT`);
   }
 
   close(): void {
@@ -174,6 +184,17 @@ export class SqliteInboxStore implements InboxStore {
       ? this.db.prepare(`SELECT * FROM channel_inbox WHERE state = ? ORDER BY received_at, rowid`).all(state)
       : this.db.prepare(`SELECT * FROM channel_inbox ORDER BY received_at, rowid`).all()) as InboxDbRow[];
     return rows.map(inboxRow);
+  }
+
+  async markHanded(platform: Platform, messageId: string, inbound: string): Promise<void> {
+    this.db.prepare(`UPDATE channel_inbox SET handed = ? WHERE platform = ? AND message_id = ?`).run(inbound, platform, messageId);
+  }
+
+  async prune(before: number): Promise<{ inbox: number; outbox: number }> {
+    return this.db.transaction(() => ({
+      inbox: this.db.prepare(`DELETE FROM channel_inbox WHERE state IN ('done', 'failed') AND received_at < ?`).run(before).changes,
+      outbox: this.db.prepare(`DELETE FROM channel_outbox WHERE state = 'sent' AND at < ?`).run(before).changes,
+    }))();
   }
 
   async findBinding(platform: Platform, externalId: string): Promise<Binding | undefined> {

@@ -116,7 +116,9 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, token: strin
     "GET",
     "/v1/team/follow-ups",
     guarded(async (_req, res) => {
-      sendJson(res, 200, { writes: (await engine.followUps()).map(followUpView) });
+      // Also the messages that never reached their customer (outside a messaging window, refused for good).
+      const undelivered = (await engine.undelivered()).map((u) => ({ ...u, at: new Date(u.at).toISOString() }));
+      sendJson(res, 200, { writes: (await engine.followUps()).map(followUpView), undelivered });
     }),
   );
 }
