@@ -24,6 +24,7 @@ import { questionFields } from "./elicitation.ts";
 import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool, type ReleaseSource } from "./release.ts";
+import { PROPOSAL_TTL_DEFAULT_MS, ProposalSweep, proposalExpired } from "./proposalSweep.ts";
 import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Decision } from "./writePolicy.ts";
 
 /** Where the gateway serves delivered files: `${FILES_PATH}/<id>` (the id is random and unguessable). */
@@ -50,8 +51,10 @@ export type EngineOptions = {
   statusCheckBaseMs?: number;
   /** How often the scheduler looks for due status checks. Default 1000 ms. */
   checkPollMs?: number;
-  /** A proposal not decided within this time expires. Default 1 hour. */
+  /** A proposal not decided within this time expires. Default 1 hour (proposalSweep.ts). */
   proposalTtlMs?: number;
+  /** How often the background sweep expires undecided proposals. Default 30 s. */
+  proposalSweepMs?: number;
   /** Model calls per turn at most. Default 8. */
   maxModelSteps?: number;
   /** How long a tool's question waits for the customer's answer. Default 120 s. */
@@ -102,6 +105,7 @@ export class Engine {
   private checkTimer: NodeJS.Timeout | undefined;
   private checking = false;
   private stopped = false;
+  private readonly proposalSweep: ProposalSweep;
 
   constructor(options: EngineOptions) {
     this.options = options;
@@ -109,6 +113,14 @@ export class Engine {
     this.bus = options.bus ?? new MemoryBus();
     this.now = options.now ?? Date.now;
     this.nodeId = options.nodeId ?? "local";
+    this.proposalSweep = new ProposalSweep({
+      store: this.store,
+      now: this.now,
+      ttlMs: this.proposalTtl(),
+      expire: (write) => this.expireProposal(write),
+      ...(options.proposalSweepMs !== undefined && { everyMs: options.proposalSweepMs }),
+      log: (level, message, data) => this.log(level, message, data),
+    });
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -119,7 +131,10 @@ export class Engine {
       for (const version of release.packages) await this.options.runner.load(version);
     }
     await this.recover();
-    if (options.scheduler !== false) this.scheduleChecks();
+    if (options.scheduler !== false) {
+      this.scheduleChecks();
+      this.proposalSweep.start();
+    }
   }
 
   /**
@@ -140,6 +155,7 @@ export class Engine {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.checkTimer) clearTimeout(this.checkTimer);
+    await this.proposalSweep.stop();
     for (const pending of this.elicitations.values()) pending.resolve({ action: "cancel" });
     this.elicitations.clear();
     await this.idle();
@@ -309,7 +325,7 @@ export class Engine {
     const tool = this.toolForWrite(write);
     if (!tool) return fail("tool_unavailable", "proposalId", "the tool of this proposal is no longer available");
     const actor: Actor = { ownerId, subjectId: conversation.subject?.id ?? null };
-    if (write.state === "proposed" && this.now() - write.createdAt > (this.options.proposalTtlMs ?? 3_600_000)) {
+    if (proposalExpired(write, this.now(), this.proposalTtl())) {
       await this.apply(write, tool, decide(write, { type: "expire" }));
       return fail("proposal_expired", "proposalId", "this proposal expired; ask the agent again");
     }
@@ -597,7 +613,7 @@ export class Engine {
     const writes = await this.store.listWrites(conversation.id);
     for (const write of writes) {
       // A proposal past its time expires here, so it does not block the conversation for ever.
-      if (write.state === "proposed" && this.now() - write.createdAt > (this.options.proposalTtlMs ?? 3_600_000)) {
+      if (proposalExpired(write, this.now(), this.proposalTtl())) {
         const expiredTool = this.toolForWrite(write);
         if (expiredTool) await this.apply(write, expiredTool, decide(write, { type: "expire" }));
       }
@@ -744,6 +760,34 @@ export class Engine {
 
   private async markFollowUp(write: WriteRecord): Promise<void> {
     await this.store.transitionWrite(write.id, { states: [write.state] }, { state: write.state, followUp: true, nextCheckAt: null, note: "no status check: listed for the team" }, this.now());
+  }
+
+  // ---------------------------------------------------------------- proposal expiry
+
+  private proposalTtl(): number {
+    return this.options.proposalTtlMs ?? PROPOSAL_TTL_DEFAULT_MS;
+  }
+
+  /** Expire every proposal past its lifetime now (the background sweep calls this). Returns how many this node expired. */
+  async expireDueProposals(): Promise<number> {
+    return this.proposalSweep.sweep();
+  }
+
+  /**
+   * Expire one proposal: compare-and-set proposed → expired, then tell the review card and the model. Of
+   * several nodes sweeping at once only the one whose transition lands tells anyone.
+   */
+  private expireProposal(write: WriteRecord): Promise<boolean> {
+    return this.serial(write.conversationId, async () => {
+      const current = await this.store.getWrite(write.id);
+      if (!current || !proposalExpired(current, this.now(), this.proposalTtl())) return false;
+      const decision = decide(current, { type: "expire" });
+      if (!decision.ok) return false;
+      const expired = await this.store.transitionWrite(current.id, { states: ["proposed"] }, { state: decision.to, note: "expired: not decided in time" }, this.now());
+      if (!expired) return false;
+      await this.tell(expired, this.toolForWrite(expired));
+      return true;
+    });
   }
 
   // ---------------------------------------------------------------- status checks
