@@ -25,6 +25,7 @@ import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool, type ReleaseSource } from "./release.ts";
 import { PROPOSAL_TTL_DEFAULT_MS, ProposalSweep, proposalExpired } from "./proposalSweep.ts";
+import { transcriptWindow } from "./transcriptWindow.ts";
 import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Decision } from "./writePolicy.ts";
 
 /** Where the gateway serves delivered files: `${FILES_PATH}/<id>` (the id is random and unguessable). */
@@ -55,6 +56,8 @@ export type EngineOptions = {
   proposalTtlMs?: number;
   /** How often the background sweep expires undecided proposals. Default 30 s. */
   proposalSweepMs?: number;
+  /** Characters of transcript sent to the model per step at most (transcriptWindow.ts). Default 48,000. */
+  transcriptBudgetChars?: number;
   /** Model calls per turn at most. Default 8. */
   maxModelSteps?: number;
   /** How long a tool's question waits for the customer's answer. Default 120 s. */
@@ -428,7 +431,7 @@ export class Engine {
         if (current.handoff) return;
         const transcript = await this.store.listTranscript(conversation.id);
         const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
-        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcript.map((entry) => entry.message)];
+        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcriptWindow(transcript.map((entry) => entry.message), this.options.transcriptBudgetChars)];
         let text = "";
         const calls: ModelToolCall[] = [];
         let failed: string | undefined;
