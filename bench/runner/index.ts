@@ -1,7 +1,11 @@
 // Runner benchmark: warm read-call latency through the runner and sandbox (p50, p99) for a trivial
 // handler, the same call in-process over the MCP SDK's InMemoryTransport, their ratio, and the cold
 // start of a package process. Run from the repository root, no npm needed:
-//   node --import tsx bench/runner/index.ts [--calls 500] [--cold 5]
+//   node --import tsx bench/runner/index.ts [--calls 500] [--cold 9]
+// Cold starts are measured for the prebuilt host bundle (the default) and for sdk/src/host.ts (the path
+// without the bundle), interleaved in the same run, with the CPU time the sandbox's processes used
+// (wall time on a shared machine is noisy: compare the two, and see the load average printed).
+import { readdirSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -9,8 +13,9 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { buildPackage } from "../../server/src/build/index.ts";
 import { CaploToolRunner } from "../../server/src/runner/index.ts";
+import { HOST_MODULE } from "../../server/src/runner/node24.ts";
 
-const { values } = parseArgs({ options: { calls: { type: "string", default: "500" }, cold: { type: "string", default: "5" } } });
+const { values } = parseArgs({ options: { calls: { type: "string", default: "500" }, cold: { type: "string", default: "9" } } });
 const CALLS = Number(values.calls);
 const COLD = Number(values.cold);
 const WARMUP = 50;
@@ -53,23 +58,57 @@ for (let i = 0; i < WARMUP + CALLS; i += 1) {
 }
 await client.close();
 
-// 3. Cold start: a fresh sandboxed process until it answers initialize and tools/list.
-const cold: number[] = [];
+// 3. Cold start: a fresh sandboxed process until it answers initialize and tools/list, with the
+// prebuilt host bundle (default) and with sdk/src/host.ts, alternating.
+const TICK_MS = 1000 / 100; // USER_HZ
+/** CPU time (user + system, ms) of the processes in a process group, from /proc. */
+function groupCpuMs(pgid: number): number {
+  let ticks = 0;
+  for (const name of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks * TICK_MS;
+}
+const source = new CaploToolRunner({ hostModule: HOST_MODULE });
+const variants = [
+  { name: "prebuilt host bundle", runner, wall: [] as number[], cpu: [] as number[] },
+  { name: "sdk/src/host.ts (no bundle)", runner: source, wall: [] as number[], cpu: [] as number[] },
+];
 for (let i = 0; i < COLD; i += 1) {
-  await runner.unload(version.id);
-  const started = performance.now();
-  await runner.load(version);
-  cold.push(performance.now() - started);
+  for (const variant of variants) {
+    await variant.runner.unload(version.id);
+    const started = performance.now();
+    await variant.runner.load(version);
+    variant.wall.push(performance.now() - started);
+    const pid = (await variant.runner.processOf(version.id))?.pid;
+    if (pid !== undefined && process.platform === "linux") variant.cpu.push(groupCpuMs(pid));
+  }
 }
 await runner.close();
+await source.close();
 
 const p50 = percentile(sandboxed, 50);
 const p99 = percentile(sandboxed, 99);
 const base50 = percentile(inProcess, 50);
 const base99 = percentile(inProcess, 99);
-console.log(`runner benchmark (${CALLS} warm calls after ${WARMUP} warm-up; ${COLD} cold starts; ${runner.sandboxNote})`);
+const load = process.platform === "linux" ? readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ") : "n/a";
+console.log(`runner benchmark (${CALLS} warm calls after ${WARMUP} warm-up; ${COLD} cold starts each; load average ${load})`);
+console.log(`  ${runner.sandboxNote}; ${runner.hostNote}`);
 console.log(`  warm read call, runner + sandbox:   p50 ${ms(p50)}  p99 ${ms(p99)}`);
 console.log(`  same call in-process (InMemory):    p50 ${ms(base50)}  p99 ${ms(base99)}`);
 console.log(`  ratio sandbox / in-process:         p50 ${(p50 / base50).toFixed(1)}x  p99 ${(p99 / base99).toFixed(1)}x`);
 console.log(`  warm overhead (p50 difference):     ${ms(p50 - base50)}`);
-console.log(`  cold start of a package process:    median ${ms(percentile(cold, 50))}  min ${ms(Math.min(...cold))}  max ${ms(Math.max(...cold))}`);
+console.log(`  cold start of a package process (until initialize and tools/list are answered):`);
+for (const variant of variants) {
+  const cpu = variant.cpu.length ? `  CPU median ${percentile(variant.cpu, 50).toFixed(0)} ms` : "";
+  console.log(`    ${variant.name.padEnd(30)} median ${ms(percentile(variant.wall, 50))}  p90 ${ms(percentile(variant.wall, 90))}  min ${ms(Math.min(...variant.wall))}${cpu}`);
+}
+const [bundled, unbundled] = variants;
+console.log(`    ratio bundle / no bundle:      wall ${(percentile(bundled!.wall, 50) / percentile(unbundled!.wall, 50)).toFixed(2)}x${bundled!.cpu.length ? `  CPU ${(percentile(bundled!.cpu, 50) / percentile(unbundled!.cpu, 50)).toFixed(2)}x` : ""}`);

@@ -3,6 +3,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { ensureHostBundle } from "../runner/hostBundle.ts";
 import { HOST_MODULE, node24Path } from "./node24.ts";
 
 export type ListedTools = {
@@ -19,9 +20,12 @@ export async function listTools(packageDir: string, options: { timeoutMs?: numbe
   const node = node24Path();
   if (!node) return { ok: false, code: "entry_invalid", message: "Node 24 is not installed (runtime/node24): run npm install, or set CAPLO_NODE24" };
   const timeoutMs = options.timeoutMs ?? 30_000;
+  // The runner's prebuilt host starts faster; sdk/src/host.ts serves the same when it cannot be built.
+  const bundle = await ensureHostBundle(node);
+  const host = bundle.ok ? bundle.bundle.launcher : HOST_MODULE;
   const transport = new StdioClientTransport({
     command: node,
-    args: ["--disable-warning=ExperimentalWarning", HOST_MODULE, packageDir],
+    args: ["--disable-warning=ExperimentalWarning", host, packageDir],
     cwd: packageDir,
     // The package gets no secrets or settings from our environment while it is listed.
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", NODE_ENV: "production" },

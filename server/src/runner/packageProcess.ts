@@ -23,8 +23,10 @@ export type ProcessOptions = {
   label: string;
   node: string;
   mode: SandboxMode;
-  /** Module and arguments: [host.ts, packageDir]. */
+  /** Module and arguments: [host.ts or the host bundle's launcher.mjs, packageDir]. */
   script: string[];
+  /** The egress preload (default sandboxPreload.ts). */
+  preload?: string;
   readPaths: string[];
   egress: readonly string[];
   overrides: readonly ResolveOverride[];
@@ -120,6 +122,7 @@ export class PackageProcess {
       egressSocket: this.egressSocket.socketPath,
       memoryMb: this.options.memoryMb,
       script: this.options.script,
+      ...(this.options.preload && { preload: this.options.preload }),
     });
     const child = this.sandbox.child;
     child.stderr!.on("data", (chunk: Buffer) => {

@@ -73,6 +73,8 @@ export type SandboxSpec = {
   egressSocket?: string;
   /** V8 old-space cap in MiB. */
   memoryMb: number;
+  /** The egress preload Node loads first (`--import`); default sandboxPreload.ts. */
+  preload?: string;
   /** Module and arguments Node runs, e.g. [host.ts, packageDir]. */
   script: string[];
 };
@@ -92,7 +94,8 @@ export function killSandbox(sandbox: SandboxProcess): void {
 
 /** Node's flags: the permission model with exactly these reads, the egress preload, a heap cap. */
 export function nodeArgs(spec: SandboxSpec): string[] {
-  const reads = [...spec.readPaths, PRELOAD_MODULE];
+  const preload = spec.preload ?? PRELOAD_MODULE;
+  const reads = [...spec.readPaths, preload];
   return [
     "--permission",
     ...reads.map((path) => `--allow-fs-read=${path}`),
@@ -100,9 +103,15 @@ export function nodeArgs(spec: SandboxSpec): string[] {
     "--disable-proto=delete",
     "--disable-warning=ExperimentalWarning",
     "--import",
-    PRELOAD_MODULE,
+    preload,
     ...spec.script,
   ];
+}
+
+/** The paths without those inside another listed folder (bound already, and read-only there). */
+function outermost(paths: string[]): string[] {
+  const unique = [...new Set(paths)];
+  return unique.filter((path) => !unique.some((other) => other !== path && path.startsWith(other.endsWith("/") ? other : `${other}/`)));
 }
 
 /** Starts the process; stdio is piped (stdin/stdout carry MCP, stderr is diagnostics). */
@@ -114,7 +123,7 @@ export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
     return { child, cleanup: () => undefined };
   }
   const root = mkdtempSync(join(runtimeDir(), "root-"));
-  const readOnly = [...new Set(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, PRELOAD_MODULE])];
+  const readOnly = outermost(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, spec.preload ?? PRELOAD_MODULE]);
   if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
   const args = [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, ...readOnly, "--", ...(spec.egressDir ? [spec.egressDir] : []), "--", spec.node, ...nodeArgs(spec)];
   // A process group of its own, so that stopping the sandbox can signal every process in it.

@@ -29,6 +29,7 @@ import { parseResolveOverrides, type ResolveOverride } from "./egressRule.ts";
 import { checkElicitRequest } from "./elicitationPolicy.ts";
 import { extractFiles } from "./fileExtraction.ts";
 import { MemoryLogStore, type LogStore } from "./logStore.ts";
+import { ensureHostBundle } from "./hostBundle.ts";
 import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
 import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "./outcomeMapping.ts";
 import type { CallRoute } from "./packageProcess.ts";
@@ -56,7 +57,10 @@ export type RunnerOptions = {
    * unavailable. Operator-only; default from CAPLO_SANDBOX=weak. Never the default.
    */
   allowWeakSandbox?: boolean;
-  /** The module that serves a package over stdio; default sdk/src/host.ts. */
+  /**
+   * The module that serves a package over stdio. Default: the prebuilt host bundle (hostBundle.ts),
+   * built on first use; sdk/src/host.ts if it cannot be built (see hostNote).
+   */
   hostModule?: string;
   /** Warm processes kept at most (LRU). */
   maxProcesses?: number;
@@ -110,6 +114,8 @@ export class CaploToolRunner implements ToolRunner {
   readonly logStore: LogStore;
   readonly sandboxMode: SandboxMode | "unavailable";
   readonly sandboxNote: string;
+  /** Which host serves packages: the prebuilt bundle, or sdk/src/host.ts and why. Set by the first load. */
+  hostNote = "host: not started yet";
 
   constructor(options: RunnerOptions = {}) {
     this.options = options;
@@ -150,13 +156,14 @@ export class CaploToolRunner implements ToolRunner {
       if (!found.ok) throw new RunnerError(found.code, found.message);
       return found.path;
     })();
-    const hostModule = this.options.hostModule ?? HOST_MODULE;
+    const host = await this.host(node);
     const processOptions = () => ({
       label: version.id,
       node,
       mode: this.sandboxMode as SandboxMode,
-      script: [hostModule, version.dir],
-      readPaths: [version.dir, hostModule, ...RUNTIME_READ_PATHS],
+      script: [host.module, version.dir],
+      ...(host.preload && { preload: host.preload }),
+      readPaths: [version.dir, host.module, ...RUNTIME_READ_PATHS],
       egress: version.manifest.egress ?? [],
       overrides: this.overrides,
       memoryMb: this.options.memoryMb ?? 256,
@@ -191,6 +198,21 @@ export class CaploToolRunner implements ToolRunner {
       }
     }
     this.targets.set(version.id, target);
+  }
+
+  /** The host module (and preload) packages run with; see RunnerOptions.hostModule. */
+  private async host(node: string): Promise<{ module: string; preload?: string }> {
+    if (this.options.hostModule) {
+      this.hostNote = `host: ${this.options.hostModule}`;
+      return { module: this.options.hostModule };
+    }
+    const built = await ensureHostBundle(node);
+    if (built.ok) {
+      this.hostNote = `host: prebuilt bundle ${built.bundle.dir}`;
+      return { module: built.bundle.launcher, preload: built.bundle.preload };
+    }
+    this.hostNote = `host: sdk/src/host.ts (the prebuilt bundle could not be built: ${built.reason}); package processes start slower`;
+    return { module: HOST_MODULE };
   }
 
   /** Registers another kind of target (remote MCP servers use this) and opens it once. */
