@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
 import { SqliteInboxStore } from "./sqliteInboxStore.ts";
 
 let dir: string;
@@ -86,5 +87,46 @@ describe("SqliteInboxStore", () => {
     expect(await again.getRef("c1.x")).toEqual({ token: "c1.x", platform: "messenger", conversationId: "conv-1", kind: "confirm", targetId: "p1" });
     expect(await again.listFailures()).toEqual([expect.objectContaining({ seq: 3, code: "platform_unavailable", attempts: 5 })]);
     again.close();
+  });
+
+  it("prunes processed rows received before the cutoff, keeps the boundary and every row still waiting; sent records too, never failures", async () => {
+    const store = new SqliteInboxStore(join(dir, "p.db"));
+    const row = (messageId: string, receivedAt: number) => store.insertInbound({ platform: "messenger", messageId, event: "{}", receivedAt });
+    await row("old-done", 99);
+    await row("edge-done", 100);
+    await row("old-failed", 50);
+    await row("old-waiting", 1);
+    await row("old-processing", 2);
+    expect(await store.claimInbound(5)).toHaveLength(5);
+    await store.finishInbound("messenger", "old-done", "done");
+    await store.finishInbound("messenger", "edge-done", "done");
+    await store.finishInbound("messenger", "old-failed", "failed", "x");
+    expect(await store.requeueProcessing()).toBe(2);
+    await store.claimInbound(1); // old-waiting back to processing; old-processing stays received
+    const out = { platform: "messenger" as const, conversationId: "c", part: 0, attempts: 1 };
+    await store.recordOutbox({ ...out, seq: 1, state: "sent", platformId: "mid.1", at: 99 });
+    await store.recordOutbox({ ...out, seq: 2, state: "sent", platformId: "mid.2", at: 100 });
+    await store.recordOutbox({ ...out, seq: 3, state: "failed", code: "platform_refused", at: 10 });
+    expect(await store.prune(100)).toEqual({ inbox: 2, outbox: 1 });
+    expect((await store.listInbound()).map((r) => r.messageId).sort()).toEqual(["edge-done", "old-processing", "old-waiting"]);
+    expect(await store.getOutbox("messenger", "c", 2, 0)).toMatchObject({ state: "sent" });
+    expect(await store.listFailures()).toHaveLength(1);
+    // A pruned id is new again (past the redelivery window); a kept one is still a repeat.
+    expect(await row("old-done", 200)).toBe(true);
+    expect(await row("edge-done", 200)).toBe(false);
+    store.close();
+  });
+
+  it("a file made before the hand-off column existed gets it on open, and keeps its rows", async () => {
+    const file = join(dir, "old.db");
+    const db = new Database(file);
+    db.exec(`CREATE TABLE channel_inbox (platform TEXT NOT NULL, message_id TEXT NOT NULL, event TEXT NOT NULL, received_at INTEGER NOT NULL,
+      state TEXT NOT NULL DEFAULT 'received', error TEXT, PRIMARY KEY (platform, message_id))`);
+    db.prepare(`INSERT INTO channel_inbox (platform, message_id, event, received_at) VALUES ('whatsapp', 'SM1', '{}', 1)`).run();
+    db.close();
+    const store = new SqliteInboxStore(file);
+    await store.markHanded("whatsapp", "SM1", '{"type":"message","text":"hi"}');
+    expect(await store.listInbound()).toEqual([expect.objectContaining({ messageId: "SM1", state: "received", handed: '{"type":"message","text":"hi"}' })]);
+    store.close();
   });
 });
