@@ -2,8 +2,8 @@
 // (free port, temporary data folder, a short pending delay), the printed page in real Chromium, and a walk
 // through the examples: every result layout, a write confirmed (receipt), a write declined, a pending
 // write resolved by its status check, a file downloaded, the demo customer signed in. Then Ctrl-C (SIGTERM)
-// stops it cleanly. Screenshots of each step go to tests/artifacts/demo/.
-import { mkdirSync, readFileSync } from "node:fs";
+// stops it cleanly. Screenshots of each step, and the downloaded PDF, go to tests/artifacts/demo/.
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { Browser, FrameLocator, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { launchChromium } from "../widget/browser.ts";
@@ -17,9 +17,13 @@ let page: Page;
 let shot = 0;
 
 beforeAll(async () => {
+  // Only this run's screenshots: a step renamed or removed leaves no stale picture behind.
+  rmSync(ARTIFACTS, { recursive: true, force: true });
   mkdirSync(ARTIFACTS, { recursive: true });
   demo = spawnDemo(["--port", String(await freePort()), "--shop-port", "0", "--pending-ms", "300", "--status-check-ms", "500"]);
   url = await waitForUrl(demo);
+  // The start shows its progress: every package, built or taken from the cache, counted.
+  expect(demo.output()).toMatch(/\[11\/11\] tool package \w+: (built|up to date)/);
   browser = await launchChromium();
   const context = await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   page = await context.newPage();
@@ -32,7 +36,7 @@ afterAll(async () => {
 });
 
 const app = (): FrameLocator => page.frameLocator("iframe[title='Chat']");
-const snap = (name: string) => page.screenshot({ path: `${ARTIFACTS}${String(++shot).padStart(2, "0")}-${name}.png` });
+const snap = (name: string, fullPage = false) => page.screenshot({ path: `${ARTIFACTS}${String(++shot).padStart(2, "0")}-${name}.png`, fullPage });
 async function say(text: string) {
   await app().locator("#caplo-input").fill(text);
   await app().locator("#caplo-input").press("Enter");
@@ -52,7 +56,7 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     await page.goto(url);
     await page.getByRole("heading", { name: "Warm layers for grey days" }).waitFor();
     expect(await page.getByRole("button", { name: "Sign in as demo customer" }).isVisible()).toBe(true);
-    await snap("shop-page");
+    await snap("shop-page", true);
 
     await page.getByRole("button", { name: "Open chat" }).click();
     await app().locator("#caplo-input").waitFor();
@@ -110,6 +114,7 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     const file = await download.path();
     expect(readFileSync(file).subarray(0, 5).toString("latin1")).toBe("%PDF-");
     expect(download.suggestedFilename()).toBe("INV-1004.pdf");
+    await download.saveAs(`${ARTIFACTS}${download.suggestedFilename()}`);
     await snap("file-invoice");
 
     await say("book an appointment");

@@ -30,6 +30,22 @@ describe("caplo demo's clear messages", () => {
     noStack(output);
   }, 60_000);
 
+  test("a shop API port in use names --shop-port, before anything is built, exit code 1", async () => {
+    const shopPort = await freePort();
+    const server = createServer();
+    held.push(server);
+    await new Promise<void>((resolve) => server.listen(shopPort, "127.0.0.1", () => resolve()));
+    const demo = spawnDemo(["--port", String(await freePort()), "--shop-port", String(shopPort)]);
+    const code = await demo.exited;
+    const output = demo.output();
+    await demo.stop();
+    expect(code).toBe(1);
+    expect(output).toContain(`port ${shopPort} (the demo shop API) is already in use`);
+    expect(output).toContain("--shop-port N");
+    expect(output).not.toContain("tool package");
+    noStack(output);
+  }, 60_000);
+
   test("a corrupt database file says to move or delete it, exit code 1, and leaves the file as it was", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "caplo-demo-corrupt-"));
     const garbage = "this is not a SQLite database, just text that a crash or a bad copy left here\n".repeat(20);

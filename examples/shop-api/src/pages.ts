@@ -8,7 +8,9 @@ export function escapeHtml(text: string): string {
 
 const STYLE =
   "body{font:16px/1.5 system-ui,sans-serif;margin:0;padding:24px;color:#1d2433;background:#fff}" +
-  "h1{font-size:22px;margin:0 0 12px}nav a{margin-right:12px}p{max-width:640px}footer{margin-top:24px;color:#6b7280;font-size:13px}";
+  "h1{font-size:22px;margin:0 0 12px}a{color:#b4532a}p{max-width:640px}footer{margin-top:24px;color:#6b7280;font-size:13px}" +
+  // The articles' links as a bar of their own above the article, so they do not run into its title.
+  "nav{display:flex;flex-wrap:wrap;gap:4px 16px;font-size:14px;padding-bottom:12px;margin-bottom:16px;border-bottom:1px solid #e5e7eb}";
 
 function document(title: string, body: string): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;

@@ -5,6 +5,7 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, openSync, readSync, closeSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { availableParallelism } from "node:os";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import type { PackageVersion } from "@caplo/shared";
@@ -81,22 +82,33 @@ function readCached(file: string): PackageVersion | undefined {
   }
 }
 
-async function buildPackages(dirs: string[], log: Log): Promise<{ ok: true; versions: PackageVersion[] } | { ok: false; error: DemoError }> {
+/** How many package builds run at once: each starts Node 24 to list the tools (2 on a 2-core machine). */
+const BUILD_CONCURRENCY = Math.max(2, Math.min(4, availableParallelism()));
+
+type BuiltPackages = { ok: true; versions: PackageVersion[]; builtCount: number } | { ok: false; error: DemoError };
+
+/** Builds the packages not in the cache, a few at a time, with a `[n/total]` line as each is ready. */
+async function buildPackages(dirs: string[], log: Log, signal?: AbortSignal): Promise<BuiltPackages> {
   const versions: PackageVersion[] = new Array(dirs.length);
+  const stamp = buildCodeStamp();
   let next = 0;
+  let done = 0;
+  let builtCount = 0;
   let problem: DemoError | undefined;
+  const progress = () => `[${String(++done).padStart(String(dirs.length).length)}/${dirs.length}]`;
   const worker = async () => {
-    while (next < dirs.length && !problem) {
+    while (next < dirs.length && !problem && !signal?.aborted) {
       const index = next++;
       const dir = dirs[index]!;
       const name = dir.split(/[/\\]/).at(-1)!;
-      const cacheFile = join(BUILD_CACHE, `${name}-${contentHash(dir).replace(/[^a-z0-9]/gi, "").slice(-32)}-${buildCodeStamp()}.json`);
+      const cacheFile = join(BUILD_CACHE, `${name}-${contentHash(dir).replace(/[^a-z0-9]/gi, "").slice(-32)}-${stamp}.json`);
       const cached = readCached(cacheFile);
       if (cached) {
         versions[index] = cached;
-        log(`  tool package ${name}: up to date (${cached.id.slice(0, 40)})`);
+        log(`  ${progress()} tool package ${name}: up to date (${cached.id.slice(0, 40)})`);
         continue;
       }
+      const started = Date.now();
       const result = await buildPackage(dir);
       if (!result.ok) {
         const first = result.errors[0]!;
@@ -104,14 +116,15 @@ async function buildPackages(dirs: string[], log: Log): Promise<{ ok: true; vers
         return;
       }
       versions[index] = result.version;
+      builtCount += 1;
       mkdirSync(BUILD_CACHE, { recursive: true });
       writeFileSync(cacheFile, JSON.stringify(result.version));
-      log(`  tool package ${name}: built ${result.version.id.slice(0, 40)} (${result.version.tools.length} tool${result.version.tools.length === 1 ? "" : "s"})`);
+      const tools = result.version.tools.length;
+      log(`  ${progress()} tool package ${name}: built ${result.version.id.slice(0, 40)} (${tools} tool${tools === 1 ? "" : "s"}, ${((Date.now() - started) / 1000).toFixed(1)} s)`);
     }
   };
-  // Each build starts Node 24 to list the tools: three at a time on small machines.
-  await Promise.all([worker(), worker(), worker()]);
-  return problem ? { ok: false, error: problem } : { ok: true, versions };
+  await Promise.all(Array.from({ length: BUILD_CONCURRENCY }, worker));
+  return problem ? { ok: false, error: problem } : { ok: true, versions, builtCount };
 }
 
 /** A SQLite file that exists but is not a database (the first 16 bytes say so), before anything opens it. */
@@ -182,11 +195,6 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   }
   closers.push(() => page.close());
 
-  log("Building what is not built:");
-  const widgetProblem = await buildWidget(log);
-  if (widgetProblem) return failed(widgetProblem);
-  if (signal?.aborted) return failed(interrupted);
-
   let shop: DemoShop;
   try {
     shop = await startDemoShop({ port: options.shopPort, pendingMs: options.pendingMs, dbFile: join(options.dataDir, "shop.json") });
@@ -201,9 +209,15 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   closers.push(async () => packages.remove());
   for (const copy of packages.copied) log(`  tool package ${copy.split(/[/\\]/).at(-1)}: page origins moved to the shop's port (${new URL(shop.shop.url).origin})`);
 
-  const built = await buildPackages(packages.dirs, log);
+  // The widget (Vite) and the packages (each a short Node 24 run) build side by side: on a first start
+  // the slower of the two sets the wait, not their sum.
+  log("Building what is not built:");
+  const started = Date.now();
+  const [widgetProblem, built] = await Promise.all([buildWidget(log), buildPackages(packages.dirs, log, signal)]);
+  if (widgetProblem) return failed(widgetProblem);
   if (!built.ok) return failed(built.error);
   if (signal?.aborted) return failed(interrupted);
+  if (built.builtCount > 0) log(`  built in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   const agentFile = await loadAgentFile(DEMO_AGENT_FILE);
   if (!agentFile.ok) {
