@@ -27,10 +27,13 @@ export class BenchClient {
   closed = false;
   private waiters = new Set<{ match: (frame: Frame) => boolean; resolve: (frame: Frame) => void }>();
 
-  private constructor(
-    readonly ws: WebSocket,
-    readonly welcome: Frame,
-  ) {}
+  readonly ws: WebSocket;
+  readonly welcome: Frame;
+
+  private constructor(ws: WebSocket, welcome: Frame) {
+    this.ws = ws;
+    this.welcome = welcome;
+  }
 
   /** Open a connection and say hello (resuming if asked); resolves on welcome. */
   static open(url: string, options: ConnectOptions = {}): Promise<BenchClient> {
@@ -91,6 +94,7 @@ export class BenchClient {
         this.waiters.delete(waiter);
         resolve({ t: "timeout" });
       }, timeoutMs);
+      timer.unref();
       const waiter = {
         match,
         resolve: (frame: Frame) => {

