@@ -358,7 +358,7 @@ describe("HTTP", () => {
     const c = await client();
     const welcome = await c.hello("shop-agent");
     const bytes = Buffer.from("%PDF-1.4\n%%EOF\n");
-    await stack.store.putFile({ id, conversationId: welcome.conversationId, name: "in voice<1>.pdf", mimeType: "application/pdf", size: bytes.length, bytes, createdAt: 1 });
+    await stack.store.putFile({ id, conversationId: welcome.conversationId, name: "in voice<1>.pdf", mimeType: "application/pdf", size: bytes.length, bytes, createdAt: Date.now() });
     const response = await fetch(`${stack.base}/v1/files/${id}`);
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("application/pdf");

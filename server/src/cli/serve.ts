@@ -11,6 +11,7 @@ import { openEventBus } from "../bus/index.ts";
 import { mountChannels, readChannelSettings } from "../channels/channelSetup.ts";
 import { startClusterNode, uniqueNodeId, type ClusterNode } from "../cluster/clusterNode.ts";
 import { Engine } from "../engine/engine.ts";
+import { readFileRetention } from "../engine/fileRetention.ts";
 import { StaticReleases, type AgentRelease } from "../engine/release.ts";
 import { Gateway } from "../gateway/gateway.ts";
 import { describeModelConfig, modelFromEnv } from "../model/config.ts";
@@ -53,6 +54,8 @@ Environment only:
                       /webhooks/<platform>; CAPLO_<PLATFORM>_AGENT picks the agent (default: the first)
   CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db)
   CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
+  CAPLO_FILE_RETENTION_DAYS   days a delivered file's bytes are kept (default 30, 1 to 3650); after that a
+                      download answers 410 file_expired, and the conversation still shows the file
 `;
 
 export type ServeOptions = {
@@ -228,6 +231,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     const typed = error as { code?: string; path?: string; message?: string };
     return { ok: false, error: { code: typed.code ?? "model_config_invalid", path: typed.path ?? "", message: typed.message ?? String(error) } };
   }
+  const retention = readFileRetention(options.env);
+  if (!retention.ok) return retention;
   const store = await openStore(options.db);
   const busResult = await openEventBus({
     ...(options.env.CAPLO_REDIS_URL && { redisUrl: options.env.CAPLO_REDIS_URL }),
@@ -267,6 +272,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     bus,
     nodeId: options.nodeId,
     ...(options.statusCheckBaseMs !== undefined && { statusCheckBaseMs: options.statusCheckBaseMs }),
+    fileRetentionMs: retention.retentionMs,
     secrets: (packageVersionId) => {
       const version = releases.flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);
       const values: Record<string, string> = {};

@@ -26,6 +26,7 @@ import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, 
 import { findTool, type AgentRelease, type EngineTool, type ReleaseSource } from "./release.ts";
 import { PROPOSAL_TTL_DEFAULT_MS, ProposalSweep, proposalExpired } from "./proposalSweep.ts";
 import { transcriptWindow } from "./transcriptWindow.ts";
+import { FileRetention } from "./fileRetention.ts";
 import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Decision } from "./writePolicy.ts";
 
 /** Where the gateway serves delivered files: `${FILES_PATH}/<id>` (the id is random and unguessable). */
@@ -56,6 +57,8 @@ export type EngineOptions = {
   proposalTtlMs?: number;
   /** How often the background sweep expires undecided proposals. Default 30 s. */
   proposalSweepMs?: number;
+  /** Delivered files' bytes are purged this long after delivery (fileRetention.ts). Default 30 days. */
+  fileRetentionMs?: number;
   /** Characters of transcript sent to the model per step at most (transcriptWindow.ts). Default 48,000. */
   transcriptBudgetChars?: number;
   /** Model calls per turn at most. Default 8. */
@@ -109,6 +112,7 @@ export class Engine {
   private checking = false;
   private stopped = false;
   private readonly proposalSweep: ProposalSweep;
+  private readonly fileRetention: FileRetention;
 
   constructor(options: EngineOptions) {
     this.options = options;
@@ -124,6 +128,12 @@ export class Engine {
       ...(options.proposalSweepMs !== undefined && { everyMs: options.proposalSweepMs }),
       log: (level, message, data) => this.log(level, message, data),
     });
+    this.fileRetention = new FileRetention({
+      store: this.store,
+      now: this.now,
+      ...(options.fileRetentionMs !== undefined && { retentionMs: options.fileRetentionMs }),
+      log: (level, message, data) => this.log(level, message, data),
+    });
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -137,6 +147,7 @@ export class Engine {
     if (options.scheduler !== false) {
       this.scheduleChecks();
       this.proposalSweep.start();
+      this.fileRetention.start();
     }
   }
 
@@ -159,6 +170,7 @@ export class Engine {
     this.stopped = true;
     if (this.checkTimer) clearTimeout(this.checkTimer);
     await this.proposalSweep.stop();
+    await this.fileRetention.stop();
     for (const pending of this.elicitations.values()) pending.resolve({ action: "cancel" });
     this.elicitations.clear();
     await this.idle();
@@ -769,6 +781,11 @@ export class Engine {
 
   private proposalTtl(): number {
     return this.options.proposalTtlMs ?? PROPOSAL_TTL_DEFAULT_MS;
+  }
+
+  /** Purge the bytes of delivered files past the retention period now (also hourly once started). Returns how many. */
+  async purgeExpiredFiles(): Promise<number> {
+    return this.fileRetention.purge();
   }
 
   /** Expire every proposal past its lifetime now (the background sweep calls this). Returns how many this node expired. */

@@ -72,6 +72,8 @@ export class Gateway {
       const id = params.id ?? "";
       const file = /^f_[A-Za-z0-9_-]{32}$/.test(id) ? await options.engine.store.getFile(id) : undefined;
       if (!file) return sendError(res, 404, { code: "file_not_found", path: "id", message: "no such file" });
+      // Past the retention period the bytes are gone but the conversation still shows the file: say so.
+      if (file.purgedAt) return sendError(res, 410, { code: "file_expired", path: "id", message: "this file is no longer kept (files are removed after the retention period); ask the assistant for it again" });
       const safeName = file.name.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 100) || "file";
       res.writeHead(200, {
         "content-type": file.mimeType,
