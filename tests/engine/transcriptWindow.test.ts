@@ -101,7 +101,10 @@ describe("transcriptWindow", () => {
 class RecordingModel implements Model {
   readonly id = "recording";
   readonly requests: ModelRequest[] = [];
-  constructor(private readonly inner: Model) {}
+  private readonly inner: Model;
+  constructor(inner: Model) {
+    this.inner = inner;
+  }
   stream(request: ModelRequest) {
     this.requests.push({ ...request, messages: request.messages.map((message) => ({ ...message })) });
     return this.inner.stream(request);
