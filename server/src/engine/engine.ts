@@ -1,7 +1,7 @@
 // The conversation engine's driver: turns with the model, reads at once, writes through the write policy
 // and the ledger, status checks, step-up, elicitation and handoff. Every ledger transition is stored
 // (compare-and-set) before it is acted on; the pure rules live in writePolicy.ts and presentation.ts.
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import {
   FILE_TYPES,
   type CallSubject,
@@ -19,7 +19,7 @@ import { satisfiesStepUp } from "../identity/stepUp.ts";
 import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
 import type { DeliveredFile, ElicitRequest, ElicitResponse, ToolRunner } from "../runner/api.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
-import type { ConversationRecord, Store, StoredEvent, WriteChange, WriteRecord, WriteResult } from "../store/store.ts";
+import type { AppendBatch, AppendedBatch, ConversationRecord, Store, StoredEvent, TranscriptEntry, WriteChange, WriteRecord, WriteResult } from "../store/store.ts";
 import { questionFields } from "./elicitation.ts";
 import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
@@ -93,7 +93,29 @@ export type UndeliveredMessage = { conversationId: string; channel: string; code
 
 type Pending = { conversationId: string; resolve: (response: ElicitResponse) => void; schema: Record<string, unknown> };
 
-const randomId = (prefix: string, bytes = 12) => `${prefix}_${randomBytes(bytes).toString("base64url")}`;
+/** A conversation's transcript in memory: every stored entry with seq 1..lastSeq, in order. */
+type CachedTranscript = { lastSeq: number; messages: ModelMessage[] };
+
+/**
+ * What a step of a turn has produced but not stored yet (the model's reply, a read's results). It is
+ * stored, in one transaction, before anything else happens: the next tool call, model call, ledger
+ * change or customer-visible event. Nothing in it has been sent or shown yet.
+ */
+type Carry = { events: Outbound[]; transcript: ModelMessage[] };
+
+// Ids from a pool of cryptographically random bytes, each byte used once, refilled 4 KiB at a time (one
+// call into the CSPRNG per few hundred ids instead of one per id: a turn makes about ten).
+const idPool = Buffer.alloc(4096);
+let idPoolAt = idPool.length;
+function randomId(prefix: string, bytes = 12): string {
+  if (idPoolAt + bytes > idPool.length) {
+    randomFillSync(idPool);
+    idPoolAt = 0;
+  }
+  const id = `${prefix}_${idPool.toString("base64url", idPoolAt, idPoolAt + bytes)}`;
+  idPoolAt += bytes;
+  return id;
+}
 const fail = (code: string, path: string, message: string): EngineResult => ({ ok: false, error: { code, path, message } });
 
 export class Engine {
@@ -107,6 +129,8 @@ export class Engine {
   private readonly typingListeners = new Set<(conversationId: string, on: boolean) => void>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private readonly recentEvents = new Map<string, StoredEvent[]>();
+  /** The model transcript of recently active conversations (the store stays the truth; see transcriptOf). */
+  private readonly transcripts = new Map<string, CachedTranscript>();
   private readonly undeliveredSources = new Set<() => Promise<UndeliveredMessage[]>>();
   private checkTimer: NodeJS.Timeout | undefined;
   private checking = false;
@@ -237,6 +261,79 @@ export class Engine {
     return event;
   }
 
+  /**
+   * Store one step's events and transcript entries in ONE transaction, then remember them and notify
+   * subscribers. Nothing in the batch has been shown to anyone or given to the model before this returns.
+   */
+  private async record(conversationId: string, batch: AppendBatch): Promise<AppendedBatch> {
+    const stored = await this.store.append(conversationId, batch, this.now());
+    for (const entry of stored.transcript) this.rememberTranscript(entry);
+    for (const event of stored.events) this.remember(event);
+    const last = stored.events.at(-1);
+    if (last) {
+      const published = await this.bus.publish(conversationId, { seq: last.seq });
+      if (!published.ok) this.log("warn", "event notice not published; subscribers catch up from the store", { code: published.error.code });
+    }
+    return stored;
+  }
+
+  /** Store what a step has waiting (if anything) plus `extra`, in one transaction; the step's carry is emptied. */
+  private async flushCarry(conversationId: string, carry: Carry, extra: Outbound[] = []): Promise<AppendedBatch | undefined> {
+    const events = carry.events.concat(extra);
+    if (events.length === 0 && carry.transcript.length === 0) return undefined;
+    const transcript = carry.transcript;
+    carry.events = [];
+    carry.transcript = [];
+    return this.record(conversationId, { events, transcript });
+  }
+
+  /** Extend the cached transcript of a conversation with a stored entry, when it follows the cached ones. */
+  private rememberTranscript(entry: TranscriptEntry): void {
+    const cached = this.transcripts.get(entry.conversationId);
+    if (!cached) {
+      if (entry.seq === 1) this.cacheTranscript(entry.conversationId, { lastSeq: 1, messages: [entry.message] });
+      return;
+    }
+    if (cached.lastSeq !== entry.seq - 1) return; // a gap (another node appended): the next read tops it up from the store
+    cached.messages.push(entry.message);
+    cached.lastSeq = entry.seq;
+  }
+
+  private cacheTranscript(conversationId: string, cached: CachedTranscript): void {
+    this.transcripts.delete(conversationId); // re-inserted: most recent last
+    this.transcripts.set(conversationId, cached);
+    if (this.transcripts.size > RECENT_CONVERSATIONS) this.transcripts.delete(this.transcripts.keys().next().value!);
+  }
+
+  /**
+   * The model transcript of a conversation as stored up to (at least) `conversation.lastTranscriptSeq`:
+   * from memory when the cache is that current, else topped up (or read whole) from the store.
+   */
+  private async transcriptOf(conversation: ConversationRecord): Promise<readonly ModelMessage[]> {
+    const cached = this.transcripts.get(conversation.id);
+    if (cached && cached.lastSeq >= conversation.lastTranscriptSeq) return cached.messages;
+    const after = cached?.lastSeq ?? 0;
+    const entries = await this.store.listTranscript(conversation.id, after);
+    let current = this.transcripts.get(conversation.id);
+    if (current && current.lastSeq !== after) current = undefined; // changed meanwhile: rebuild below
+    if (!current && after > 0) return this.reloadTranscript(conversation.id);
+    current ??= { lastSeq: 0, messages: [] };
+    for (const entry of entries) {
+      if (entry.seq !== current.lastSeq + 1) return this.reloadTranscript(conversation.id);
+      current.messages.push(entry.message);
+      current.lastSeq = entry.seq;
+    }
+    this.cacheTranscript(conversation.id, current);
+    return current.messages;
+  }
+
+  private async reloadTranscript(conversationId: string): Promise<readonly ModelMessage[]> {
+    const entries = await this.store.listTranscript(conversationId);
+    const messages = entries.map((entry) => entry.message);
+    this.cacheTranscript(conversationId, { lastSeq: entries.at(-1)?.seq ?? 0, messages });
+    return messages;
+  }
+
   /** Keep the latest events of recently active conversations, contiguous by seq, so delivery rarely reads the store. */
   private remember(event: StoredEvent): void {
     let recent = this.recentEvents.get(event.conversationId);
@@ -277,7 +374,7 @@ export class Engine {
   }
 
   private async note(conversationId: string, content: string): Promise<void> {
-    await this.store.appendTranscript(conversationId, { role: "system", content }, this.now());
+    this.rememberTranscript(await this.store.appendTranscript(conversationId, { role: "system", content }, this.now()));
   }
 
   private releaseOf(conversation: ConversationRecord): AgentRelease | undefined {
@@ -324,11 +421,13 @@ export class Engine {
   }
 
   private async customerMessage(conversationId: string, text: string): Promise<EngineResult> {
-    await this.emit(conversationId, { type: "text", id: randomId("m"), from: "customer", text });
-    await this.store.appendTranscript(conversationId, { role: "user", content: text }, this.now());
-    const conversation = (await this.store.getConversation(conversationId))!;
+    // The event and the transcript entry in one transaction, which also reads the conversation as it now stands.
+    const { conversation } = await this.record(conversationId, {
+      events: [{ type: "text", id: randomId("m"), from: "customer", text }],
+      transcript: [{ role: "user", content: text }],
+    });
     if (conversation.handoff) return { ok: true }; // the team holds it: the agent stays silent
-    await this.runTurn(conversation);
+    await this.runTurn(conversation, true);
     return { ok: true };
   }
 
@@ -431,19 +530,27 @@ export class Engine {
     return tools;
   }
 
-  private async runTurn(conversation: ConversationRecord): Promise<void> {
+  /**
+   * A turn: model steps until the model answers without tool calls. Each step's results (the model's reply,
+   * a read's progress end and result, the tool entry) are stored in one transaction before anything acts
+   * on them; `fresh` says the caller's record was read in the transaction that stored the customer's input.
+   */
+  private async runTurn(conversation: ConversationRecord, fresh = false): Promise<void> {
     const release = this.releaseOf(conversation);
     if (!release) return;
     const model = this.modelFor(release);
     const turnId = randomId("t");
+    const carry: Carry = { events: [], transcript: [] };
     this.typing(conversation.id, true);
     try {
       for (let step = 0; step < (this.options.maxModelSteps ?? 8); step++) {
-        const current = (await this.store.getConversation(conversation.id))!;
+        // The previous step's results are stored first; that transaction reads the conversation too.
+        const stored = await this.flushCarry(conversation.id, carry);
+        const current = stored?.conversation ?? (step === 0 && fresh ? conversation : (await this.store.getConversation(conversation.id))!);
         if (current.handoff) return;
-        const transcript = await this.store.listTranscript(conversation.id);
+        const transcript = await this.transcriptOf(current);
         const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
-        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcriptWindow(transcript.map((entry) => entry.message), this.options.transcriptBudgetChars)];
+        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcriptWindow(transcript, this.options.transcriptBudgetChars)];
         let text = "";
         const calls: ModelToolCall[] = [];
         let failed: string | undefined;
@@ -457,19 +564,24 @@ export class Engine {
           await this.emit(conversation.id, { type: "text", id: randomId("m"), from: "system", text: "Sorry, I could not answer just now. Please try again." });
           return;
         }
-        await this.store.appendTranscript(conversation.id, { role: "assistant", content: text, ...(calls.length > 0 && { toolCalls: calls }) }, this.now());
-        if (text.trim()) await this.emit(conversation.id, { type: "text", id: randomId("m"), from: "agent", text });
+        carry.transcript.push({ role: "assistant", content: text, ...(calls.length > 0 && { toolCalls: calls }) });
+        if (text.trim()) carry.events.push({ type: "text", id: randomId("m"), from: "agent", text });
         if (calls.length === 0) return;
         let endTurn = false;
         for (const call of calls) {
-          const outcome = await this.toolCall(current, release, turnId, call);
-          await this.store.appendTranscript(conversation.id, { role: "tool", toolCallId: call.id, name: call.name, content: outcome.modelText }, this.now());
+          const outcome = await this.toolCall(current, release, turnId, call, carry);
+          carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: outcome.modelText });
           if (outcome.endTurn) endTurn = true;
         }
         if (endTurn) return;
       }
     } finally {
-      this.typing(conversation.id, false);
+      // A turn that ends (answer, end of turn, step limit, or a failure) stores what it has not stored yet.
+      try {
+        await this.flushCarry(conversation.id, carry);
+      } finally {
+        this.typing(conversation.id, false);
+      }
     }
   }
 
@@ -479,8 +591,10 @@ export class Engine {
     release: AgentRelease,
     turnId: string,
     call: ModelToolCall,
+    carry: Carry,
   ): Promise<{ modelText: string; endTurn?: boolean }> {
     if (call.name === HANDOFF_TOOL && release.config.channels[conversation.channel]?.handoff) {
+      await this.flushCarry(conversation.id, carry);
       await this.handOff(conversation, release);
       return { modelText: "handed_off: the conversation is now with the team. Say nothing more.", endTurn: true };
     }
@@ -499,10 +613,11 @@ export class Engine {
       return { modelText: `selector_refused: ${subjectPolicy.selector} is filled by Caplo from the verified customer; leave it out.` };
     }
     if (subjectPolicy && !conversation.subject) {
-      await this.emit(conversation.id, { type: "step_up", id: randomId("m"), level: "low", text: "Please verify your identity so I can help with that." });
+      await this.flushCarry(conversation.id, carry, [{ type: "step_up", id: randomId("m"), level: "low", text: "Please verify your identity so I can help with that." }]);
       return { modelText: "customer_not_verified: this tool acts for a verified customer; the customer has been asked to verify. Try again after they have." };
     }
-    if (tool.policy.effect === "read") return this.runRead(conversation, tool, turnId, call, args);
+    if (tool.policy.effect === "read") return this.runRead(conversation, tool, turnId, call, args, carry);
+    await this.flushCarry(conversation.id, carry);
     return this.proposeWrite(conversation, tool, turnId, call, args);
   }
 
@@ -517,19 +632,22 @@ export class Engine {
   }
 
   private async progress(conversationId: string, tool: EngineTool, callId: string, state: "start" | "end"): Promise<void> {
-    const progress = tool.policy.progress;
-    await this.emit(conversationId, {
-      type: "progress",
-      id: randomId("m"),
-      callId,
-      state,
-      ...(progress?.label && { label: progress.label }),
-      ...(state === "start" && progress?.spoken && { spoken: progress.spoken }),
-    });
+    await this.emit(conversationId, progressEvent(tool, callId, state));
   }
 
-  private async runRead(conversation: ConversationRecord, tool: EngineTool, turnId: string, call: ModelToolCall, args: Record<string, unknown>): Promise<{ modelText: string }> {
-    await this.progress(conversation.id, tool, call.id, "start");
+  /**
+   * A read runs at once. Its progress start is stored (with what the step had waiting) before the runner is
+   * called; its progress end, result and step-up notice join the carry, stored before the next action.
+   */
+  private async runRead(
+    conversation: ConversationRecord,
+    tool: EngineTool,
+    turnId: string,
+    call: ModelToolCall,
+    args: Record<string, unknown>,
+    carry: Carry,
+  ): Promise<{ modelText: string }> {
+    await this.flushCarry(conversation.id, carry, [progressEvent(tool, call.id, "start")]);
     let result;
     try {
       result = await this.options.runner.call({
@@ -546,20 +664,23 @@ export class Engine {
         ...(this.canElicit(conversation, tool) && { elicit: (request: ElicitRequest) => this.elicit(conversation, tool, request) }),
       });
     } catch (error) {
-      await this.progress(conversation.id, tool, call.id, "end");
+      carry.events.push(progressEvent(tool, call.id, "end"));
       this.log("error", "read failed in the runner", { tool: tool.ref, error: String(error) });
       return { modelText: "tool_failed: the tool could not run." };
     }
-    await this.progress(conversation.id, tool, call.id, "end");
+    carry.events.push(progressEvent(tool, call.id, "end"));
     if (result.stepUp) {
-      await this.askStepUp(conversation.id, result.stepUp, undefined);
+      carry.events.push(stepUpEvent(result.stepUp, undefined));
       return { modelText: `step_up_required: the customer must verify at level ${result.stepUp.level}${result.stepUp.maxAuthAgeSeconds !== undefined ? ` within ${result.stepUp.maxAuthAgeSeconds} seconds` : ""}; they have been told. Nothing was looked up.` };
     }
     if (result.isError) return { modelText: `error: ${result.modelText}` };
     const shown = projectResult(tool, result.structuredContent, randomId("m"), call.id);
-    if (shown) await this.emit(conversation.id, shown);
+    if (shown) carry.events.push(shown);
     let modelText = result.modelText;
-    if (result.files.length > 0) modelText += await this.deliverFiles(conversation, result.files);
+    if (result.files.length > 0) {
+      await this.flushCarry(conversation.id, carry);
+      modelText += await this.deliverFiles(conversation, result.files);
+    }
     return { modelText };
   }
 
@@ -606,15 +727,9 @@ export class Engine {
   }
 
   private async askStepUp(conversationId: string, stepUp: StepUp, proposalId: string | undefined): Promise<void> {
-    await this.emit(conversationId, {
-      type: "step_up",
-      id: randomId("m"),
-      level: stepUp.level,
-      ...(stepUp.maxAuthAgeSeconds !== undefined && { maxAuthAgeSeconds: stepUp.maxAuthAgeSeconds }),
-      ...(proposalId && { proposalId }),
-      text: proposalId ? "To finish this, please verify your identity again." : "You need to verify your identity for this.",
-    });
+    await this.emit(conversationId, stepUpEvent(stepUp, proposalId));
   }
+
 
   // ---------------------------------------------------------------- writes
 
@@ -966,6 +1081,29 @@ export class Engine {
     const lists = await Promise.all([...this.undeliveredSources].map((source) => source()));
     return lists.flat().sort((a, b) => b.at - a.at);
   }
+}
+
+function progressEvent(tool: EngineTool, callId: string, state: "start" | "end"): OutboundOf<"progress"> {
+  const progress = tool.policy.progress;
+  return {
+    type: "progress",
+    id: randomId("m"),
+    callId,
+    state,
+    ...(progress?.label && { label: progress.label }),
+    ...(state === "start" && progress?.spoken && { spoken: progress.spoken }),
+  };
+}
+
+function stepUpEvent(stepUp: StepUp, proposalId: string | undefined): OutboundOf<"step_up"> {
+  return {
+    type: "step_up",
+    id: randomId("m"),
+    level: stepUp.level,
+    ...(stepUp.maxAuthAgeSeconds !== undefined && { maxAuthAgeSeconds: stepUp.maxAuthAgeSeconds }),
+    ...(proposalId && { proposalId }),
+    text: proposalId ? "To finish this, please verify your identity again." : "You need to verify your identity for this.",
+  };
 }
 
 function toResult(outcome: WriteOutcome): WriteResult | undefined {

@@ -3,6 +3,7 @@
 // connection to a conversation by hello (new, or resumed with its token), and delivers the
 // conversation's stored events in order, exactly once, with backpressure.
 import { createHash, randomBytes } from "node:crypto";
+import type { Socket } from "node:net";
 import type WebSocket from "ws";
 import {
   clientFrameSchema,
@@ -41,6 +42,11 @@ export const DEFAULT_LIMITS: ConnectionLimits = {
 };
 
 export type ConnectionDeps = {
+  /**
+   * The TCP socket under the WebSocket (the gateway has it from the upgrade). Frames sent to one connection
+   * in one turn of the event loop are corked into one write; without it each frame is a write of its own.
+   */
+  socket?: Socket;
   /** The socket comes from the gateway's own origin: the widget app in its iframe (framing checked by CSP). */
   sameOrigin: boolean;
   engine: Engine;
@@ -83,6 +89,7 @@ export class Connection {
   private tokens: number;
   private refilledAt = Date.now();
   private starting = false;
+  private corked = false;
   alive = true;
   private closed = false;
   private readonly deps: ConnectionDeps;
@@ -102,7 +109,20 @@ export class Connection {
 
   send(frame: ServerFrame): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
+    this.cork();
     this.ws.send(JSON.stringify(frame));
+  }
+
+  /** Hold this turn's frames in the socket and write them together when the turn's work is done. */
+  private cork(): void {
+    const socket = this.deps.socket;
+    if (this.corked || !socket || socket.destroyed) return;
+    this.corked = true;
+    socket.cork();
+    setImmediate(() => {
+      this.corked = false;
+      socket.uncork();
+    });
   }
 
   private error(code: string, message: string, extra: { path?: string; ref?: string } = {}): void {
