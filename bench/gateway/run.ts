@@ -24,7 +24,7 @@ const idle = arg("idle", 10_000);
 const deadline = Date.now() + 5 * 60_000; // the whole benchmark stops by itself within 5 minutes
 
 const dir = mkdtempSync(join(tmpdir(), "caplo-bench-"));
-const server = spawn(process.execPath, [...(process.env.BENCH_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROF}`] : []), "--expose-gc", "--import", "tsx", join(import.meta.dirname, "server.ts"), dir], { stdio: ["ignore", "pipe", "inherit", "ipc"] });
+const server = spawn(process.execPath, ["--expose-gc", "--import", "tsx", join(import.meta.dirname, "server.ts"), dir], { stdio: ["ignore", "pipe", "inherit", "ipc"] });
 const port = await new Promise<number>((resolve, reject) => {
   createInterface({ input: server.stdout! }).once("line", (line) => resolve(Number((JSON.parse(line) as { port: string }).port)));
   server.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
@@ -32,11 +32,13 @@ const port = await new Promise<number>((resolve, reject) => {
 const url = `ws://127.0.0.1:${port}/v1/ws`;
 
 type Memory = { cpuMs: number; rss: number; heapUsed: number; external: number; arrayBuffers: number; connections: number };
-const memory = () =>
-  new Promise<Memory>((resolve) => {
-    server.once("message", (message) => resolve(message as Memory));
-    server.send("mem");
+/** Ask the server process something on its IPC channel; resolves with its next message. */
+const ask = <T>(request: string) =>
+  new Promise<T>((resolve) => {
+    server.once("message", (message) => resolve(message as T));
+    server.send(request);
   });
+const memory = () => ask<Memory>("mem");
 
 /** Open a connection and say hello; resolves on welcome. */
 function connect(): Promise<WebSocket> {
@@ -80,33 +82,41 @@ try {
   // Warm up (module loading, SQLite statement cache, JIT).
   await conversation([]);
   const latencies: number[] = [];
+  // With BENCH_PROF=DIR the server writes a CPU profile of the measured turns only (open it in Chrome DevTools).
+  if (process.env.BENCH_PROF) await ask("prof-start");
   const cpuBefore = await memory();
+  const clientCpuBefore = process.cpuUsage();
   const started = performance.now();
   await Promise.all(Array.from({ length: conversations }, () => conversation(latencies)));
   const seconds = (performance.now() - started) / 1000;
+  const clientCpu = process.cpuUsage(clientCpuBefore);
   const cpuAfter = await memory();
+  if (process.env.BENCH_PROF) console.log(`server CPU profile: ${(await ask<{ profile: string }>("prof-stop")).profile}`);
   latencies.sort((a, b) => a - b);
   console.log(`turns: ${latencies.length} in ${seconds.toFixed(2)} s over ${conversations} concurrent conversations`);
   console.log(`turns/s: ${(latencies.length / seconds).toFixed(0)}`);
   const cpuPerTurn = (cpuAfter.cpuMs - cpuBefore.cpuMs) / latencies.length;
   console.log(`server CPU per turn: ${cpuPerTurn.toFixed(2)} ms (one core's capacity: ${(1000 / cpuPerTurn).toFixed(0)} turns/s); machine load average ${(await import("node:os")).loadavg()[0]!.toFixed(1)} on ${(await import("node:os")).cpus().length} cores`);
+  console.log(`load generator (this process) CPU per turn: ${((clientCpu.user + clientCpu.system) / 1000 / latencies.length).toFixed(2)} ms`);
   console.log(`turn latency: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${latencies.at(-1)!.toFixed(1)} ms`);
 
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  const before = await memory();
-  const sockets: WebSocket[] = [];
-  for (let opened = 0; opened < idle && Date.now() < deadline; opened += 500) {
-    const batch = await Promise.all(Array.from({ length: Math.min(500, idle - opened) }, () => connect()));
-    sockets.push(...batch);
+  if (idle > 0) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const before = await memory();
+    const sockets: WebSocket[] = [];
+    for (let opened = 0; opened < idle && Date.now() < deadline; opened += 500) {
+      const batch = await Promise.all(Array.from({ length: Math.min(500, idle - opened) }, () => connect()));
+      sockets.push(...batch);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const after = await memory();
+    const added = after.connections - before.connections;
+    const perConnection = (after.rss - before.rss) / added;
+    console.log(`idle connections: ${added} (each with a conversation), server RSS ${(before.rss / 1048576).toFixed(0)} → ${(after.rss / 1048576).toFixed(0)} MiB`);
+    console.log(`memory per idle connection: ${(perConnection / 1024).toFixed(1)} KiB RSS, ${((after.heapUsed - before.heapUsed) / added / 1024).toFixed(1)} KiB JS heap`);
+    console.log(`projected for 10,000 idle connections: ${((perConnection * 10_000) / 1048576).toFixed(0)} MiB above the base`);
+    for (const socket of sockets) socket.terminate();
   }
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const after = await memory();
-  const added = after.connections - before.connections;
-  const perConnection = (after.rss - before.rss) / added;
-  console.log(`idle connections: ${added} (each with a conversation), server RSS ${(before.rss / 1048576).toFixed(0)} → ${(after.rss / 1048576).toFixed(0)} MiB`);
-  console.log(`memory per idle connection: ${(perConnection / 1024).toFixed(1)} KiB RSS, ${((after.heapUsed - before.heapUsed) / added / 1024).toFixed(1)} KiB JS heap`);
-  console.log(`projected for 10,000 idle connections: ${((perConnection * 10_000) / 1048576).toFixed(0)} MiB above the base`);
-  for (const socket of sockets) socket.terminate();
 } finally {
   server.kill("SIGTERM");
   await new Promise((resolve) => server.once("exit", resolve));
