@@ -69,7 +69,8 @@ function groupCpuMs(pgid: number): number {
     try {
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]);
+      // utime, stime, and the same of reaped children (the mount helpers of the sandbox script).
+      if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     } catch {
       // gone meanwhile
     }

@@ -40,6 +40,16 @@ export function createServer() {
     };
     return { content: [{ type: "text", text: JSON.stringify(report) }], structuredContent: report };
   });
+  // A WebSocket before any fetch still goes through the egress proxy (the preload installs lazily).
+  server.registerTool("ws", { description: "opens a WebSocket" }, async () => {
+    const result = await new Promise((resolve) => {
+      const socket = new WebSocket("wss://unlisted.test/");
+      socket.onopen = () => resolve("open");
+      socket.onerror = () => resolve("error");
+      setTimeout(() => resolve("timeout"), 8000);
+    });
+    return { content: [{ type: "text", text: result }], structuredContent: { result } };
+  });
   return server;
 }
 `,
@@ -49,11 +59,13 @@ for (const [file, text] of Object.entries(files)) {
   writeFileSync(join(dir, file), text);
 }
 const version = testVersion("where", [{ name: "where", policy: { effect: "read", timeoutSeconds: 10 } }], { dir });
+const wsVersion = testVersion("where", [{ name: "ws", policy: { effect: "read", timeoutSeconds: 10 } }], { dir });
 let runner: CaploToolRunner;
 
 beforeAll(async () => {
   runner = new CaploToolRunner({});
   await runner.load(version);
+  await runner.load(wsVersion);
 }, 120_000);
 afterAll(async () => {
   await runner?.close();
@@ -89,5 +101,11 @@ describe("prebuilt host bundle", () => {
     expect(report.unlisted.ok).toBe(false);
     expect(report.unlisted.cause).toContain("egress refused");
     expect(report.passwd.ok).toBe(false);
+  });
+
+  it("routes a WebSocket opened before any fetch through the egress proxy, which refuses it", async () => {
+    const result = await runner.call({ packageVersionId: wsVersion.id, tool: "ws", args: {}, context: { invocationId: "w3", secrets: {} } });
+    expect(result.structuredContent).toEqual({ result: "error" });
+    expect(result.logs.some((line) => line.level === "warn" && line.message.startsWith("egress refused"))).toBe(true);
   });
 });

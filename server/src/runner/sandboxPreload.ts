@@ -2,8 +2,11 @@
 // everything else on undici's global dispatcher) through the runner's egress proxy, an HTTP CONNECT
 // tunnel over the Unix socket named by CAPLO_EGRESS_SOCKET. The sandbox has no other route out; this
 // module only makes the allowed way work, it is not what enforces the rule.
-import { connect as netConnect, type Socket } from "node:net";
-import { connect as tlsConnect } from "node:tls";
+//
+// Lazily: loading undici costs a package process about 60 ms of CPU at start, and most packages make
+// no request before their first call (many make none). So the dispatcher is installed on the first use
+// of `fetch` or `WebSocket`, or as soon as anything else loads undici or reads its global dispatcher.
+import type { Socket } from "node:net";
 
 type ConnectOptions = { hostname: string; host?: string; protocol: string; port: string | number; servername?: string };
 type ConnectCallback = (error: Error | null, socket: Socket | null) => void;
@@ -20,7 +23,7 @@ function openTunnel(host: string, port: number): Promise<Socket> {
       reject(new Error(`egress refused: ${host} is unreachable, this package has no network`));
       return;
     }
-    const socket = netConnect({ path: socketPath });
+    const socket = process.getBuiltinModule("node:net").connect({ path: socketPath });
     let head = Buffer.alloc(0);
     const fail = (error: Error) => {
       socket.destroy();
@@ -58,7 +61,7 @@ function connectThroughProxy(options: ConnectOptions, callback: ConnectCallback)
         callback(null, tunnel);
         return;
       }
-      const secure = tlsConnect({ socket: tunnel, servername: options.servername ?? options.hostname, ALPNProtocols: ["http/1.1"] });
+      const secure = process.getBuiltinModule("node:tls").connect({ socket: tunnel, servername: options.servername ?? options.hostname, ALPNProtocols: ["http/1.1"] });
       secure.once("secureConnect", () => callback(null, secure));
       secure.once("error", (error) => callback(error, null));
     },
@@ -66,8 +69,54 @@ function connectThroughProxy(options: ConnectOptions, callback: ConnectCallback)
   );
 }
 
-// Loading fetch makes Node's bundled undici install its default Agent; reuse its class with our connector.
-await fetch("data:,").catch(() => undefined);
-const registry = globalThis as unknown as Record<symbol, object | undefined>;
-const Agent = registry[DISPATCHER]?.constructor as AgentClass | undefined;
-if (Agent) registry[DISPATCHER] = new Agent({ connect: connectThroughProxy });
+const registry = globalThis as unknown as Record<PropertyKey, unknown>;
+/** undici's WebSocket class as node:http exposes it (Node 22.5+; not in @types/node 20). */
+const undiciWebSocket = (): unknown => (process.getBuiltinModule("node:http") as unknown as { WebSocket: unknown }).WebSocket;
+let installed = false;
+
+/** Loads undici (which installs its default Agent) and replaces that Agent by one with our connector. */
+function install(): void {
+  if (installed) return;
+  installed = true;
+  // node:http exposes undici's WebSocket class: reading it loads undici once, without making a request.
+  void undiciWebSocket();
+  const Agent = (registry[DISPATCHER] as object | undefined)?.constructor as AgentClass | undefined;
+  if (Agent) registry[DISPATCHER] = new Agent({ connect: connectThroughProxy });
+}
+
+// fetch: install before the first request (undici reads the global dispatcher synchronously).
+const originalFetch = globalThis.fetch;
+globalThis.fetch = function fetch(input: Parameters<typeof originalFetch>[0], init?: Parameters<typeof originalFetch>[1]) {
+  install();
+  return originalFetch(input, init);
+} as typeof originalFetch;
+
+// WebSocket: assigning does not load undici (reading or redefining the lazy global would).
+registry.WebSocket = undefined;
+Object.defineProperty(globalThis, "WebSocket", {
+  configurable: true,
+  enumerable: false,
+  get() {
+    install();
+    const WebSocket = undiciWebSocket();
+    Object.defineProperty(globalThis, "WebSocket", { value: WebSocket, writable: true, configurable: true, enumerable: false });
+    return WebSocket;
+  },
+  set(value: unknown) {
+    Object.defineProperty(globalThis, "WebSocket", { value, writable: true, configurable: true, enumerable: false });
+  },
+});
+
+// Anything else that loads undici (Request, Response, a package's own undici…) reads the global
+// dispatcher first: undici then installs its default Agent, and we replace it right after.
+Object.defineProperty(globalThis, DISPATCHER, {
+  configurable: true,
+  enumerable: false,
+  get() {
+    if (!installed) queueMicrotask(install);
+    return undefined;
+  },
+  set(value: unknown) {
+    Object.defineProperty(globalThis, DISPATCHER, { value, writable: true, configurable: true, enumerable: false });
+  },
+});
