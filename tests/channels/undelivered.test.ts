@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { WHATSAPP_WINDOW_MS } from "@caplo/shared/channels";
 import { mountChannels } from "../../server/src/channels/channelSetup.ts";
 import { StaticReleases } from "../../server/src/engine/release.ts";
+import { teamMember } from "../../server/src/gateway/teamMembers.ts";
 import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { metaSigned } from "@caplo/adapters/testkit";
 import { engineHarness } from "../engine/support/harness.ts";
@@ -93,7 +94,7 @@ describe("the team is told", () => {
   it("an undelivered reply is in the team API's follow-up list and in the conversation's events, behind the team token", async () => {
     const h = await engineHarness({ rules });
     const graph = await startFakeGraph(MESSENGER_RULES);
-    const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]), teamToken: "team-token-for-tests" });
+    const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]), teamMembers: [teamMember("ana", "team-token-for-tests")] });
     const mounted = await mountChannels({
       settings: { messenger: { accessToken: graph.accessToken, graphBaseUrl: graph.url, appSecret: "meta-app-secret-for-tests", verifyToken: "verify-token-for-tests" } },
       engine: h.engine,

@@ -307,8 +307,8 @@ describe("resume", () => {
     await c.close();
     // Meanwhile the team writes in the conversation.
     const headers = { authorization: "Bearer team-secret-token", "content-type": "application/json" };
-    expect((await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/takeover`, { method: "POST", headers, body: JSON.stringify({ member: "ana" }) })).status).toBe(200);
-    expect((await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/messages`, { method: "POST", headers, body: JSON.stringify({ member: "ana", text: "Ana here" }) })).status).toBe(200);
+    expect((await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/takeover`, { method: "POST", headers, body: JSON.stringify({}) })).status).toBe(200);
+    expect((await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/messages`, { method: "POST", headers, body: JSON.stringify({ text: "Ana here" }) })).status).toBe(200);
     const again = await client();
     const resumed = await again.hello("shop-agent", { token: welcome.resumeToken, after: lastSeen });
     expect(resumed.conversationId).toBe(welcome.conversationId);
@@ -319,7 +319,7 @@ describe("resume", () => {
     expect(seqs).toEqual([lastSeen + 1, lastSeen + 2]);
     expect(again.events().map((event) => event.message.type)).toEqual(["handoff", "text"]);
     // Live events keep coming after the replay, once each.
-    await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/messages`, { method: "POST", headers, body: JSON.stringify({ member: "ana", text: "Still here" }) });
+    await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/messages`, { method: "POST", headers, body: JSON.stringify({ text: "Still here" }) });
     await again.waitFor(isEvent("text", (message) => message.text === "Still here"));
     expect(again.events().map((event) => event.seq)).toEqual([lastSeen + 1, lastSeen + 2, lastSeen + 3]);
   });
@@ -373,7 +373,7 @@ describe("HTTP", () => {
     expect((await fetch(`${stack.base}/v1/team/follow-ups`)).status).toBe(401);
     const wrong = await fetch(`${stack.base}/v1/team/follow-ups`, { headers: { authorization: "Bearer nope" } });
     expect(wrong.status).toBe(401);
-    expect(await wrong.json()).toEqual({ error: { code: "unauthorized", path: "authorization", message: "a valid bearer token is required" } });
+    expect(await wrong.json()).toEqual({ error: { code: "unauthorized", path: "authorization", message: "a valid team member's bearer token is required" } });
     const right = await fetch(`${stack.base}/v1/team/follow-ups`, { headers: { authorization: "Bearer team-secret-token" } });
     expect(right.status).toBe(200);
     expect(await right.json()).toHaveProperty("writes");
@@ -383,12 +383,12 @@ describe("HTTP", () => {
     const c = await client();
     const welcome = await c.hello("shop-agent");
     const headers = { authorization: "Bearer team-secret-token", "content-type": "application/json" };
-    const bad = await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/takeover`, { method: "POST", headers, body: JSON.stringify({ member: "" }) });
+    const bad = await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/messages`, { method: "POST", headers, body: JSON.stringify({ text: "" }) });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as { error: { path: string } }).error.path).toBe("member");
-    const extra = await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/takeover`, { method: "POST", headers, body: JSON.stringify({ member: "ana", admin: true }) });
+    expect(((await bad.json()) as { error: { path: string } }).error.path).toBe("text");
+    const extra = await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/takeover`, { method: "POST", headers, body: JSON.stringify({ admin: true }) });
     expect(extra.status).toBe(400);
-    const missing = await fetch(`${stack.base}/v1/team/conversations/c_nope/takeover`, { method: "POST", headers, body: JSON.stringify({ member: "ana" }) });
+    const missing = await fetch(`${stack.base}/v1/team/conversations/c_nope/takeover`, { method: "POST", headers, body: JSON.stringify({}) });
     expect(missing.status).toBe(404);
     expect((await stack.store.getConversation(welcome.conversationId))?.handoff).toBeNull();
     const list = await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/events`, { headers });

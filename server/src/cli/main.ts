@@ -14,6 +14,7 @@ export const COMMANDS: Record<string, Command> = {
   "agent validate": { summary: "Check an agent.yaml and print every problem with its line", load: () => import("./agent.ts").then((m) => m.validate) },
   "agent publish": { summary: "Publish an agent as an immutable release pinned to built package versions", load: () => import("./agent.ts").then((m) => m.publish) },
   "agent schema": { summary: "Print the JSON Schema of agent.yaml", load: () => import("./agent.ts").then((m) => m.schema) },
+  "team token": { summary: "Make a team member's API token and its CAPLO_TEAM_MEMBERS entry", load: () => import("./team.ts") },
   "tool init": { summary: "Create a tool package (function or MCP) that builds as written", load: () => import("./tool-init.ts") },
   "tool build": { summary: "Build a tool package and print its frozen version, or every error", load: () => import("./tool-build.ts") },
   "tool test": { summary: "Run a tool package's fixtures through the sandboxed runner", load: () => import("./tool-test.ts") },

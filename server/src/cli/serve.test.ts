@@ -16,8 +16,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("options", () => {
   it("flags win over the environment, which wins over defaults", () => {
-    const parsed = parseServeArgs(["--port", "9000", "--agent", "shop", "--agent=help"], { CAPLO_PORT: "7000", CAPLO_HOST: "0.0.0.0", CAPLO_AGENTS: "ignored", CAPLO_TEAM_TOKEN: "t" });
-    expect(parsed).toMatchObject({ ok: true, options: { port: 9000, host: "0.0.0.0", agents: ["shop", "help"], db: ".caplo/caplo.db", releasesDir: ".caplo/releases", teamToken: "t" } });
+    const parsed = parseServeArgs(["--port", "9000", "--agent", "shop", "--agent=help"], { CAPLO_PORT: "7000", CAPLO_HOST: "0.0.0.0", CAPLO_AGENTS: "ignored" });
+    expect(parsed).toMatchObject({ ok: true, options: { port: 9000, host: "0.0.0.0", agents: ["shop", "help"], db: ".caplo/caplo.db", releasesDir: ".caplo/releases" } });
     expect(parseServeArgs([], { CAPLO_AGENTS: "a, b", CAPLO_DATABASE_URL: "postgres://x/y" })).toMatchObject({ ok: true, options: { agents: ["a", "b"], db: "postgres://x/y", port: 8080 } });
   });
 
@@ -31,7 +31,7 @@ describe("options", () => {
   });
 
   it("--help documents every flag and environment variable", () => {
-    for (const word of ["--port", "--host", "--db", "--releases", "--agent", "--script", "--widget-dir", "CAPLO_TEAM_TOKEN", "CAPLO_NODE_ID", "CAPLO_DATABASE_URL", "CAPLO_SECRET_"]) {
+    for (const word of ["--port", "--host", "--db", "--releases", "--agent", "--script", "--widget-dir", "CAPLO_TEAM_MEMBERS", "CAPLO_NODE_ID", "CAPLO_DATABASE_URL", "CAPLO_SECRET_"]) {
       expect(help).toContain(word);
     }
   });

@@ -14,6 +14,7 @@ import { Engine } from "../engine/engine.ts";
 import { readFileRetention } from "../engine/fileRetention.ts";
 import { StaticReleases, type AgentRelease } from "../engine/release.ts";
 import { Gateway } from "../gateway/gateway.ts";
+import { parseTeamMembers, type TeamMember } from "../gateway/teamMembers.ts";
 import { describeModelConfig, modelFromEnv } from "../model/config.ts";
 import type { Model } from "../model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../model/scripted.ts";
@@ -39,7 +40,9 @@ Options (each has an environment variable; a flag wins):
   --widget-dir DIR    the widget's build (CAPLO_WIDGET_DIR, default widget/dist)
 
 Environment only:
-  CAPLO_TEAM_TOKEN    bearer token of the team API (without it the team API answers 503)
+  CAPLO_TEAM_MEMBERS  the team API's members, each with a token of their own: name=sha256:<hex of the
+                      token>, comma-separated (caplo team token NAME makes one); without any the team
+                      API answers 503. The old shared CAPLO_TEAM_TOKEN is refused.
   CAPLO_NODE_ID       this node's id; with a postgres:// store default <host>-<pid>-<random> (unique per
                       process), with SQLite the host name (its restart recovers its own running writes)
   CAPLO_NODE_LEASE_MS with a postgres:// store: this node's liveness lease (default 15000, 1000 to 600000);
@@ -66,7 +69,7 @@ export type ServeOptions = {
   agents: string[];
   script?: string;
   widgetDir?: string;
-  teamToken?: string;
+  teamMembers?: TeamMember[];
   nodeId: string;
   /** Liveness lease of this node (PostgreSQL store only). */
   nodeLeaseMs?: number;
@@ -116,6 +119,12 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   const settingError = lease.error ?? poll.error ?? webhooks.error;
   if (settingError) return { ok: false, error: settingError };
   const db = last("db") ?? env.CAPLO_DATABASE_URL ?? env.CAPLO_DB ?? ".caplo/caplo.db";
+  // One shared token let anyone holding it write as any member: members now authenticate individually.
+  if (env.CAPLO_TEAM_TOKEN) {
+    return { ok: false, error: { code: "team_token_replaced", path: "CAPLO_TEAM_TOKEN", message: "the shared team token is no longer accepted: give each member a token of their own in CAPLO_TEAM_MEMBERS (caplo team token NAME; docs/operators/team-api.md)" } };
+  }
+  const team = parseTeamMembers(env.CAPLO_TEAM_MEMBERS);
+  if (!team.ok) return { ok: false, error: team.error };
   const script = last("script") ?? env.CAPLO_SCRIPT;
   const widgetDir = last("widget-dir") ?? env.CAPLO_WIDGET_DIR;
   return {
@@ -128,7 +137,7 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
       agents,
       ...(script && { script }),
       ...(widgetDir && { widgetDir }),
-      ...(env.CAPLO_TEAM_TOKEN && { teamToken: env.CAPLO_TEAM_TOKEN }),
+      ...(team.members.length > 0 && { teamMembers: team.members }),
       // On PostgreSQL a restarted node's old running writes are recovered by liveness takeover, so a fresh id
       // per process is safe; on SQLite (one node per file) a stable id lets the restart recover them at once.
       nodeId: env.CAPLO_NODE_ID || (isPostgres(db) ? uniqueNodeId() : hostname()),
@@ -310,7 +319,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   const gateway = new Gateway({
     engine,
     releases: new StaticReleases(releases),
-    ...(options.teamToken && { teamToken: options.teamToken }),
+    ...(options.teamMembers && { teamMembers: options.teamMembers }),
     ...(options.widgetDir && { widgetDir: options.widgetDir }),
     secrets: secretsByName,
     log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
@@ -339,7 +348,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   const address = await gateway.listen(options.port, options.host);
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(options.env)}, agents: ${releases.map((release) => release.id).join(", ")})`);
-  if (!options.teamToken) log("team API disabled: set CAPLO_TEAM_TOKEN to enable it");
+  if (!options.teamMembers) log("team API disabled: no team members (CAPLO_TEAM_MEMBERS)");
   return {
     ok: true,
     server: {

@@ -13,6 +13,7 @@ import { Connection, DEFAULT_LIMITS, type ConnectionLimits, type VerifyResult } 
 import { RouteTable, sendError, sendJson, type RouteHandler } from "./http.ts";
 import { serveFile, widgetCacheControl } from "./staticFiles.ts";
 import { registerTeamApi } from "./teamApi.ts";
+import type { TeamMember } from "./teamMembers.ts";
 
 export type GatewayOptions = {
   engine: Engine;
@@ -21,8 +22,8 @@ export type GatewayOptions = {
   widgetDir?: string;
   /** Folder of the published JSON Schemas; default schemas/ of this repository. */
   schemasDir?: string;
-  /** Bearer token of the team's HTTP API; the API answers 503 without one. */
-  teamToken?: string;
+  /** The team API's members, each with a token of their own (teamMembers.ts); the API answers 503 without any. */
+  teamMembers?: readonly TeamMember[];
   /** Workspace secrets (for HS256 identity keys). */
   secrets?: SecretLookup;
   /** Verify an identity token for an agent; default: the agent's `identity` settings. */
@@ -67,7 +68,7 @@ export class Gateway {
       const ready = store && bus.state !== "closed";
       sendJson(res, ready ? 200 : 503, { ready, store: store ? "ok" : "unavailable", bus: bus.state });
     });
-    registerTeamApi(this.routes, options.engine, options.teamToken);
+    registerTeamApi(this.routes, options.engine, options.teamMembers);
     this.routes.add("GET", `${FILES_PATH}/:id`, async (_req, res, params) => {
       const id = params.id ?? "";
       const file = /^f_[A-Za-z0-9_-]{32}$/.test(id) ? await options.engine.store.getFile(id) : undefined;

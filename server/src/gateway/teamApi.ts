@@ -1,14 +1,21 @@
-// The team's HTTP API (bearer token): list conversations and their events, take one over, write in it,
-// hand it back, and list writes still unresolved after their last status check for follow-up.
+// The team's HTTP API: list conversations and their events, take one over, write in it, hand it back, and
+// list writes still unresolved after their last status check for follow-up. Every team member has a token
+// of their own (teamMembers.ts); the member a request acts as is the one whose token it presents, never a
+// name in the body, so one member cannot write as another. A missing or unknown token gets 401 before
+// anything is read or changed.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { Engine } from "../engine/engine.ts";
 import type { ConversationRecord, WriteRecord } from "../store/store.ts";
-import { bearerMatches, readJson, sendError, sendJson, type RouteTable, type RouteHandler } from "./http.ts";
+import { readJson, sendError, sendJson, type RouteTable } from "./http.ts";
+import { authenticateMember, type TeamMember } from "./teamMembers.ts";
 
 const BODY_MAX = 16 * 1024;
-const memberSchema = z.string().min(1).max(100).regex(/^[^\u0000-\u001F\u007F<>]+$/, "a name without markup or control characters");
-const takeoverSchema = z.strictObject({ member: memberSchema });
-const messageSchema = z.strictObject({ member: memberSchema, text: z.string().min(1).max(4000) });
+/** Takeover and release take no fields: who acts is the token's member. */
+const emptySchema = z.strictObject({});
+const messageSchema = z.strictObject({ text: z.string().min(1).max(4000) });
+
+type TeamHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, member: TeamMember) => void | Promise<void>;
 
 function conversationView(conversation: ConversationRecord) {
   return {
@@ -38,15 +45,20 @@ function followUpView(write: WriteRecord) {
   };
 }
 
-export function registerTeamApi(routes: RouteTable, engine: Engine, token: string | undefined): void {
-  const guarded = (handler: RouteHandler): RouteHandler => async (req, res, params) => {
-    if (!token) return sendError(res, 503, { code: "team_api_disabled", path: "", message: "set a team token (CAPLO_TEAM_TOKEN) to use the team API" });
-    if (!bearerMatches(req.headers.authorization, token)) {
-      return sendError(res, 401, { code: "unauthorized", path: "authorization", message: "a valid bearer token is required" }, { "www-authenticate": 'Bearer realm="caplo-team"' });
+export function registerTeamApi(routes: RouteTable, engine: Engine, members: readonly TeamMember[] | undefined): void {
+  const guarded = (handler: TeamHandler) => async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => {
+    if (!members || members.length === 0) {
+      req.resume();
+      return sendError(res, 503, { code: "team_api_disabled", path: "", message: "no team members are configured (CAPLO_TEAM_MEMBERS); see docs/operators/team-api.md" });
     }
-    return handler(req, res, params);
+    const member = authenticateMember(req.headers.authorization, members);
+    if (!member) {
+      req.resume(); // the body is never read, let alone acted on
+      return sendError(res, 401, { code: "unauthorized", path: "authorization", message: "a valid team member's bearer token is required" }, { "www-authenticate": 'Bearer realm="caplo-team"' });
+    }
+    return handler(req, res, params, member);
   };
-  const body = async <T>(req: Parameters<RouteHandler>[0], res: Parameters<RouteHandler>[1], schema: z.ZodType<T>): Promise<T | undefined> => {
+  const body = async <T>(req: IncomingMessage, res: ServerResponse, schema: z.ZodType<T>): Promise<T | undefined> => {
     const read = await readJson(req, BODY_MAX);
     if (!read.ok) {
       sendError(res, read.status, read.error);
@@ -55,17 +67,28 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, token: strin
     const parsed = schema.safeParse(read.value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      sendError(res, 400, { code: issue.code === "unrecognized_keys" ? "field_unknown" : "body_invalid", path: issue.path.map(String).join("."), message: issue.message });
+      if (issue.code === "unrecognized_keys") {
+        const key = issue.keys[0]!;
+        const message = key === "member" ? "member comes from your token: leave it out (one member cannot act as another)" : `unknown field "${key}"`;
+        sendError(res, 400, { code: "field_unknown", path: [...issue.path.map(String), key].join("."), message });
+        return undefined;
+      }
+      sendError(res, 400, { code: "body_invalid", path: issue.path.map(String).join("."), message: issue.message });
       return undefined;
     }
     return parsed.data;
   };
-  const answer = (res: Parameters<RouteHandler>[1], result: Awaited<ReturnType<Engine["takeOver"]>>) => {
+  const answer = (res: ServerResponse, result: Awaited<ReturnType<Engine["takeOver"]>>) => {
     if (result.ok) return sendJson(res, 200, { ok: true });
     const status = result.error.code === "conversation_not_found" ? 404 : 409;
     return sendError(res, status, result.error);
   };
 
+  routes.add(
+    "GET",
+    "/v1/team/me",
+    guarded((_req, res, _params, member) => sendJson(res, 200, { member: member.name })),
+  );
   routes.add(
     "GET",
     "/v1/team/conversations",
@@ -91,25 +114,23 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, token: strin
   routes.add(
     "POST",
     "/v1/team/conversations/:id/takeover",
-    guarded(async (req, res, params) => {
-      const input = await body(req, res, takeoverSchema);
-      if (input) answer(res, await engine.takeOver(params.id!, input.member));
+    guarded(async (req, res, params, member) => {
+      if (await body(req, res, emptySchema)) answer(res, await engine.takeOver(params.id!, member.name));
     }),
   );
   routes.add(
     "POST",
     "/v1/team/conversations/:id/messages",
-    guarded(async (req, res, params) => {
+    guarded(async (req, res, params, member) => {
       const input = await body(req, res, messageSchema);
-      if (input) answer(res, await engine.teamMessage(params.id!, input.member, input.text));
+      if (input) answer(res, await engine.teamMessage(params.id!, member.name, input.text));
     }),
   );
   routes.add(
     "POST",
     "/v1/team/conversations/:id/release",
-    guarded(async (req, res, params) => {
-      const input = await body(req, res, takeoverSchema);
-      if (input) answer(res, await engine.handBack(params.id!, input.member));
+    guarded(async (req, res, params, member) => {
+      if (await body(req, res, emptySchema)) answer(res, await engine.handBack(params.id!, member.name));
     }),
   );
   routes.add(

@@ -7,6 +7,7 @@ import { Engine } from "../../../server/src/engine/engine.ts";
 import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../../server/src/engine/release.ts";
 import { Gateway, type GatewayOptions } from "../../../server/src/gateway/index.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
+import { teamMember } from "../../../server/src/gateway/teamMembers.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
 import { CANCEL } from "../../engine/support/harness.ts";
 import { InMemoryMcpRunner } from "../../engine/support/inMemoryMcpRunner.ts";
@@ -56,7 +57,7 @@ export async function startStack(options: StackOptions = {}) {
     nodeId: options.nodeId ?? "test-node",
   });
   await engine.start();
-  const gateway = new Gateway({ engine, releases, teamToken: "team-secret-token", ...options.gateway });
+  const gateway = new Gateway({ engine, releases, teamMembers: [teamMember("ana", "team-secret-token"), teamMember("ben", "ben-secret-token")], ...options.gateway });
   const address = await gateway.listen(0, "127.0.0.1");
   const base = `http://127.0.0.1:${address.port}`;
   return {
