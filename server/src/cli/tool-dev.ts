@@ -1,10 +1,13 @@
 // `caplo tool dev DIR [--no-inspector]`: runs the package's src/stdio.ts on Node 24 for local MCP
-// clients (secrets from same-named environment variables, as serveStdio reads them).
+// clients (secrets from same-named environment variables, as serveStdio reads them). MCP Inspector is
+// never a dependency of Caplo: when it is installed (in the package or this repository) it is opened on
+// the server; otherwise the exact command to attach it with npx is printed, and the server starts alone.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { findNode24 } from "../runner/index.ts";
+import { REPO_ROOT } from "../runner/node24.ts";
 
 export const help = `Usage: caplo tool dev DIR [--no-inspector]
 
@@ -12,11 +15,45 @@ Starts DIR/src/stdio.ts with Node 24 over standard input and output, the same co
 Claude Desktop or any local MCP client can run. Secrets come from environment variables of the same
 name (local development only; on Caplo they never come from the environment).
 
-  --no-inspector  only start the server on this terminal's stdio
-                  (otherwise MCP Inspector is opened on it when @modelcontextprotocol/inspector is installed)`;
+  --no-inspector  only serve on this terminal's stdio, and print nothing about MCP Inspector
+
+MCP Inspector (@modelcontextprotocol/inspector) is not installed with Caplo. If the package or this
+repository has it, caplo tool dev opens it on the server. Otherwise it prints the command that runs it
+through npx (downloaded on first use), e.g.:
+  npx @modelcontextprotocol/inspector <node24> DIR/src/stdio.ts`;
+
+const INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector";
+const INSPECTOR_CLI = `${INSPECTOR_PACKAGE}/cli/build/cli.js`;
+
+/** Quotes a shell word only when it needs it. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
+}
+
+/** The command that attaches MCP Inspector to this package's server, for a terminal. */
+export function inspectorCommand(node: string, stdio: string): string {
+  return ["npx", INSPECTOR_PACKAGE, node, stdio].map(shellWord).join(" ");
+}
+
+/** An installed MCP Inspector CLI: the package's own, else this repository's. */
+function findInspector(dir: string): string | undefined {
+  for (const from of [join(dir, "package.json"), join(REPO_ROOT, "package.json")]) {
+    try {
+      return createRequire(from).resolve(INSPECTOR_CLI);
+    } catch {
+      // not installed there
+    }
+  }
+  return undefined;
+}
 
 export async function run(args: string[]): Promise<number> {
-  const positional = args.filter((arg) => !arg.startsWith("--"));
+  const unknown = args.filter((arg) => arg.startsWith("-") && arg !== "--no-inspector");
+  if (unknown.length > 0) {
+    console.error(`unknown_option: ${unknown.join(" ")}\n\n${help}`);
+    return 2;
+  }
+  const positional = args.filter((arg) => !arg.startsWith("-"));
   if (positional.length !== 1) {
     console.error(help);
     return 2;
@@ -33,19 +70,23 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
   let command = node.path;
-  let commandArgs = [stdio];
+  let commandArgs = ["--disable-warning=ExperimentalWarning", stdio];
   if (!args.includes("--no-inspector")) {
-    let inspector: string | undefined;
-    try {
-      inspector = createRequire(join(dir, "package.json")).resolve("@modelcontextprotocol/inspector/cli/build/cli.js");
-    } catch {
-      inspector = undefined;
-    }
+    const inspector = findInspector(dir);
     if (inspector) {
+      console.error(`caplo tool dev: opening MCP Inspector (${inspector}) on ${stdio}`);
       command = process.execPath;
       commandArgs = [inspector, node.path, stdio];
     } else {
-      console.error("MCP Inspector (@modelcontextprotocol/inspector) is not installed here; starting the server alone. Use --no-inspector to skip this note.");
+      // stdout carries MCP frames: the note goes to stderr.
+      console.error(
+        [
+          `caplo tool dev: serving ${stdio} on this terminal's stdin/stdout (Node 24).`,
+          `MCP Inspector is not installed here (Caplo does not install it). To inspect this package, run in another terminal:`,
+          `  ${inspectorCommand(node.path, stdio)}`,
+          `(secrets: put -e NAME=value after "inspector" for each one the package declares; --no-inspector hides this note)`,
+        ].join("\n"),
+      );
     }
   }
   const child = spawn(command, commandArgs, { cwd: dir, stdio: "inherit", env: process.env });
@@ -59,7 +100,7 @@ export async function run(args: string[]): Promise<number> {
       resolveExit(signal ? 130 : (code ?? 1));
     });
     child.once("error", (error) => {
-      console.error(`could not start Node 24: ${error.message}`);
+      console.error(`could not start ${command === node.path ? "Node 24" : "MCP Inspector"}: ${error.message}`);
       resolveExit(2);
     });
   });
