@@ -195,10 +195,18 @@ export class CaploNode {
   url = "";
   private exited: Promise<void>;
 
+  private stopping = false;
+
   private constructor(name: string, child: ChildProcess) {
     this.name = name;
     this.child = child;
-    this.exited = new Promise((resolve) => child.once("exit", () => resolve()));
+    this.exited = new Promise((resolve) =>
+      child.once("exit", (code, signal) => {
+        // A node that dies on its own is a finding: show why.
+        if (!this.stopping && this.url) console.error(`node ${name} exited by itself (${signal ?? code}):\n${this.lines.slice(-40).join("\n")}`);
+        resolve();
+      }),
+    );
   }
 
   static async start(settings: NodeSettings): Promise<CaploNode> {
@@ -248,6 +256,7 @@ export class CaploNode {
 
   /** kill -9 of the node and everything it started (its package sandboxes), as losing the machine. */
   async kill9(): Promise<void> {
+    this.stopping = true;
     if (this.alive) {
       try {
         process.kill(-this.child.pid!, "SIGKILL");
@@ -261,6 +270,7 @@ export class CaploNode {
 
   /** A clean stop (SIGTERM): the node finishes its work, leaves the cluster and exits. */
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.alive) this.child.kill("SIGTERM");
     const timer = setTimeout(() => void this.kill9(), 20_000);
     await this.exited;
