@@ -28,11 +28,11 @@ beforeAll(async () => {
   db = await createDatabase();
   shop = await Shop.start();
   const published = await publishAgent(work.dir);
-  [a, b] = await Promise.all(
+  [a, b] = (await Promise.all(
     ["a", "b"].map((name) =>
       CaploNode.start({ name, databaseUrl: db.url, shop, redisUrl: "redis://127.0.0.1:6379", ...published, env: { ...WHATSAPP, CAPLO_CHANNELS_DB: `${work.dir}/channels-${name}.db` } }),
     ),
-  );
+  )) as [CaploNode, CaploNode];
 });
 
 afterAll(async () => {
