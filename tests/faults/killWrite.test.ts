@@ -71,6 +71,8 @@ describe("kill -9 of the node running a write", () => {
       // Nothing ran twice: one request, one application, under the write's one key.
       const [key] = shop.keysFor("HOLD-1");
       expect(shop.requests.get(key!)).toBe(1);
+      // One status check, by one survivor, found it applied: the check was claimed by exactly one node.
+      expect(shop.lookups.get(key!)).toBe(1);
       const write = await look.query("SELECT state, idempotency_key, node_id FROM writes WHERE id = $1", [proposalId]);
       expect(write.rows[0]).toMatchObject({ state: "applied", idempotency_key: key });
       const transitions = await look.query("SELECT from_state, to_state FROM write_transitions WHERE write_id = $1 ORDER BY id", [proposalId]);

@@ -116,6 +116,8 @@ export class Shop {
   port = 0;
   /** Every POST /apply per key (a retry with the same key is counted, and applies nothing new). */
   readonly requests = new Map<string, number>();
+  /** Status lookups per key (each is one node's status check). */
+  readonly lookups = new Map<string, number>();
   /** Changes applied, per key: what the shop did. */
   readonly applied = new Map<string, string>();
   private held: ServerResponse[] = [];
@@ -156,6 +158,7 @@ export class Shop {
     }
     if (req.method === "GET" && url.pathname === "/status") {
       const key = url.searchParams.get("key") ?? "";
+      this.lookups.set(key, (this.lookups.get(key) ?? 0) + 1);
       const ref = this.applied.get(key);
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(ref ? { status: "applied", ref } : { status: "not_found" }));
