@@ -129,6 +129,8 @@ export interface SendOptions {
   fromTeam: boolean;
   /** Whether the standard 24-hour window is open. */
   windowOpen: boolean;
+  /** Our account the customer wrote to (a WhatsApp number `whatsapp:+1555…`): the reply comes from it. */
+  account?: string;
 }
 
 /** Reads a header regardless of case and repetition. */

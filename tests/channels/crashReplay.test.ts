@@ -53,6 +53,13 @@ const texts = (bench: Bench) => bench.received().map((m) => m.text);
 
 /** The process died: its service stops, and a new one on the same store resumes what was left. */
 async function restart(bench: Bench): Promise<ChannelService> {
+  // The crash point under test is the inbox row: let the dying process finish sending what the engine said.
+  await bench.h.engine.idle();
+  await bench.waitFor(async () => {
+    const [binding] = await bench.store.listBindings();
+    const conversation = binding && (await bench.h.store.getConversation(binding.conversationId));
+    return !!conversation && binding!.cursor >= conversation.lastSeq;
+  }, "the outbound cursor");
   bench.service.close();
   restarted = new ChannelService({ store: bench.store, port: bench.port, adapters: [bench.adapter], retry: { attempts: 2, baseMs: 1, maxMs: 2 } });
   await restarted.resume(await bench.store.listBindings());
@@ -111,7 +118,7 @@ describe("crash replay", () => {
   it("the engine accepts one source id once: two copies at the same moment and a later replay give one turn, another id its own", async () => {
     b = await channelBench({ platform: "instagram", rules });
     const bench = b;
-    const { conversationId } = await bench.port.openConversation("instagram", bench.customer);
+    const { conversationId } = (await bench.port.openConversation("instagram", bench.customer))!;
     const actor = { channel: "instagram" as const, externalId: bench.customer, sourceId: "instagram:m_same" };
     await Promise.all([
       bench.port.receive(conversationId, { type: "message", text: "hello" }, actor),

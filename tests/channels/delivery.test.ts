@@ -243,7 +243,7 @@ describe("restart", () => {
     bench.service.close();
     const sentBefore = bench.graph!.sent.length;
     // A row left in processing by a crash.
-    await bench.store.insertInbound({ platform: "instagram", messageId: "m_crashed", event: JSON.stringify({ kind: "message", messageId: "m_crashed", from: bench.customer, to: "1", timestamp: Date.now(), text: "hello again" }), receivedAt: Date.now() });
+    await bench.store.insertInbound({ platform: "instagram", messageId: "m_crashed", event: JSON.stringify({ kind: "message", messageId: "m_crashed", from: bench.customer, to: "105000000000001", timestamp: Date.now(), text: "hello again" }), receivedAt: Date.now() });
     await bench.store.claimInbound(10);
     const restarted = new ChannelService({ store: bench.store, port: bench.port, adapters: [bench.adapter], retry: { attempts: 2, baseMs: 1, maxMs: 2 } });
     try {

@@ -39,6 +39,8 @@ export interface Bench {
   adapter: ChannelAdapter;
   port: EnginePort;
   alerts: TeamAlert[];
+  /** The service's operator log lines. */
+  logs: string[];
   url: string;
   twilio?: FakeTwilio;
   graph?: FakeGraph;
@@ -46,7 +48,7 @@ export interface Bench {
   post(rawBody: Buffer, options?: { signature?: string | null; path?: string }): Promise<{ status: number; body: string }>;
   get(path: string): Promise<{ status: number; body: string }>;
   /** A signed webhook body for a typed message, a tap on a payload, or an attachment. */
-  body(what: { text?: string; payload?: string; title?: string; image?: string; id?: string }): Buffer;
+  body(what: { text?: string; payload?: string; title?: string; image?: string; id?: string; to?: string }): Buffer;
   say(text: string): Promise<void>;
   tap(title: string): Promise<void>;
   /** Every message the customer received so far: its visible text and the taps it offered. */
@@ -89,6 +91,8 @@ export interface BenchOptions {
   /** Fast retries for tests. */
   retry?: { attempts: number; baseMs: number; maxMs: number };
   now?: () => number;
+  /** The agent for our account (number, page); default "shop-agent" for every account. */
+  agentFor?: (platform: Platform, account?: string) => string | undefined;
   /** The store the bench's service uses, around the real one (e.g. one that stops at a crash point). */
   storeFor?: (store: SqliteInboxStore) => InboxStore;
 }
@@ -99,6 +103,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
   const h = await engineHarness({ rules: options.rules, dir });
   const store = new SqliteInboxStore(join(dir, "channels.db"));
   const alerts: TeamAlert[] = [];
+  const logs: string[] = [];
   let adapter: ChannelAdapter;
   let twilio: FakeTwilio | undefined;
   let graph: FakeGraph | undefined;
@@ -125,7 +130,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
   const capabilities = { whatsapp: WHATSAPP_CAPABILITIES, messenger: MESSENGER_CAPABILITIES, instagram: INSTAGRAM_CAPABILITIES };
   const port = new EnginePort({
     engine: h.engine,
-    agentFor: () => "shop-agent",
+    agentFor: options.agentFor ?? (() => "shop-agent"),
     capabilities: (p) => {
       const { editableFields, forms, questions, files, pages, richText } = capabilities[p];
       return { editableFields, forms, questions, files, pages, richText };
@@ -136,6 +141,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
     port,
     adapters: [adapter],
     alerts: { alert: (a) => void alerts.push(a) },
+    log: (line) => void logs.push(line),
     retry: options.retry ?? { attempts: 4, baseMs: 5, maxMs: 20 },
     ...(options.now ? { now: options.now } : {}),
   });
@@ -154,7 +160,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
         MessageType: what.payload ? "button" : "text",
         WaId: "38640111222",
         Body: what.text ?? what.title ?? "",
-        To: BUSINESS_NUMBER,
+        To: what.to ?? BUSINESS_NUMBER,
         MessageSid: `SM${id}`,
         AccountSid: twilio!.accountSid,
         From: customer,
@@ -167,7 +173,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
     const ts = Date.now();
     const object = platform === "messenger" ? "page" : "instagram";
     const mid = `m_${id}`;
-    const messaging: Record<string, unknown> = { sender: { id: customer }, recipient: { id: "105000000000001" }, timestamp: ts };
+    const messaging: Record<string, unknown> = { sender: { id: customer }, recipient: { id: what.to ?? "105000000000001" }, timestamp: ts };
     if (what.payload && what.text === undefined && what.title !== undefined && !what.title.startsWith("qr:")) {
       messaging.postback = { mid, title: what.title, payload: what.payload };
     } else if (what.payload) {
@@ -232,6 +238,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
     adapter,
     port,
     alerts,
+    logs,
     url,
     ...(twilio ? { twilio } : {}),
     ...(graph ? { graph } : {}),

@@ -109,14 +109,14 @@ describe("the team is told", () => {
       const raw = Buffer.from(JSON.stringify({ object: "page", entry: [{ id: "1", time: 1, messaging: [{ sender: { id: "42" }, recipient: { id: "1" }, timestamp: 1, message: { mid: "m_team_1", text: "hello" } }] }] }));
       const signed = metaSigned(raw);
       expect((await fetch(`${base}/webhooks/messenger`, { method: "POST", headers: signed.headers as Record<string, string>, body: new Uint8Array(raw) })).status).toBe(200);
-      for (let i = 0; i < 400 && !graph.sent.some((s) => s.message?.text === "Hello there."); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 1000 && !graph.sent.some((s) => s.message?.text === "Hello there."); i++) await new Promise((r) => setTimeout(r, 10));
       await mounted.service.idle();
       const conversationId = (await mounted.store.listBindings())[0]!.conversationId;
       graph.failNext(1, 400, 10, 2018278);
       await h.engine.emit(conversationId, { type: "text", id: "m-late", from: "agent", text: "Your parcel is at the depot." });
       const team = { authorization: "Bearer team-token-for-tests" };
       let body: { undelivered: Array<{ conversationId: string; channel: string; code: string; message: string; at: string }> } = { undelivered: [] };
-      for (let i = 0; i < 400 && body.undelivered.length === 0; i++) {
+      for (let i = 0; i < 1000 && body.undelivered.length === 0; i++) {
         await new Promise((r) => setTimeout(r, 10));
         body = (await (await fetch(`${base}/v1/team/follow-ups`, { headers: team })).json()) as typeof body;
       }

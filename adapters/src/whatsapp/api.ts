@@ -102,9 +102,10 @@ export class TwilioWhatsAppApi {
     return created.sid;
   }
 
-  async send(to: string, message: WhatsAppMessage): Promise<SendResult> {
+  /** Sends from `from` (one of the account's WhatsApp numbers) when given, else from the configured sender. */
+  async send(to: string, message: WhatsAppMessage, from?: string): Promise<SendResult> {
     try {
-      const sender = this.#from.startsWith("MG") ? { messagingServiceSid: this.#from } : { from: this.#from };
+      const sender = from ? { from } : this.#from.startsWith("MG") ? { messagingServiceSid: this.#from } : { from: this.#from };
       let created;
       if (message.kind === "text") {
         created = await this.client.messages.create({ ...sender, to, body: message.body });

@@ -51,6 +51,7 @@ export function createWhatsAppAdapter(config: WhatsAppAdapterConfig): ChannelAda
     handshake: () => null,
     parse: parseTwilio,
     render: renderWhatsApp,
-    send: (to: string, message: WhatsAppMessage, _options: SendOptions) => api.send(to, message),
+    // The reply comes from the number the customer wrote to, when it is one (a sender of this account).
+    send: (to: string, message: WhatsAppMessage, options: SendOptions) => api.send(to, message, options.account?.startsWith("whatsapp:+") ? options.account : undefined),
   };
 }

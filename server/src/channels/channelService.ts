@@ -8,7 +8,7 @@ import { AGENT_DISCLOSURE } from "@caplo/adapters/common/text";
 import { META_HUMAN_AGENT_WINDOW_MS, TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
 import { decideTap, decideText, type Decision } from "./inboundPolicy.ts";
-import type { Binding, ButtonRef, ConversationEvent, ConversationPort, InboxRow, InboxStore, Platform, TeamAlert, TeamAlerts } from "./ports.ts";
+import type { Binding, BindingKey, ButtonRef, ConversationEvent, ConversationPort, InboxRow, InboxStore, Platform, TeamAlert, TeamAlerts } from "./ports.ts";
 import { DEFAULT_RETRY, sendWithRetry, type RetryPolicy } from "./retry.ts";
 import { handleWebhook, toWebhookRequest, type WebhookAnswer } from "./webhook.ts";
 
@@ -29,6 +29,8 @@ export interface ChannelServiceOptions {
   retention?: Partial<Retention>;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  /** Operator log lines (an inbound no agent answers); console.warn by default. */
+  log?: (line: string) => void;
 }
 
 export interface Retention {
@@ -61,6 +63,7 @@ export class ChannelService {
   #again = false;
   #noticeSeq = 0;
   readonly #retention: Retention;
+  readonly #log: (line: string) => void;
   #pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(options: ChannelServiceOptions) {
@@ -72,6 +75,7 @@ export class ChannelService {
     this.#now = options.now ?? Date.now;
     this.#sleep = options.sleep;
     this.#retention = { ...DEFAULT_RETENTION, ...options.retention };
+    this.#log = options.log ?? ((line) => console.warn(line));
   }
 
   /** The webhook handler of one platform: `(req, rawBody) → {status, headers, body}`. */
@@ -142,7 +146,7 @@ export class ChannelService {
   startPruning(): void {
     if (this.#pruneTimer) return;
     const run = () => {
-      this.prune().catch((error: unknown) => console.warn(`caplo channels: pruning failed: ${String((error as Error)?.message ?? error)}`));
+      this.prune().catch((error: unknown) => this.#log(`caplo channels: pruning failed: ${String((error as Error)?.message ?? error)}`));
     };
     run();
     this.#pruneTimer = setInterval(run, this.#retention.everyMs);
@@ -163,9 +167,9 @@ export class ChannelService {
   async #process(row: InboxRow): Promise<void> {
     try {
       const event = JSON.parse(row.event) as ChannelEvent;
-      if (event.kind === "status") await this.#status(row.platform, event);
-      else await this.#message(row, event);
-      await this.#store.finishInbound(row.platform, row.messageId, "done");
+      const skipped = event.kind === "status" ? await this.#status(row.platform, event) : await this.#message(row, event);
+      if (skipped) await this.#store.finishInbound(row.platform, row.messageId, "failed", skipped.unrouted);
+      else await this.#store.finishInbound(row.platform, row.messageId, "done");
     } catch (error) {
       const message = String((error as Error)?.message ?? error);
       await this.#store.finishInbound(row.platform, row.messageId, "failed", message);
@@ -199,14 +203,21 @@ export class ChannelService {
     this.#inflight.add(recorded);
   }
 
-  async #message(row: InboxRow, event: Extract<ChannelEvent, { kind: "message" }>): Promise<void> {
+  async #message(row: InboxRow, event: Extract<ChannelEvent, { kind: "message" }>): Promise<{ unrouted: string } | void> {
     const platform = row.platform;
-    let found = await this.#store.findBinding(platform, event.from);
+    const key: BindingKey = { platform, account: event.to, externalId: event.from };
+    let found = await this.#store.findBinding(key);
     if (!found) {
-      const opened = await this.#port.openConversation(platform, event.from, event.profileName ? { displayName: event.profileName } : {});
-      found = await this.#store.bind(platform, event.from, opened.conversationId, row.receivedAt);
+      const opened = await this.#port.openConversation(platform, event.from, event.profileName ? { displayName: event.profileName } : {}, event.to);
+      if (!opened) {
+        // No agent answers on this number or page: logged (our account only, never the customer) and not processed.
+        const message = `no agent is configured for ${platform} account ${event.to}; the message was not processed (see CAPLO_${platform.toUpperCase()}_AGENTS)`;
+        this.#log(`caplo channels: ${message}`);
+        return { unrouted: message };
+      }
+      found = await this.#store.bind(key, opened.conversationId, row.receivedAt);
     }
-    await this.#store.touchInbound(platform, event.from, row.receivedAt);
+    await this.#store.touchInbound(key, row.receivedAt);
     const binding: Binding = { ...found, lastInboundAt: Math.max(found.lastInboundAt, row.receivedAt) };
     this.#ensureSubscribed(binding);
     const conversationId = binding.conversationId;
@@ -291,8 +302,8 @@ export class ChannelService {
   }
 
   async #outbound(staleBinding: Binding, event: ConversationEvent): Promise<void> {
-    const { platform, externalId, conversationId } = staleBinding;
-    const binding = (await this.#store.findBinding(platform, externalId)) ?? staleBinding;
+    const { platform, conversationId } = staleBinding;
+    const binding = (await this.#store.findBinding(staleBinding)) ?? staleBinding;
     if (event.seq <= binding.cursor) return;
     const outbound = event.outbound;
     await this.#bookkeep(conversationId, outbound);
@@ -314,10 +325,10 @@ export class ChannelService {
     if (rendered.messages.length > 0 && adapter.capabilities.disclosure && !binding.disclosed && !fromTeam) {
       const disclosure = adapter.render({ type: "text", id: `${event.seq}-disclosure`, from: "system", text: AGENT_DISCLOSURE }, { refs: renderRefs });
       await this.#deliver(binding, event.seq, -1, disclosure.messages, false);
-      await this.#store.setDisclosed(platform, externalId);
+      await this.#store.setDisclosed(binding);
     }
     await this.#deliver(binding, event.seq, 0, rendered.messages, fromTeam);
-    await this.#store.setCursor(platform, externalId, event.seq);
+    await this.#store.setCursor(binding, event.seq);
   }
 
   /** Keeps what the inbound policy needs to know: where each proposal stands, which question is open. */
@@ -367,7 +378,7 @@ export class ChannelService {
         continue;
       }
       const { result, attempts } = await sendWithRetry(
-        () => adapter.send(binding.externalId, message, { fromTeam, windowOpen }),
+        () => adapter.send(binding.externalId, message, { fromTeam, windowOpen, ...(binding.account ? { account: binding.account } : {}) }),
         this.#retry,
         ...(this.#sleep ? [this.#sleep] : []),
       );

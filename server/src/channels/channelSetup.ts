@@ -5,6 +5,7 @@ import { createInstagramAdapter, INSTAGRAM_CAPABILITIES } from "@caplo/adapters/
 import { createMessengerAdapter, MESSENGER_CAPABILITIES } from "@caplo/adapters/messenger/index";
 import type { AdapterCapabilities } from "@caplo/adapters/adapter";
 import { createWhatsAppAdapter, WHATSAPP_CAPABILITIES } from "@caplo/adapters/whatsapp/index";
+import { AGENT_NAME_PATTERN } from "@caplo/shared/agent";
 import type { ChannelCapabilities } from "@caplo/shared/channel";
 import { ChannelService, type Retention } from "./channelService.ts";
 import { storeContentCache } from "./contentCache.ts";
@@ -33,10 +34,58 @@ export interface MetaSettings {
   graphBaseUrl?: string;
   apiVersion?: string;
 }
+/** Which agent answers on each of our accounts of a platform (CAPLO_<PLATFORM>_AGENTS). */
+export interface AgentRoutes {
+  /** Our account (`whatsapp:+1555…`, a page id, an Instagram account id) → agent name. */
+  byAccount: Record<string, string>;
+  /** CAPLO_<PLATFORM>_AGENT, the agent for accounts the map does not name; without it they are not answered. */
+  fallback?: string;
+}
+
 export interface ChannelSettings {
   whatsapp?: WhatsAppSettings;
   messenger?: MetaSettings;
   instagram?: MetaSettings;
+  /** Per-account agents; a platform without a map answers with its CAPLO_<PLATFORM>_AGENT or the server's first agent. */
+  routes?: Partial<Record<Platform, AgentRoutes>>;
+}
+
+const ACCOUNT_PATTERNS: Record<Platform, { pattern: RegExp; hint: string }> = {
+  whatsapp: { pattern: /^whatsapp:\+[1-9]\d{6,14}$/, hint: "whatsapp:+<E.164 number>" },
+  messenger: { pattern: /^\d{1,30}$/, hint: "a Facebook page id (digits)" },
+  instagram: { pattern: /^\d{1,30}$/, hint: "an Instagram professional account id (digits)" },
+};
+
+/**
+ * Parses `account=agent,account=agent` (CAPLO_WHATSAPP_AGENTS="whatsapp:+15551234567=shop,whatsapp:+15557654321=help").
+ * Every entry must be well formed and name each account once; errors name the variable and the entry.
+ */
+export function parseAgentRoutes(platform: Platform, value: string, variable: string): { ok: true; byAccount: Record<string, string> } | { ok: false; error: ChannelSetupError } {
+  const byAccount: Record<string, string> = {};
+  const { pattern, hint } = ACCOUNT_PATTERNS[platform];
+  const entries = value.split(",").map((entry) => entry.trim()).filter(Boolean);
+  if (entries.length === 0) return { ok: false, error: invalid(variable, `${variable} is empty: list account=agent pairs separated by commas`) };
+  for (const entry of entries) {
+    const at = entry.lastIndexOf("=");
+    const account = at > 0 ? entry.slice(0, at).trim() : "";
+    const agent = at > 0 ? entry.slice(at + 1).trim() : "";
+    if (!account || !agent) return { ok: false, error: invalid(variable, `${variable} entry "${entry}" is not account=agent`) };
+    if (!pattern.test(account)) return { ok: false, error: invalid(variable, `${variable} entry "${entry}": the account must be ${hint}`) };
+    if (!AGENT_NAME_PATTERN.test(agent)) return { ok: false, error: invalid(variable, `${variable} entry "${entry}": "${agent}" is not an agent name`) };
+    if (account in byAccount) return { ok: false, error: invalid(variable, `${variable} names ${account} twice`) };
+    byAccount[account] = agent;
+  }
+  return { ok: true, byAccount };
+}
+
+/**
+ * The agent that answers an inbound on our `account`: the map's agent, else CAPLO_<PLATFORM>_AGENT, else —
+ * only when the platform has no map — `serverDefault`. Undefined: nobody answers (logged, not processed).
+ */
+export function routeAgent(routes: ChannelSettings["routes"], platform: Platform, account: string | undefined, serverDefault: (platform: Platform) => string | undefined): string | undefined {
+  const map = routes?.[platform];
+  if (!map) return serverDefault(platform);
+  return (account !== undefined ? map.byAccount[account] : undefined) ?? map.fallback;
 }
 
 const invalid = (path: string, message: string): ChannelSetupError => ({ code: "channel_config_invalid", path, message });
@@ -87,6 +136,26 @@ export function readChannelSettings(env: Record<string, string | undefined>): { 
     const s = meta("CAPLO_INSTAGRAM_TOKEN");
     if (s) settings.instagram = s;
   }
+  for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
+    const variable = `CAPLO_${platform.toUpperCase()}_AGENTS`;
+    const value = env[variable];
+    if (value === undefined) continue;
+    if (!settings[platform]) {
+      errors.push(invalid(variable, `${variable} is set but ${platform} is not configured (its credentials are missing)`));
+      continue;
+    }
+    const parsed = parseAgentRoutes(platform, value, variable);
+    if (!parsed.ok) {
+      errors.push(parsed.error);
+      continue;
+    }
+    const fallback = env[`CAPLO_${platform.toUpperCase()}_AGENT`];
+    if (fallback !== undefined && !AGENT_NAME_PATTERN.test(fallback)) {
+      errors.push(invalid(`CAPLO_${platform.toUpperCase()}_AGENT`, `CAPLO_${platform.toUpperCase()}_AGENT "${fallback}" is not an agent name`));
+      continue;
+    }
+    settings.routes = { ...settings.routes, [platform]: { byAccount: parsed.byAccount, ...(fallback ? { fallback } : {}) } };
+  }
   // The same variable is reported once.
   const unique = errors.filter((e, i) => errors.findIndex((x) => x.path === e.path) === i);
   return unique.length ? { ok: false, errors: unique } : { ok: true, settings };
@@ -134,7 +203,8 @@ export async function mountChannels(options: {
   settings: ChannelSettings;
   engine: EngineView;
   gateway: RouteRegistry;
-  agentFor: (platform: Platform) => string;
+  /** The agent of a platform without a per-account map (settings.routes); see routeAgent. */
+  agentFor: (platform: Platform) => string | undefined;
   /** The SQLite file of the channel state. */
   file: string;
   alerts?: TeamAlerts;
@@ -146,7 +216,12 @@ export async function mountChannels(options: {
   if (whatsapp) adapters.push(createWhatsAppAdapter({ ...whatsapp, contentCache: storeContentCache(store) }));
   if (messenger) adapters.push(createMessengerAdapter(messenger));
   if (instagram) adapters.push(createInstagramAdapter(instagram));
-  const port = new EnginePort({ engine: options.engine, agentFor: options.agentFor, capabilities: neutralCapabilities });
+  const routes = options.settings.routes;
+  const port = new EnginePort({
+    engine: options.engine,
+    agentFor: (platform, account) => routeAgent(routes, platform, account, options.agentFor),
+    capabilities: neutralCapabilities,
+  });
   // Without a team inbox to tell, undelivered messages are at least logged (they are always in the store).
   const alerts: TeamAlerts = options.alerts ?? { alert: (a) => console.warn(`caplo channels: ${a.platform} ${a.code}${a.conversationId ? ` in ${a.conversationId}` : ""}: ${a.message}`) };
   const service = new ChannelService({ store, port, adapters, alerts, ...(options.retention ? { retention: options.retention } : {}) });

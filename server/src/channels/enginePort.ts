@@ -39,8 +39,8 @@ export function isUndeliveredNote(message: Outbound): boolean {
 
 export interface EnginePortOptions {
   engine: EngineView;
-  /** The agent that answers on each platform. */
-  agentFor: (platform: Platform) => string;
+  /** The agent that answers on our `account` (number, page, Instagram account) of a platform; undefined: none. */
+  agentFor: (platform: Platform, account?: string) => string | undefined;
   capabilities: (platform: Platform) => ChannelCapabilities;
 }
 
@@ -56,9 +56,11 @@ export class EnginePort implements ConversationPort {
     this.#options = options;
   }
 
-  async openConversation(channel: Platform, externalId: string): Promise<{ conversationId: string }> {
+  async openConversation(channel: Platform, externalId: string, _subject: { displayName?: string } = {}, account?: string): Promise<{ conversationId: string } | null> {
+    const agent = this.#options.agentFor(channel, account);
+    if (agent === undefined) return null;
     const conversation = await this.#options.engine.openConversation({
-      agent: this.#options.agentFor(channel),
+      agent,
       channel,
       capabilities: this.#options.capabilities(channel),
       ownerId: channelOwner(channel, externalId),

@@ -20,7 +20,11 @@ export interface ConversationEvent {
 
 /** The engine as the channels see it. The engine never imports a channel; the channel glue imports only this. */
 export interface ConversationPort {
-  openConversation(channel: Platform, externalId: string, subject: { displayName?: string }): Promise<{ conversationId: string }>;
+  /**
+   * Opens a conversation with the agent that answers on our `account` (a number, page or Instagram account),
+   * or returns null when no agent is configured for it.
+   */
+  openConversation(channel: Platform, externalId: string, subject: { displayName?: string }, account?: string): Promise<{ conversationId: string } | null>;
   /** Hands one inbound event over; the engine accepts each `actor.sourceId` once (a replay gets no second turn). */
   receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void>;
   /** Calls `listener` for every outbound event after `afterSeq`, in order, now and later; returns unsubscribe. */
@@ -57,8 +61,18 @@ export interface InboxRow {
   handed?: string;
 }
 
+/** Which conversation an inbound belongs to: the customer, on a platform, writing to one of our accounts. */
+export interface BindingKey {
+  platform: Platform;
+  /** Our account the customer wrote to: the WhatsApp number (`whatsapp:+1555…`), the page or Instagram account id. */
+  account: string;
+  /** The customer on the platform. */
+  externalId: string;
+}
+
 export interface Binding {
   platform: Platform;
+  account: string;
   externalId: string;
   conversationId: string;
   lastInboundAt: number;
@@ -119,14 +133,15 @@ export interface InboxStore {
    */
   prune(before: number): Promise<{ inbox: number; outbox: number }>;
 
-  findBinding(platform: Platform, externalId: string): Promise<Binding | undefined>;
+  /** The binding of a customer on one of our accounts (a binding from before accounts were kept is adopted by the first). */
+  findBinding(key: BindingKey): Promise<Binding | undefined>;
   findBindingByConversation(conversationId: string): Promise<Binding | undefined>;
   listBindings(): Promise<Binding[]>;
   /** Binds once; a concurrent bind of the same customer keeps the first conversation, which is returned. */
-  bind(platform: Platform, externalId: string, conversationId: string, at: number): Promise<Binding>;
-  touchInbound(platform: Platform, externalId: string, at: number): Promise<void>;
-  setDisclosed(platform: Platform, externalId: string): Promise<void>;
-  setCursor(platform: Platform, externalId: string, seq: number): Promise<void>;
+  bind(key: BindingKey, conversationId: string, at: number): Promise<Binding>;
+  touchInbound(key: BindingKey, at: number): Promise<void>;
+  setDisclosed(key: BindingKey): Promise<void>;
+  setCursor(key: BindingKey, seq: number): Promise<void>;
 
   putRefs(refs: ButtonRef[]): Promise<void>;
   getRef(token: string): Promise<ButtonRef | undefined>;

@@ -75,15 +75,16 @@ describe("SqliteInboxStore", () => {
   it("binds a customer to one conversation even when bound twice, and keeps state across reopening", async () => {
     const file = join(dir, "d.db");
     const store = new SqliteInboxStore(file);
-    expect((await store.bind("messenger", "u1", "conv-1", 10)).conversationId).toBe("conv-1");
-    expect((await store.bind("messenger", "u1", "conv-2", 11)).conversationId).toBe("conv-1");
-    await store.touchInbound("messenger", "u1", 50);
-    await store.touchInbound("messenger", "u1", 40);
+    const u1 = { platform: "messenger" as const, account: "105000000000001", externalId: "u1" };
+    expect((await store.bind(u1, "conv-1", 10)).conversationId).toBe("conv-1");
+    expect((await store.bind(u1, "conv-2", 11)).conversationId).toBe("conv-1");
+    await store.touchInbound(u1, 50);
+    await store.touchInbound(u1, 40);
     await store.putRefs([{ token: "c1.x", platform: "messenger", conversationId: "conv-1", kind: "confirm", targetId: "p1" }]);
     await store.recordOutbox({ platform: "messenger", conversationId: "conv-1", seq: 3, part: 0, state: "failed", attempts: 5, code: "platform_unavailable", message: "503", at: 99 });
     store.close();
     const again = new SqliteInboxStore(file);
-    expect(await again.findBinding("messenger", "u1")).toMatchObject({ conversationId: "conv-1", lastInboundAt: 50, disclosed: false });
+    expect(await again.findBinding(u1)).toMatchObject({ conversationId: "conv-1", lastInboundAt: 50, disclosed: false });
     expect(await again.getRef("c1.x")).toEqual({ token: "c1.x", platform: "messenger", conversationId: "conv-1", kind: "confirm", targetId: "p1" });
     expect(await again.listFailures()).toEqual([expect.objectContaining({ seq: 3, code: "platform_unavailable", attempts: 5 })]);
     again.close();
@@ -127,6 +128,25 @@ describe("SqliteInboxStore", () => {
     const store = new SqliteInboxStore(file);
     await store.markHanded("whatsapp", "SM1", '{"type":"message","text":"hi"}');
     expect(await store.listInbound()).toEqual([expect.objectContaining({ messageId: "SM1", state: "received", handed: '{"type":"message","text":"hi"}' })]);
+    store.close();
+  });
+
+  it("a binding made before accounts were kept is rebuilt with its state and adopted by the account its customer writes to first", async () => {
+    const file = join(dir, "bindings-v1.db");
+    const db = new Database(file);
+    db.exec(`CREATE TABLE channel_binding (platform TEXT NOT NULL, external_id TEXT NOT NULL, conversation_id TEXT NOT NULL UNIQUE,
+      last_inbound_at INTEGER NOT NULL, disclosed INTEGER NOT NULL DEFAULT 0, cursor INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (platform, external_id))`);
+    db.prepare(`INSERT INTO channel_binding VALUES ('whatsapp', 'whatsapp:+38640111222', 'conv-old', 77, 1, 9)`).run();
+    db.close();
+    const store = new SqliteInboxStore(file);
+    const customer = { platform: "whatsapp" as const, externalId: "whatsapp:+38640111222" };
+    expect(await store.findBinding({ ...customer, account: "whatsapp:+14155238886" })).toMatchObject({ conversationId: "conv-old", account: "whatsapp:+14155238886", lastInboundAt: 77, disclosed: true, cursor: 9 });
+    expect(await store.findBinding({ ...customer, account: "whatsapp:+14155230000" })).toBeUndefined();
+    expect((await store.bind({ ...customer, account: "whatsapp:+14155230000" }, "conv-new", 80)).conversationId).toBe("conv-new");
+    expect((await store.listBindings()).map((x) => [x.account, x.conversationId]).sort()).toEqual([
+      ["whatsapp:+14155230000", "conv-new"],
+      ["whatsapp:+14155238886", "conv-old"],
+    ]);
     store.close();
   });
 });

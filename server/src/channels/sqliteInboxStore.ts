@@ -3,6 +3,7 @@
 import Database from "better-sqlite3";
 import type {
   Binding,
+  BindingKey,
   ButtonRef,
   InboxRow,
   InboxState,
@@ -26,12 +27,13 @@ CREATE TABLE IF NOT EXISTS channel_inbox (
 CREATE INDEX IF NOT EXISTS channel_inbox_state ON channel_inbox (state, received_at);
 CREATE TABLE IF NOT EXISTS channel_binding (
   platform TEXT NOT NULL,
+  account TEXT NOT NULL DEFAULT '',
   external_id TEXT NOT NULL,
   conversation_id TEXT NOT NULL UNIQUE,
   last_inbound_at INTEGER NOT NULL,
   disclosed INTEGER NOT NULL DEFAULT 0,
   cursor INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (platform, external_id)
+  PRIMARY KEY (platform, account, external_id)
 );
 CREATE TABLE IF NOT EXISTS channel_ref (
   token TEXT PRIMARY KEY,
@@ -84,6 +86,7 @@ interface InboxDbRow {
 }
 interface BindingDbRow {
   platform: Platform;
+  account: string;
   external_id: string;
   conversation_id: string;
   last_inbound_at: number;
@@ -107,7 +110,7 @@ function inboxRow(r: InboxDbRow): InboxRow {
   return { platform: r.platform, messageId: r.message_id, event: r.event, receivedAt: r.received_at, state: r.state, ...(r.error ? { error: r.error } : {}), ...(r.handed ? { handed: r.handed } : {}) };
 }
 function binding(r: BindingDbRow): Binding {
-  return { platform: r.platform, externalId: r.external_id, conversationId: r.conversation_id, lastInboundAt: r.last_inbound_at, disclosed: r.disclosed === 1, cursor: r.cursor };
+  return { platform: r.platform, account: r.account, externalId: r.external_id, conversationId: r.conversation_id, lastInboundAt: r.last_inbound_at, disclosed: r.disclosed === 1, cursor: r.cursor };
 }
 function outbox(r: OutboxDbRow): OutboxRecord {
   return {
@@ -140,6 +143,17 @@ export class SqliteInboxStore implements InboxStore {
   #addMissingColumns(): void {
     const columns = (table: string) => new Set((this.db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name));
     if (!columns("channel_inbox").has("handed")) this.db.exec(`ALTER TABLE channel_inbox ADD COLUMN handed TEXT`);
+    if (!columns("channel_binding").has("account")) {
+      // The key gains our account (SQLite cannot change a primary key in place): old bindings get '' and
+      // are adopted by the account their customer next writes to (findBinding).
+      this.db.transaction(() => {
+        this.db.exec(`ALTER TABLE channel_binding RENAME TO channel_binding_v1`);
+        this.db.exec(SCHEMA);
+        this.db.exec(`INSERT INTO channel_binding (platform, account, external_id, conversation_id, last_inbound_at, disclosed, cursor)
+          SELECT platform, '', external_id, conversation_id, last_inbound_at, disclosed, cursor FROM channel_binding_v1`);
+        this.db.exec(`DROP TABLE channel_binding_v1`);
+      })();
+    }
   }
 
   close(): void {
@@ -197,8 +211,22 @@ export class SqliteInboxStore implements InboxStore {
     }))();
   }
 
-  async findBinding(platform: Platform, externalId: string): Promise<Binding | undefined> {
-    const row = this.db.prepare(`SELECT * FROM channel_binding WHERE platform = ? AND external_id = ?`).get(platform, externalId) as BindingDbRow | undefined;
+  async findBinding(key: BindingKey): Promise<Binding | undefined> {
+    const find = () =>
+      this.db.prepare(`SELECT * FROM channel_binding WHERE platform = ? AND account = ? AND external_id = ?`).get(key.platform, key.account, key.externalId) as
+        | BindingDbRow
+        | undefined;
+    let row = find();
+    if (!row && key.account !== "") {
+      // A binding made before accounts were kept belongs to the account its customer writes to first.
+      this.db
+        .prepare(
+          `UPDATE channel_binding SET account = ? WHERE platform = ? AND account = '' AND external_id = ?
+           AND NOT EXISTS (SELECT 1 FROM channel_binding WHERE platform = ? AND account = ? AND external_id = ?)`,
+        )
+        .run(key.account, key.platform, key.externalId, key.platform, key.account, key.externalId);
+      row = find();
+    }
     return row ? binding(row) : undefined;
   }
 
@@ -211,26 +239,30 @@ export class SqliteInboxStore implements InboxStore {
     return (this.db.prepare(`SELECT * FROM channel_binding`).all() as BindingDbRow[]).map(binding);
   }
 
-  async bind(platform: Platform, externalId: string, conversationId: string, at: number): Promise<Binding> {
+  async bind(key: BindingKey, conversationId: string, at: number): Promise<Binding> {
     this.db
       .prepare(
-        `INSERT INTO channel_binding (platform, external_id, conversation_id, last_inbound_at) VALUES (?, ?, ?, ?)
-         ON CONFLICT (platform, external_id) DO NOTHING`,
+        `INSERT INTO channel_binding (platform, account, external_id, conversation_id, last_inbound_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (platform, account, external_id) DO NOTHING`,
       )
-      .run(platform, externalId, conversationId, at);
-    return (await this.findBinding(platform, externalId))!;
+      .run(key.platform, key.account, key.externalId, conversationId, at);
+    return (await this.findBinding(key))!;
   }
 
-  async touchInbound(platform: Platform, externalId: string, at: number): Promise<void> {
-    this.db.prepare(`UPDATE channel_binding SET last_inbound_at = MAX(last_inbound_at, ?) WHERE platform = ? AND external_id = ?`).run(at, platform, externalId);
+  async touchInbound(key: BindingKey, at: number): Promise<void> {
+    this.db
+      .prepare(`UPDATE channel_binding SET last_inbound_at = MAX(last_inbound_at, ?) WHERE platform = ? AND account = ? AND external_id = ?`)
+      .run(at, key.platform, key.account, key.externalId);
   }
 
-  async setDisclosed(platform: Platform, externalId: string): Promise<void> {
-    this.db.prepare(`UPDATE channel_binding SET disclosed = 1 WHERE platform = ? AND external_id = ?`).run(platform, externalId);
+  async setDisclosed(key: BindingKey): Promise<void> {
+    this.db.prepare(`UPDATE channel_binding SET disclosed = 1 WHERE platform = ? AND account = ? AND external_id = ?`).run(key.platform, key.account, key.externalId);
   }
 
-  async setCursor(platform: Platform, externalId: string, seq: number): Promise<void> {
-    this.db.prepare(`UPDATE channel_binding SET cursor = MAX(cursor, ?) WHERE platform = ? AND external_id = ?`).run(seq, platform, externalId);
+  async setCursor(key: BindingKey, seq: number): Promise<void> {
+    this.db
+      .prepare(`UPDATE channel_binding SET cursor = MAX(cursor, ?) WHERE platform = ? AND account = ? AND external_id = ?`)
+      .run(seq, key.platform, key.account, key.externalId);
   }
 
   async putRefs(refs: ButtonRef[]): Promise<void> {
