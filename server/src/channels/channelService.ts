@@ -41,8 +41,9 @@ export interface Retention {
 }
 
 /**
- * Seven days: far past any platform redelivery (Meta retries a failed webhook for up to about a day and a
- * half, Twilio within minutes), so a late repeat of a MessageSid or mid still finds its dedup key.
+ * Seven days: far past any platform redelivery (Meta retries an unanswered webhook for hours and
+ * unsubscribes an app failing for 8; Twilio retries only briefly), so a late repeat of a MessageSid or mid
+ * still finds its dedup key.
  */
 export const DEFAULT_RETENTION: Retention = { keepMs: 7 * 24 * 60 * 60 * 1000, everyMs: 60 * 60 * 1000 };
 
