@@ -56,6 +56,7 @@ describe("caplo tool test", () => {
       writeFileSync(join(copy, "tests", "wrong.json"), JSON.stringify({ name: "wrong name", tool: "lookup", input: { id: "IT-001" }, secrets: ["DEMO_KEY"], expect: { result: { name: "Wrong" } } }));
       writeFileSync(join(copy, "tests", "nosecret.json"), JSON.stringify({ name: "no secret", tool: "lookup", input: { id: "IT-001" }, secrets: ["OTHER_KEY"] }));
       writeFileSync(join(copy, "tests", "bad.json"), JSON.stringify({ tool: "lookup", inputs: {} }));
+      writeFileSync(join(copy, "tests", "readstatus.json"), JSON.stringify({ name: "status of a read", tool: "lookup", status: { operationRef: "op_1" }, expect: { outcome: "applied" } }));
       const { code, out } = await capture(() => toolTest([copy, "--secrets", file]));
       expect(out).toContain("✓ tests/lookup.json › finds an item by id");
       expect(out).not.toContain("from-file-5678");
@@ -65,7 +66,9 @@ describe("caplo tool test", () => {
       expect(out).toContain("secret_missing: OTHER_KEY has no value");
       expect(out).toContain("✗ tests/bad.json");
       expect(out).toContain("fixture_invalid /inputs");
-      expect(out).toContain("3 passed, 3 failed");
+      expect(out).toContain("✗ tests/readstatus.json › status of a read");
+      expect(out).toContain("fixture_status_unavailable: lookup is a read tool");
+      expect(out).toContain("3 passed, 4 failed");
       expect(code).toBe(1);
     } finally {
       rmSync(copy, { recursive: true, force: true });

@@ -5,12 +5,13 @@ import { randomUUID } from "node:crypto";
 import { join, resolve } from "node:path";
 import { buildPackage } from "../build/index.ts";
 import { CaploToolRunner, JsonlLogStore } from "../runner/index.ts";
-import { checkExpectations, loadFixtures, secretValues } from "../runner/fixtures.ts";
+import { checkExpectations, checkStatusExpectations, loadFixtures, secretValues } from "../runner/fixtures.ts";
 
 export const help = `Usage: caplo tool test DIR [--secrets FILE] [--filter TEXT]
 
-Runs the package's fixtures (caplo.yaml \`tests\`, default tests/*.json) through the sandboxed runner.
-Write fixtures run for real: point the package at a test environment (see docs/tool-fixtures.md).
+Runs the package's fixtures (caplo.yaml \`tests\`, default tests/*.json) through the sandboxed runner:
+calls, and status checks of writes (fixtures with "status"). Write fixtures run for real: point the
+package at a test environment (see docs/tool-fixtures.md).
 
   --secrets FILE  dotenv file with secret values (default DIR/.caplo/secrets.env); the
                   environment wins over the file. Fixtures name secrets, never hold values.
@@ -68,13 +69,30 @@ export async function run(args: string[]): Promise<number> {
         if (!toolName) problems.push("fixture_tool_missing: this package has several tools; name one with \"tool\"");
         else if (!tool) problems.push(`fixture_tool_unknown: the package has no tool '${toolName}' (it has ${version.tools.map((t) => t.name).join(", ")})`);
         for (const name of secrets.missing) problems.push(`secret_missing: ${name} has no value: set it in the environment or in ${secretsFile}`);
-        if (tool && problems.length === 0) {
+        if (tool && fixture.status) {
+          if (tool.policy.effect !== "write") problems.push(`fixture_status_unavailable: ${tool.name} is a read tool; status checks are for writes`);
+          else if (!tool.hasStatus) problems.push(`fixture_status_unavailable: ${tool.name} has no status check (a function package defines status(); an MCP server advertises caplo/status)`);
+        }
+        if (tool && fixture.status && problems.length === 0) {
+          const invocationId = `fixture-${randomUUID()}`;
+          const started = performance.now();
+          const outcome = await runner.checkStatus({
+            packageVersionId: version.id,
+            tool: tool.name,
+            ...(fixture.status.operationRef !== undefined && { operationRef: fixture.status.operationRef }),
+            context: { ...fixture.context, invocationId, secrets: secrets.values },
+          });
+          const lines = runner.logStore.read(invocationId).flatMap((record) => record.logs);
+          problems.push(...checkStatusExpectations(fixture.expect, outcome, lines));
+          detail = ` (${tool.name}, status → ${outcome.outcome}, ${Math.round(performance.now() - started)} ms, ${invocationId})`;
+          logs = lines.map((line) => `${line.level.padEnd(5)} ${line.message}${line.data !== undefined ? ` ${JSON.stringify(line.data)}` : ""}`);
+        } else if (tool && problems.length === 0) {
           const invocationId = `fixture-${randomUUID()}`;
           const idempotencyKey = tool.policy.effect === "write" ? (fixture.context.idempotencyKey ?? `fixture-${randomUUID()}`) : undefined;
           const result = await runner.call({
             packageVersionId: version.id,
             tool: tool.name,
-            args: fixture.input,
+            args: fixture.input ?? {},
             context: { ...fixture.context, invocationId, secrets: secrets.values, ...(idempotencyKey && { idempotencyKey }) },
           });
           problems.push(...checkExpectations(fixture.expect, result));

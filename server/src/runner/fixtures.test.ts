@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ToolCallResult } from "./api.ts";
-import { checkExpectations, loadFixtures, matchPartial, parseSecretsFile, secretValues } from "./fixtures.ts";
+import { checkExpectations, checkStatusExpectations, fixtureSchema, loadFixtures, matchPartial, parseSecretsFile, secretValues } from "./fixtures.ts";
 
 const result = (over: Partial<ToolCallResult>): ToolCallResult => ({ invocationId: "i", modelText: "", isError: false, files: [], logs: [], durationMs: 1, ...over });
 let dir: string | undefined;
@@ -71,3 +71,37 @@ describe("secrets", () => {
     expect(secretValues(["SHOP_API_KEY"], {}, file).values).toEqual({ SHOP_API_KEY: "from-file" });
   });
 });
+
+describe("status fixtures", () => {
+  const issues = (fixture: unknown) => {
+    const parsed = fixtureSchema.safeParse(fixture);
+    return parsed.success ? [] : parsed.error.issues.map((issue) => `/${issue.path.join("/")}: ${issue.message}`);
+  };
+
+  it("name the write they check and the outcome they expect, and take no input", () => {
+    expect(issues({ tool: "cancel_order", status: {}, context: { idempotencyKey: "k" }, expect: { outcome: "pending" } })).toEqual([]);
+    expect(issues({ tool: "cancel_order", status: { operationRef: "op_1" }, expect: { outcome: "applied" } })).toEqual([]);
+    expect(issues({ status: {}, expect: { outcome: "applied" } })).toEqual(["/status: a status fixture names the write it checks: status.operationRef, context.idempotencyKey, or both"]);
+    expect(issues({ status: { operationRef: "op_1" }, input: {}, expect: { outcome: "applied" } })[0]).toMatch(/^\/input: a status fixture has no input/);
+    expect(issues({ status: { operationRef: "op_1" } })[0]).toMatch(/^\/expect\/outcome: a status fixture names the outcome/);
+    expect(issues({ status: { operationRef: "op_1" }, expect: { outcome: "applied", files: [] } })[0]).toMatch(/^\/expect\/files: expect.files is not available/);
+    expect(issues({ status: { operationRef: "op_1", extra: 1 }, expect: { outcome: "applied" } })).toHaveLength(1);
+  });
+
+  it("match the mapped outcome, its result, text and operationRef, and the status check's log lines", () => {
+    const applied = { outcome: "applied" as const, text: "Order SO-1002 is cancelled.", structuredContent: { orderId: "SO-1002", status: "cancelled" } };
+    expect(checkStatusExpectations({ outcome: "applied", result: { orderId: "SO-1002" }, text: "cancelled" }, applied, [])).toEqual([]);
+    expect(checkStatusExpectations({ outcome: "applied", result: { status: "open" } }, applied, [])).toEqual(['/result/status: expected "open", got "cancelled"']);
+    expect(checkStatusExpectations({ outcome: "pending" }, { outcome: "unknown", reason: "status lookup failed with 404" }, [])).toEqual([
+      "expected outcome pending, got unknown (status lookup failed with 404)",
+    ]);
+    const pending = { outcome: "pending" as const, operationRef: "op_7", message: "still being processed" };
+    expect(checkStatusExpectations({ outcome: "pending", operationRef: { $match: "^op_" }, text: "still" }, pending, [])).toEqual([]);
+    expect(checkStatusExpectations({ outcome: "pending", operationRef: "op_8" }, pending, [])).toEqual(['/operationRef: expected "op_8", got "op_7"']);
+    expect(checkStatusExpectations({ outcome: "not_applied", text: "packed" }, { outcome: "not_applied", message: "The warehouse had already packed this order." }, [])).toEqual([]);
+    const lines = [{ level: "info" as const, message: "status looked up", at: "" }];
+    expect(checkStatusExpectations({ outcome: "pending", logs: [{ message: "status looked up" }] }, pending, lines)).toEqual([]);
+    expect(checkStatusExpectations({ outcome: "pending", logs: [{ level: "error" }] }, pending, lines)).toHaveLength(1);
+  });
+});
+

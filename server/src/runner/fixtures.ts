@@ -5,8 +5,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { relative } from "node:path";
 import { glob } from "tinyglobby";
 import { z } from "zod";
-import { OUTCOMES, callSubjectSchema } from "@caplo/shared";
-import type { ToolCallResult } from "./api.ts";
+import { OUTCOMES, callSubjectSchema, type WriteOutcome } from "@caplo/shared";
+import type { LogLine, ToolCallResult } from "./api.ts";
+
+const matcherSchema = z.union([z.strictObject({ $match: z.string() }), z.strictObject({ $any: z.literal(true) })]);
 
 const expectSchema = z.strictObject({
   /** Whether the result is an error result. Defaults to false when nothing else is said about errors. */
@@ -17,8 +19,8 @@ const expectSchema = z.strictObject({
   result: z.unknown().optional(),
   /** A substring of what the model sees (the error message for an error result). */
   text: z.string().optional(),
-  /** Pending writes: the operationRef. */
-  operationRef: z.string().optional(),
+  /** Pending writes: the operationRef (a string, or { "$match": "regex" } / { "$any": true }). */
+  operationRef: z.union([z.string(), matcherSchema]).optional(),
   /** Files taken out of the result, each matched partially ({ name, mimeType, size }). */
   files: z.array(z.record(z.string(), z.unknown())).optional(),
   /** Log lines that must appear, each matched partially ({ level, message }). */
@@ -30,8 +32,14 @@ export const fixtureSchema = z.strictObject({
   name: z.string().min(1).max(200).optional(),
   /** The tool's name in the package; optional for function packages (their one tool). */
   tool: z.string().optional(),
-  /** The arguments, validated against inputSchema by the runner like any call. */
-  input: z.record(z.string(), z.unknown()).default({}),
+  /** The arguments, validated against inputSchema by the runner like any call. Not for status fixtures. */
+  input: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * A status-check fixture instead of a call: the write tool's status check (function `status`, MCP
+   * `caplo/status`) for this operationRef and/or the context's idempotencyKey; expect.outcome says
+   * what it must map to.
+   */
+  status: z.strictObject({ operationRef: z.string().min(1).optional() }).optional(),
   /** Names of secrets to pass; values come from the environment or the secrets file, never the fixture. */
   secrets: z.array(z.string()).default([]),
   context: z
@@ -44,6 +52,17 @@ export const fixtureSchema = z.strictObject({
     })
     .default({}),
   expect: expectSchema.default({}),
+}).superRefine((fixture, issues) => {
+  if (!fixture.status) return;
+  const refuse = (path: (string | number)[], message: string) => issues.addIssue({ code: "custom", path, message });
+  if (fixture.input !== undefined) refuse(["input"], "a status fixture has no input: it checks an earlier write by status.operationRef and/or context.idempotencyKey");
+  if (fixture.status.operationRef === undefined && fixture.context.idempotencyKey === undefined) {
+    refuse(["status"], "a status fixture names the write it checks: status.operationRef, context.idempotencyKey, or both");
+  }
+  if (fixture.expect.outcome === undefined) refuse(["expect", "outcome"], "a status fixture names the outcome it expects (applied, not_applied, pending or unknown)");
+  for (const key of ["isError", "files"] as const) {
+    if (fixture.expect[key] !== undefined) refuse(["expect", key], `expect.${key} is not available for a status check (use outcome, result, text, operationRef, logs)`);
+  }
 });
 export type Fixture = z.output<typeof fixtureSchema>;
 export type FixtureExpect = z.output<typeof expectSchema>;
@@ -158,7 +177,7 @@ export function checkExpectations(expected: FixtureExpect, result: ToolCallResul
   }
   if (expected.operationRef !== undefined) {
     const ref = result.outcome?.outcome === "pending" ? result.outcome.operationRef : undefined;
-    if (ref !== expected.operationRef) problems.push(`expected operationRef ${JSON.stringify(expected.operationRef)}, got ${JSON.stringify(ref)}`);
+    problems.push(...matchPartial(expected.operationRef, ref, "/operationRef"));
   }
   if (expected.text !== undefined && !result.modelText.includes(expected.text)) {
     problems.push(`expected the text to contain ${JSON.stringify(expected.text)}, got ${JSON.stringify(result.modelText.slice(0, 500))}`);
@@ -173,3 +192,43 @@ export function checkExpectations(expected: FixtureExpect, result: ToolCallResul
   }
   return problems;
 }
+
+/** The text a status check's outcome carries: the applied text, the refusal or pending message, or why it is unknown. */
+function outcomeText(outcome: WriteOutcome): string {
+  switch (outcome.outcome) {
+    case "applied":
+      return outcome.text;
+    case "not_applied":
+      return outcome.message;
+    case "pending":
+      return outcome.message ?? "";
+    case "unknown":
+      return outcome.reason;
+    default:
+      return "";
+  }
+}
+
+/** Every way a status check's mapped outcome (and its log lines) differs from a status fixture's expectations. */
+export function checkStatusExpectations(expected: FixtureExpect, outcome: WriteOutcome, logs: readonly LogLine[]): string[] {
+  const problems: string[] = [];
+  if (expected.outcome !== undefined && outcome.outcome !== expected.outcome) {
+    const why = outcome.outcome === "unknown" ? ` (${outcome.reason})` : "";
+    problems.push(`expected outcome ${expected.outcome}, got ${outcome.outcome}${why}`);
+  }
+  if (expected.operationRef !== undefined) {
+    problems.push(...matchPartial(expected.operationRef, outcome.outcome === "pending" ? outcome.operationRef : undefined, "/operationRef"));
+  }
+  const text = outcomeText(outcome);
+  if (expected.text !== undefined && !text.includes(expected.text)) {
+    problems.push(`expected the text to contain ${JSON.stringify(expected.text)}, got ${JSON.stringify(text.slice(0, 500))}`);
+  }
+  if (expected.result !== undefined) {
+    problems.push(...matchPartial(expected.result, outcome.outcome === "applied" ? outcome.structuredContent : undefined, "/result"));
+  }
+  for (const [index, line] of (expected.logs ?? []).entries()) {
+    if (!logs.some((actual) => matchPartial(line, actual).length === 0)) problems.push(`/logs/${index}: no log line matches ${JSON.stringify(line)}`);
+  }
+  return problems;
+}
+
