@@ -1,6 +1,6 @@
 // The store's public surface: the Store interface, its two implementations and a factory from config.
 export * from "./store.ts";
-export { SqliteStore } from "./sqliteStore.ts";
+export { SqliteStore, type SqliteStoreOptions } from "./sqliteStore.ts";
 export { PostgresStore, type PostgresStoreOptions } from "./postgresStore.ts";
 import { PostgresStore } from "./postgresStore.ts";
 import { SqliteStore } from "./sqliteStore.ts";

@@ -1,5 +1,12 @@
 // The default Store: SQLite in one file (better-sqlite3, WAL). Every change is one immediate transaction,
 // so a compare-and-set on the write ledger cannot interleave with another one, even across processes.
+//
+// Durability: every transaction is committed before its promise resolves, so before the engine acts on it.
+// With synchronous=NORMAL (the default) a commit is in the WAL file (written, not fsynced): it survives the
+// Caplo process being killed, but an OS crash or power loss may lose the last commits (never corrupt the
+// file). synchronous=FULL (`synchronous: "full"` or CAPLO_SQLITE_SYNCHRONOUS=full) fsyncs every commit and
+// survives those too; appends are group-committed (below), so FULL costs one fsync per group, not per event.
+// Several nodes, or a database server's durability: use the PostgreSQL store.
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
@@ -32,19 +39,40 @@ const encode = (value: unknown) => JSON.stringify(value);
 type QueuedAppend = { conversationId: string; batch: AppendBatch; at: number; resolve: (stored: AppendedBatch) => void; reject: (error: unknown) => void };
 const bool = (value: boolean) => (value ? 1 : 0);
 
+export type SqliteStoreOptions = {
+  /** `normal` (default): durable against a process crash; `full`: also against an OS crash or power loss (see above). */
+  synchronous?: "normal" | "full";
+};
+
+function synchronousFromEnvironment(): "normal" | "full" {
+  const value = process.env.CAPLO_SQLITE_SYNCHRONOUS;
+  if (value === undefined || value === "" || value === "normal") return "normal";
+  if (value === "full") return "full";
+  throw new Error(`CAPLO_SQLITE_SYNCHRONOUS must be normal or full, not '${value}'`);
+}
+
 export class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
   readonly path: string;
   private readonly db: Database.Database;
 
-  constructor(path: string) {
+  constructor(path: string, options: SqliteStoreOptions = {}) {
     this.path = path;
+    const synchronous = options.synchronous ?? synchronousFromEnvironment();
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma("journal_mode = WAL");
-    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma(`synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}`);
+    // Up to 32 MiB of pages cached (default 2 MiB): the recent pages of busy conversations stay in memory.
+    this.db.pragma("cache_size = -32768");
     this.db.pragma("foreign_keys = ON");
     this.db.pragma("busy_timeout = 5000");
+  }
+
+  /** The durability setting in effect, as SQLite reports it. */
+  get synchronous(): "normal" | "full" | "other" {
+    const level = Number(this.db.pragma("synchronous", { simple: true }));
+    return level === 1 ? "normal" : level === 2 ? "full" : "other";
   }
 
   private readonly statements = new Map<string, Database.Statement>();

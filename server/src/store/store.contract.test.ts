@@ -437,3 +437,44 @@ describe("postgres migrations", () => {
     }
   });
 });
+
+describe("sqlite store: durability setting and group commit", () => {
+  const dir = mkdtempSync(join(tmpdir(), "caplo-store-sync-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const conversationIn = (store: Store) =>
+    store.createConversation({ id: uid("c"), agent: "shop", releaseId: "r", channel: "web", externalId: null, resumeHash: null, ownerId: "o", capabilities, createdAt: 1 });
+
+  it("synchronous is normal by default and full when asked (option or CAPLO_SQLITE_SYNCHRONOUS); another value is refused clearly", async () => {
+    const path = join(dir, "sync.db");
+    const stores = [new SqliteStore(path), new SqliteStore(path, { synchronous: "full" })];
+    const saved = process.env.CAPLO_SQLITE_SYNCHRONOUS;
+    try {
+      process.env.CAPLO_SQLITE_SYNCHRONOUS = "full";
+      stores.push(new SqliteStore(path));
+      expect(stores.map((store) => store.synchronous)).toEqual(["normal", "full", "full"]);
+      process.env.CAPLO_SQLITE_SYNCHRONOUS = "off";
+      expect(() => new SqliteStore(path)).toThrow("CAPLO_SQLITE_SYNCHRONOUS must be normal or full, not 'off'");
+    } finally {
+      if (saved === undefined) delete process.env.CAPLO_SQLITE_SYNCHRONOUS;
+      else process.env.CAPLO_SQLITE_SYNCHRONOUS = saved;
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
+  it("appends still waiting for their group commit are committed by close, and answered", async () => {
+    const path = join(dir, "close.db");
+    const store = new SqliteStore(path, { synchronous: "full" });
+    await store.migrate();
+    const c = await conversationIn(store);
+    const pending = store.append(c.id, { events: [text("last words")], transcript: [{ role: "user", content: "bye" }] }, 5);
+    await store.close();
+    await expect(pending).resolves.toMatchObject({ events: [{ seq: 1 }], transcript: [{ seq: 1 }] });
+    const reopened = new SqliteStore(path);
+    try {
+      expect((await reopened.listEvents(c.id, 0)).map((event) => event.seq)).toEqual([1]);
+      expect((await reopened.listTranscript(c.id)).map((entry) => entry.message.content)).toEqual(["bye"]);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
