@@ -25,6 +25,10 @@ export interface FakeGraph {
   sent: SendBody[];
   violations: string[];
   failNext(n: number, status: number, code: number, subcode?: number): void;
+  /** Another page (or Instagram account) with its own token; `accessToken` is page 105000000000001. */
+  addPage(pageId: string): string;
+  /** The page whose token sent a body of `sent`. */
+  pageOf(body: SendBody): string | undefined;
   close(): Promise<void>;
 }
 
@@ -41,13 +45,17 @@ export async function startFakeGraph(rules: MetaRules): Promise<FakeGraph> {
   const accessToken = `EAA${randomBytes(12).toString("hex")}`;
   const failures: Array<{ status: number; code: number; subcode?: number }> = [];
   const state = { accessToken, sent: [] as SendBody[], violations: [] as string[] };
+  // `/me` is the page the token belongs to.
+  const pages = new Map<string, string>([[accessToken, "105000000000001"]]);
+  const sentBy = new Map<SendBody, string>();
   const refuse = (res: import("node:http").ServerResponse, status: number, code: number, message: string, subcode?: number) => {
     res.writeHead(status, { "content-type": "application/json" });
     res.end(JSON.stringify({ error: { message, type: "OAuthException", code, ...(subcode ? { error_subcode: subcode } : {}), fbtrace_id: "fake" } }));
   };
   const server: Server = createServer(async (req, res) => {
     const raw = await readBody(req);
-    if (req.headers.authorization !== `Bearer ${accessToken}`) return refuse(res, 401, 190, "Invalid OAuth access token.");
+    const page = pages.get((req.headers.authorization ?? "").replace(/^Bearer /, ""));
+    if (!req.headers.authorization?.startsWith("Bearer ") || page === undefined) return refuse(res, 401, 190, "Invalid OAuth access token.");
     if (req.method !== "POST" || !/^\/v\d+\.\d+\/me\/messages$/.test(new URL(req.url ?? "/", "http://x").pathname)) return refuse(res, 404, 100, "Unknown path");
     if (!(req.headers["content-type"] ?? "").includes("application/json")) return refuse(res, 400, 100, "JSON body expected");
     let body: SendBody;
@@ -64,6 +72,7 @@ export async function startFakeGraph(rules: MetaRules): Promise<FakeGraph> {
     const failure = failures.shift();
     if (failure) return refuse(res, failure.status, failure.code, "Injected failure", failure.subcode);
     state.sent.push(body);
+    sentBy.set(body, page);
     res.writeHead(200, { "content-type": "application/json" });
     if (body.sender_action) return res.end(JSON.stringify({ recipient_id: body.recipient.id }));
     res.end(JSON.stringify({ recipient_id: body.recipient.id, message_id: `m_${randomBytes(12).toString("hex")}` }));
@@ -75,6 +84,12 @@ export async function startFakeGraph(rules: MetaRules): Promise<FakeGraph> {
     failNext: (n: number, status: number, code: number, subcode?: number) => {
       for (let i = 0; i < n; i++) failures.push({ status, code, ...(subcode ? { subcode } : {}) });
     },
+    addPage: (pageId: string) => {
+      const token = `EAA${randomBytes(12).toString("hex")}`;
+      pages.set(token, pageId);
+      return token;
+    },
+    pageOf: (body: SendBody) => sentBy.get(body),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   });
 }

@@ -51,6 +51,30 @@ describe("agent per number, page or account", () => {
     expect(sent.filter((m) => m.body === "Hello there.").map((m) => m.from)).toEqual([HELP_NUMBER, SHOP_NUMBER]);
   });
 
+  it("Messenger: two pages with their own tokens and agents; each page's customer is answered by its agent, sent with its page's token", async () => {
+    const read = readChannelSettings({
+      CAPLO_META_APP_SECRET: "c".repeat(32),
+      CAPLO_META_VERIFY_TOKEN: "a-long-verify-token-123",
+      CAPLO_MESSENGER_PAGE_TOKEN: "EAAG".padEnd(40, "x"),
+      CAPLO_MESSENGER_PAGE_TOKENS: `205000000000002=${"EAAH".padEnd(40, "z")}`,
+      CAPLO_MESSENGER_AGENTS: "105000000000001=shop-agent,205000000000002=help-desk",
+    });
+    expect(read).toMatchObject({ ok: true, settings: { messenger: { accountTokens: { "205000000000002": "EAAH".padEnd(40, "z") } } } });
+    const routes = read.ok ? read.settings.routes : undefined;
+    b = await channelBench({ platform: "messenger", rules, extraPages: ["205000000000002"], agentFor: (platform, account) => routeAgent(routes, platform, account, () => undefined) });
+    const bench = b;
+    publishHelpDesk(bench);
+    expect((await bench.post(bench.body({ text: "hello", to: "205000000000002" }))).status).toBe(200);
+    await bench.waitFor(() => bench.received().some((m) => m.text === "Hello there."), "the help desk's reply");
+    await bench.say("hello");
+    await bench.waitFor(() => bench.received().filter((m) => m.text === "Hello there.").length === 2, "the shop's reply");
+    await bench.service.idle();
+    const pages = (text: string) => bench.graph!.sent.filter((s) => s.message?.text === text).map((s) => bench.graph!.pageOf(s));
+    expect(pages("Help desk here.")).toEqual(["205000000000002"]);
+    expect(pages("Hello there.")).toEqual(["205000000000002", "105000000000001"]);
+    expect(bench.violations()).toEqual([]);
+  });
+
   it("Messenger: a page the map does not name, without CAPLO_MESSENGER_AGENT, is answered 200, logged and not processed", async () => {
     const byAccount = { "105000000000001": "shop-agent" };
     b = await channelBench({ platform: "messenger", rules, agentFor: (platform, account) => routeAgent({ messenger: { byAccount } }, platform, account, () => "shop-agent") });
@@ -89,6 +113,10 @@ describe("routeAgent and the CAPLO_<PLATFORM>_AGENTS variables", () => {
     expect(bad("1780000000000001=Shop Agent")).toMatchObject({ ok: false, errors: [{ message: expect.stringContaining("is not an agent name") }] });
     expect(bad("1=shop,1=help")).toMatchObject({ ok: false, errors: [{ message: expect.stringContaining("names 1 twice") }] });
     expect(bad(" , ")).toMatchObject({ ok: false, errors: [{ message: expect.stringContaining("is empty") }] });
+    const secret = "EAAH".padEnd(40, "s");
+    const tokens = readChannelSettings({ ...base, CAPLO_INSTAGRAM_TOKENS: `1780000000000002:${secret}` });
+    expect(tokens).toMatchObject({ ok: false, errors: [{ path: "CAPLO_INSTAGRAM_TOKENS", message: expect.stringContaining("entry 1 is not") }] });
+    expect(JSON.stringify(tokens)).not.toContain(secret);
     expect(readChannelSettings({ CAPLO_WHATSAPP_AGENTS: "whatsapp:+15551234567=shop" })).toMatchObject({ ok: false, errors: [{ path: "CAPLO_WHATSAPP_AGENTS", message: expect.stringContaining("not configured") }] });
   });
 });

@@ -91,6 +91,8 @@ export interface BenchOptions {
   /** Fast retries for tests. */
   retry?: { attempts: number; baseMs: number; maxMs: number };
   now?: () => number;
+  /** Further Messenger pages or Instagram accounts, each with its own token on the fake Graph. */
+  extraPages?: string[];
   /** The agent for our account (number, page); default "shop-agent" for every account. */
   agentFor?: (platform: Platform, account?: string) => string | undefined;
   /** The store the bench's service uses, around the real one (e.g. one that stops at a crash point). */
@@ -124,7 +126,8 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
   } else {
     graph = await startFakeGraph(platform === "messenger" ? MESSENGER_RULES : INSTAGRAM_RULES);
     customer = platform === "messenger" ? "7000000000000001" : "1780000000000001";
-    const config = { accessToken: graph.accessToken, graphBaseUrl: graph.url, appSecret: APP_SECRET, verifyToken: VERIFY_TOKEN };
+    const accountTokens = Object.fromEntries((options.extraPages ?? []).map((page) => [page, graph!.addPage(page)]));
+    const config = { accessToken: graph.accessToken, accountTokens, graphBaseUrl: graph.url, appSecret: APP_SECRET, verifyToken: VERIFY_TOKEN };
     adapter = platform === "messenger" ? createMessengerAdapter(config) : createInstagramAdapter(config);
   }
   const capabilities = { whatsapp: WHATSAPP_CAPABILITIES, messenger: MESSENGER_CAPABILITIES, instagram: INSTAGRAM_CAPABILITIES };

@@ -10,6 +10,11 @@ export type GraphMessage =
 export interface GraphApiConfig {
   /** The Page access token (Messenger) or the Instagram account's token. */
   accessToken: string;
+  /**
+   * Tokens of further pages or Instagram accounts, by their id: a reply to a customer who wrote to one of
+   * them is sent with its token (`/me` is the token's page). Others use `accessToken`.
+   */
+  accountTokens?: Record<string, string>;
   /** https://graph.facebook.com by default; an egress gateway or a local fake in tests. */
   graphBaseUrl?: string;
   apiVersion?: string;
@@ -27,6 +32,11 @@ export function sendBody(to: string, message: GraphMessage, options: SendOptions
   return { recipient: { id: to }, ...typing, message: message.message };
 }
 
+/** The token that sends as our `account` (a page or Instagram account id). */
+export function tokenFor(config: GraphApiConfig, account: string | undefined): string {
+  return (account !== undefined ? config.accountTokens?.[account] : undefined) ?? config.accessToken;
+}
+
 /** Graph error codes worth another try: temporary, rate limits, service unavailable. */
 const RETRYABLE_CODES = new Set([1, 2, 4, 17, 32, 341, 613]);
 
@@ -36,7 +46,7 @@ export async function graphSend(config: GraphApiConfig, to: string, message: Gra
   try {
     response = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${config.accessToken}` },
+      headers: { "content-type": "application/json", authorization: `Bearer ${tokenFor(config, options.account)}` },
       body: JSON.stringify(sendBody(to, message, options)),
       signal: AbortSignal.timeout(10_000),
     });

@@ -29,6 +29,8 @@ export interface WhatsAppSettings {
 }
 export interface MetaSettings {
   accessToken: string;
+  /** Further pages or Instagram accounts and their tokens (CAPLO_MESSENGER_PAGE_TOKENS, CAPLO_INSTAGRAM_TOKENS). */
+  accountTokens?: Record<string, string>;
   appSecret: string;
   verifyToken: string;
   graphBaseUrl?: string;
@@ -79,6 +81,27 @@ export function parseAgentRoutes(platform: Platform, value: string, variable: st
 }
 
 /**
+ * Parses `id=token,id=token` (CAPLO_MESSENGER_PAGE_TOKENS, CAPLO_INSTAGRAM_TOKENS). An error names the entry
+ * by its position and never repeats a token.
+ */
+export function parseAccountTokens(value: string, variable: string): { ok: true; tokens: Record<string, string> } | { ok: false; error: ChannelSetupError } {
+  const tokens: Record<string, string> = {};
+  const entries = value.split(",").map((entry) => entry.trim()).filter(Boolean);
+  if (entries.length === 0) return { ok: false, error: invalid(variable, `${variable} is empty: list id=token pairs separated by commas`) };
+  for (const [index, entry] of entries.entries()) {
+    const at = entry.indexOf("=");
+    const id = at > 0 ? entry.slice(0, at).trim() : "";
+    const token = at > 0 ? entry.slice(at + 1).trim() : "";
+    if (!/^\d{1,30}$/.test(id) || !/^\S{20,}$/.test(token)) {
+      return { ok: false, error: invalid(variable, `${variable} entry ${index + 1} is not <page or account id>=<access token of at least 20 characters>`) };
+    }
+    if (id in tokens) return { ok: false, error: invalid(variable, `${variable} names ${id} twice`) };
+    tokens[id] = token;
+  }
+  return { ok: true, tokens };
+}
+
+/**
  * The agent that answers an inbound on our `account`: the map's agent, else CAPLO_<PLATFORM>_AGENT, else —
  * only when the platform has no map — `serverDefault`. Undefined: nobody answers (logged, not processed).
  */
@@ -115,13 +138,16 @@ export function readChannelSettings(env: Record<string, string | undefined>): { 
       settings.whatsapp = { accountSid, authToken, from, publicUrl, ...(env.CAPLO_TWILIO_API_BASE ? { apiBaseUrl: env.CAPLO_TWILIO_API_BASE } : {}) };
     }
   }
-  const meta = (tokenName: string): MetaSettings | undefined => {
+  const meta = (tokenName: string, tokensName: string): MetaSettings | undefined => {
     const accessToken = need(tokenName, /^\S{20,}$/, "the access token from the Meta app dashboard");
+    const accountTokens = env[tokensName] === undefined ? undefined : parseAccountTokens(env[tokensName]!, tokensName);
+    if (accountTokens && !accountTokens.ok) errors.push(accountTokens.error);
     const appSecret = need("CAPLO_META_APP_SECRET", /^[0-9a-f]{32}$/, "the app secret (32 hex digits) from App settings > Basic");
     const verifyToken = need("CAPLO_META_VERIFY_TOKEN", /^[A-Za-z0-9._~-]{16,128}$/, "a random string of 16 to 128 characters you also enter as the Verify token");
     if (!accessToken || !appSecret || !verifyToken) return undefined;
     return {
       accessToken,
+      ...(accountTokens?.ok ? { accountTokens: accountTokens.tokens } : {}),
       appSecret,
       verifyToken,
       ...(env.CAPLO_GRAPH_API_BASE ? { graphBaseUrl: env.CAPLO_GRAPH_API_BASE } : {}),
@@ -129,11 +155,11 @@ export function readChannelSettings(env: Record<string, string | undefined>): { 
     };
   };
   if (env.CAPLO_MESSENGER_PAGE_TOKEN !== undefined) {
-    const s = meta("CAPLO_MESSENGER_PAGE_TOKEN");
+    const s = meta("CAPLO_MESSENGER_PAGE_TOKEN", "CAPLO_MESSENGER_PAGE_TOKENS");
     if (s) settings.messenger = s;
   }
   if (env.CAPLO_INSTAGRAM_TOKEN !== undefined) {
-    const s = meta("CAPLO_INSTAGRAM_TOKEN");
+    const s = meta("CAPLO_INSTAGRAM_TOKEN", "CAPLO_INSTAGRAM_TOKENS");
     if (s) settings.instagram = s;
   }
   for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
