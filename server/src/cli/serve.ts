@@ -12,6 +12,7 @@ import { mountChannels, readChannelSettings } from "../channels/channelSetup.ts"
 import { startClusterNode, uniqueNodeId, type ClusterNode } from "../cluster/clusterNode.ts";
 import { Engine } from "../engine/engine.ts";
 import { readFileRetention } from "../engine/fileRetention.ts";
+import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
 import { StaticReleases, type AgentRelease } from "../engine/release.ts";
 import { Gateway } from "../gateway/gateway.ts";
 import { parseTeamMembers, type TeamMember } from "../gateway/teamMembers.ts";
@@ -59,6 +60,9 @@ Environment only:
   CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
   CAPLO_FILE_RETENTION_DAYS   days a delivered file's bytes are kept (default 30, 1 to 3650); after that a
                       download answers 410 file_expired, and the conversation still shows the file
+  CAPLO_HANDOFF_WEBHOOK_URL    where a handoff notice goes when the agent hands a conversation to its
+                      queue (https; http only to this machine); CAPLO_HANDOFF_WEBHOOK_URL_<QUEUE> for one
+                      queue; signed with CAPLO_HANDOFF_WEBHOOK_SECRET (at least 32 characters)
 `;
 
 export type ServeOptions = {
@@ -242,7 +246,13 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   }
   const retention = readFileRetention(options.env);
   if (!retention.ok) return retention;
+  const handoffWebhooks = readHandoffWebhooks(options.env);
+  if (!handoffWebhooks.ok) return handoffWebhooks;
   const store = await openStore(options.db);
+  // Handoff notices to the team's webhook: stored with the handoff, sent and retried in the background.
+  const handoffDelivery = handoffWebhooks.webhooks
+    ? new HandoffDelivery({ store, webhooks: handoffWebhooks.webhooks, log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`) })
+    : undefined;
   const busResult = await openEventBus({
     ...(options.env.CAPLO_REDIS_URL && { redisUrl: options.env.CAPLO_REDIS_URL }),
     ...(isPostgres(options.db) && { databaseUrl: options.db }),
@@ -282,6 +292,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     nodeId: options.nodeId,
     ...(options.statusCheckBaseMs !== undefined && { statusCheckBaseMs: options.statusCheckBaseMs }),
     fileRetentionMs: retention.retentionMs,
+    ...(handoffDelivery && { handoffNotifier: handoffDelivery }),
     secrets: (packageVersionId) => {
       const version = releases.flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);
       const values: Record<string, string> = {};
@@ -296,6 +307,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   let cluster: ClusterNode | undefined;
   try {
     await engine.start();
+    handoffDelivery?.start();
     // Several nodes on one PostgreSQL: a liveness lease, and takeover of nodes that stop renewing theirs.
     if (isPostgres(options.db)) {
       cluster = await startClusterNode({
@@ -359,6 +371,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
       close: async () => {
         await gateway.close();
         channels?.close();
+        await handoffDelivery?.stop();
         await engine.stop();
         // Leave only after this node's own writes finished (engine.stop waited for them).
         await cluster?.stop({ leave: true });

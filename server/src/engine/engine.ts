@@ -27,6 +27,7 @@ import { findTool, type AgentRelease, type EngineTool, type ReleaseSource } from
 import { PROPOSAL_TTL_DEFAULT_MS, ProposalSweep, proposalExpired } from "./proposalSweep.ts";
 import { transcriptWindow } from "./transcriptWindow.ts";
 import { FileRetention } from "./fileRetention.ts";
+import { handoffReason, type HandoffNotifier } from "./handoff.ts";
 import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Decision } from "./writePolicy.ts";
 
 /** Where the gateway serves delivered files: `${FILES_PATH}/<id>` (the id is random and unguessable). */
@@ -57,6 +58,8 @@ export type EngineOptions = {
   proposalTtlMs?: number;
   /** How often the background sweep expires undecided proposals. Default 30 s. */
   proposalSweepMs?: number;
+  /** Tells the team (the queue's webhook) when the agent hands a conversation over (handoff.ts). */
+  handoffNotifier?: HandoffNotifier;
   /** Delivered files' bytes are purged this long after delivery (fileRetention.ts). Default 30 days. */
   fileRetentionMs?: number;
   /** Characters of transcript sent to the model per step at most (transcriptWindow.ts). Default 48,000. */
@@ -595,7 +598,7 @@ export class Engine {
   ): Promise<{ modelText: string; endTurn?: boolean }> {
     if (call.name === HANDOFF_TOOL && release.config.channels[conversation.channel]?.handoff) {
       await this.flushCarry(conversation.id, carry);
-      await this.handOff(conversation, release);
+      await this.handOff(conversation, release, handoffReason(call.arguments));
       return { modelText: "handed_off: the conversation is now with the team. Say nothing more.", endTurn: true };
     }
     const tool = findTool(release, call.name);
@@ -996,7 +999,7 @@ export class Engine {
 
   // ---------------------------------------------------------------- handoff and the team
 
-  private async handOff(conversation: ConversationRecord, release: AgentRelease): Promise<void> {
+  private async handOff(conversation: ConversationRecord, release: AgentRelease, reason: string | undefined): Promise<void> {
     const destination = release.config.channels[conversation.channel]?.handoff;
     if (!destination) return;
     await this.store.setHandoff(conversation.id, { state: "requested", queue: destination.queue, at: this.now() });
@@ -1006,6 +1009,8 @@ export class Engine {
       state: "requested",
       text: destination.message ?? "I've passed this conversation to our team. Someone will reply here.",
     });
+    // The team hears of it at the queue's webhook (stored first, sent and retried in the background).
+    await this.options.handoffNotifier?.notify({ conversation, queue: destination.queue, reason, at: this.now() });
   }
 
   /** A team member takes over any text conversation: the agent stays silent until it is handed back. */

@@ -4,7 +4,8 @@
 import { createHash } from "node:crypto";
 import { modelToolName, type ChannelKind, type IdentitySettings, type PackageVersion, type ToolPolicy } from "@caplo/shared";
 
-export type HandoffDestination = { queue: string; message?: string; webhook?: string };
+/** agent.yaml `channels.<channel>.handoff`: the team queue and what the customer is told (where the queue's notices go is the operator's CAPLO_HANDOFF_WEBHOOK_URL). */
+export type HandoffDestination = { queue: string; message?: string };
 
 export type EngineTool = {
   /** `package/tool`. */

@@ -6,7 +6,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { Engine } from "../engine/engine.ts";
-import type { ConversationRecord, WriteRecord } from "../store/store.ts";
+import { HANDOFF_QUEUE_PATTERN } from "@caplo/shared";
+import type { ConversationRecord, HandoffNotice, WriteRecord } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "./http.ts";
 import { authenticateMember, type TeamMember } from "./teamMembers.ts";
 
@@ -42,6 +43,22 @@ function followUpView(write: WriteRecord) {
     checks: write.checkCount,
     result: write.result,
     updatedAt: new Date(write.updatedAt).toISOString(),
+  };
+}
+
+/** Where a handoff notice to the team's webhook stands: delivered, still being tried, or failed (and why). */
+function noticeView(notice: HandoffNotice) {
+  const iso = (at: number | null) => (at === null ? null : new Date(at).toISOString());
+  return {
+    id: notice.id,
+    queue: notice.queue,
+    state: notice.state,
+    attempts: notice.attempts,
+    lastStatus: notice.lastStatus,
+    lastError: notice.lastError,
+    nextAttemptAt: notice.state === "pending" ? iso(notice.nextAttemptAt) : null,
+    createdAt: iso(notice.createdAt),
+    updatedAt: iso(notice.updatedAt),
   };
 }
 
@@ -95,8 +112,12 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
     guarded(async (req, res) => {
       const url = new URL(req.url ?? "/", "http://gateway");
       const handoff = url.searchParams.get("handoff");
-      const conversations = await engine.store.listConversations({ ...(handoff !== null && { handoff: handoff === "1" || handoff === "true" }), limit: 200 });
-      sendJson(res, 200, { conversations: conversations.map(conversationView) });
+      // ?queue=NAME: the conversations handed to that queue (the agent's handoff destination) or held after it.
+      const queue = url.searchParams.get("queue");
+      if (queue !== null && !HANDOFF_QUEUE_PATTERN.test(queue)) return sendError(res, 400, { code: "queue_invalid", path: "queue", message: "a queue name: lowercase letters, digits and dashes, starting with a letter" });
+      const conversations = await engine.store.listConversations({ ...(queue !== null ? { handoff: true } : handoff !== null && { handoff: handoff === "1" || handoff === "true" }), limit: 200 });
+      const listed = queue === null ? conversations : conversations.filter((conversation) => conversation.handoff?.queue === queue);
+      sendJson(res, 200, { conversations: listed.map(conversationView) });
     }),
   );
   routes.add(
@@ -109,6 +130,15 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       if (!Number.isInteger(after) || after < 0) return sendError(res, 400, { code: "after_invalid", path: "after", message: "after is a whole number of at least 0" });
       const events = await engine.store.listEvents(conversation.id, after, 1000);
       sendJson(res, 200, { conversation: conversationView(conversation), events: events.map((event) => ({ seq: event.seq, at: new Date(event.at).toISOString(), message: event.message })) });
+    }),
+  );
+  routes.add(
+    "GET",
+    "/v1/team/conversations/:id/handoff-notices",
+    guarded(async (_req, res, params) => {
+      const conversation = await engine.store.getConversation(params.id!);
+      if (!conversation) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
+      sendJson(res, 200, { notices: (await engine.store.listHandoffNotices(conversation.id)).map(noticeView) });
     }),
   );
   routes.add(
