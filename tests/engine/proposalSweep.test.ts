@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ServerFrame } from "@caplo/shared";
 import { Engine } from "../../server/src/engine/engine.ts";
-import { PROPOSAL_TTL_DEFAULT_MS } from "../../server/src/engine/proposalSweep.ts";
+import { PROPOSAL_TTL_DEFAULT_MS, readProposalTtl } from "../../server/src/engine/proposalSweep.ts";
 import { releaseFromVersions, StaticReleases } from "../../server/src/engine/release.ts";
 import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
@@ -160,5 +160,16 @@ describe("the proposal sweep in the engine's lifecycle, over a real WebSocket", 
     client.send({ t: "in", ref: "late", event: { type: "confirm", proposalId: review.message.proposalId } });
     const refused = await client.waitFor((frame) => frame.t === "error" && frame.ref === "late");
     expect(refused).toMatchObject({ t: "error", code: "proposal_not_open" });
+  });
+});
+
+describe("the proposal lifetime setting", () => {
+  it("CAPLO_PROPOSAL_TTL_SECONDS: one hour by default, whole seconds from 60 to 86400, anything else refused by name", () => {
+    expect(readProposalTtl({})).toEqual({ ok: true, ttlMs: 3_600_000 });
+    expect(readProposalTtl({ CAPLO_PROPOSAL_TTL_SECONDS: "60" })).toEqual({ ok: true, ttlMs: 60_000 });
+    expect(readProposalTtl({ CAPLO_PROPOSAL_TTL_SECONDS: "86400" })).toEqual({ ok: true, ttlMs: 86_400_000 });
+    for (const bad of ["59", "86401", "1h", "-60", "3600.5"]) {
+      expect(readProposalTtl({ CAPLO_PROPOSAL_TTL_SECONDS: bad })).toMatchObject({ ok: false, error: { code: "proposal_ttl_invalid", path: "CAPLO_PROPOSAL_TTL_SECONDS" } });
+    }
   });
 });

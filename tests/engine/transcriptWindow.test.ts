@@ -11,6 +11,7 @@ import {
   CLIP_MARKER,
   messageCost,
   MESSAGE_OVERHEAD_CHARS,
+  readTranscriptBudget,
   TRANSCRIPT_BUDGET_DEFAULT_CHARS,
   transcriptWindow,
 } from "../../server/src/engine/transcriptWindow.ts";
@@ -94,6 +95,15 @@ describe("transcriptWindow", () => {
   it("an empty transcript sends nothing, and the default budget is documented as 48,000 characters", () => {
     expect(transcriptWindow([])).toEqual([]);
     expect(TRANSCRIPT_BUDGET_DEFAULT_CHARS).toBe(48_000);
+  });
+
+  it("CAPLO_TRANSCRIPT_BUDGET_CHARS: 48,000 by default, whole characters from 2,000 to 2,000,000, anything else refused by name", () => {
+    expect(readTranscriptBudget({})).toEqual({ ok: true, chars: 48_000 });
+    expect(readTranscriptBudget({ CAPLO_TRANSCRIPT_BUDGET_CHARS: "2000" })).toEqual({ ok: true, chars: 2000 });
+    expect(readTranscriptBudget({ CAPLO_TRANSCRIPT_BUDGET_CHARS: "2000000" })).toEqual({ ok: true, chars: 2_000_000 });
+    for (const bad of ["1999", "2000001", "12k", "-1"]) {
+      expect(readTranscriptBudget({ CAPLO_TRANSCRIPT_BUDGET_CHARS: bad })).toMatchObject({ ok: false, error: { code: "transcript_budget_invalid", path: "CAPLO_TRANSCRIPT_BUDGET_CHARS" } });
+    }
   });
 });
 

@@ -12,6 +12,8 @@ import { mountChannels, readChannelSettings } from "../channels/channelSetup.ts"
 import { startClusterNode, uniqueNodeId, type ClusterNode } from "../cluster/clusterNode.ts";
 import { Engine } from "../engine/engine.ts";
 import { readFileRetention } from "../engine/fileRetention.ts";
+import { readProposalTtl } from "../engine/proposalSweep.ts";
+import { readTranscriptBudget } from "../engine/transcriptWindow.ts";
 import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
 import { StaticReleases, type AgentRelease } from "../engine/release.ts";
 import { Gateway } from "../gateway/gateway.ts";
@@ -58,6 +60,10 @@ Environment only:
                       /webhooks/<platform>; CAPLO_<PLATFORM>_AGENT picks the agent (default: the first)
   CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db)
   CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
+  CAPLO_PROPOSAL_TTL_SECONDS  how long a proposed write waits for the customer's decision before it expires
+                      (default 3600, 60 to 86400)
+  CAPLO_TRANSCRIPT_BUDGET_CHARS  characters of the conversation sent to the model per step at most
+                      (default 48000, 2000 to 2000000; the instructions always go in full)
   CAPLO_FILE_RETENTION_DAYS   days a delivered file's bytes are kept (default 30, 1 to 3650); after that a
                       download answers 410 file_expired, and the conversation still shows the file
   CAPLO_HANDOFF_WEBHOOK_URL    where a handoff notice goes when the agent hands a conversation to its
@@ -246,6 +252,10 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   }
   const retention = readFileRetention(options.env);
   if (!retention.ok) return retention;
+  const proposalTtl = readProposalTtl(options.env);
+  if (!proposalTtl.ok) return proposalTtl;
+  const transcriptBudget = readTranscriptBudget(options.env);
+  if (!transcriptBudget.ok) return transcriptBudget;
   const handoffWebhooks = readHandoffWebhooks(options.env);
   if (!handoffWebhooks.ok) return handoffWebhooks;
   const store = await openStore(options.db);
@@ -292,6 +302,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     nodeId: options.nodeId,
     ...(options.statusCheckBaseMs !== undefined && { statusCheckBaseMs: options.statusCheckBaseMs }),
     fileRetentionMs: retention.retentionMs,
+    proposalTtlMs: proposalTtl.ttlMs,
+    transcriptBudgetChars: transcriptBudget.chars,
     ...(handoffDelivery && { handoffNotifier: handoffDelivery }),
     secrets: (packageVersionId) => {
       const version = releases.flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);

@@ -81,3 +81,17 @@ export class ProposalSweep {
     await this.running?.catch(() => undefined);
   }
 }
+
+export const PROPOSAL_TTL_MIN_SECONDS = 60;
+export const PROPOSAL_TTL_MAX_SECONDS = 86_400;
+
+/** CAPLO_PROPOSAL_TTL_SECONDS as milliseconds, the default (1 hour) when unset, or the problem. */
+export function readProposalTtl(env: Record<string, string | undefined>): { ok: true; ttlMs: number } | { ok: false; error: { code: string; path: string; message: string } } {
+  const text = env.CAPLO_PROPOSAL_TTL_SECONDS;
+  if (text === undefined || text === "") return { ok: true, ttlMs: PROPOSAL_TTL_DEFAULT_MS };
+  const seconds = Number(text);
+  if (!/^[0-9]+$/.test(text) || seconds < PROPOSAL_TTL_MIN_SECONDS || seconds > PROPOSAL_TTL_MAX_SECONDS) {
+    return { ok: false, error: { code: "proposal_ttl_invalid", path: "CAPLO_PROPOSAL_TTL_SECONDS", message: `a whole number of seconds from ${PROPOSAL_TTL_MIN_SECONDS} to ${PROPOSAL_TTL_MAX_SECONDS}` } };
+  }
+  return { ok: true, ttlMs: seconds * 1000 };
+}

@@ -88,3 +88,19 @@ export function transcriptWindow(messages: readonly ModelMessage[], budgetChars 
   if (kept.length === all.length) return sent;
   return [{ role: "system", content: `[${left} earlier message(s) of this conversation are not shown here, to keep within the context budget.]` }, ...sent];
 }
+
+export const TRANSCRIPT_BUDGET_MAX_CHARS = 2_000_000;
+
+/** CAPLO_TRANSCRIPT_BUDGET_CHARS, the default when unset, or the problem (size it to your model's context: about 4 characters a token). */
+export function readTranscriptBudget(env: Record<string, string | undefined>): { ok: true; chars: number } | { ok: false; error: { code: string; path: string; message: string } } {
+  const text = env.CAPLO_TRANSCRIPT_BUDGET_CHARS;
+  if (text === undefined || text === "") return { ok: true, chars: TRANSCRIPT_BUDGET_DEFAULT_CHARS };
+  const chars = Number(text);
+  if (!/^[0-9]+$/.test(text) || chars < TRANSCRIPT_BUDGET_MIN_CHARS || chars > TRANSCRIPT_BUDGET_MAX_CHARS) {
+    return {
+      ok: false,
+      error: { code: "transcript_budget_invalid", path: "CAPLO_TRANSCRIPT_BUDGET_CHARS", message: `a whole number of characters from ${TRANSCRIPT_BUDGET_MIN_CHARS} to ${TRANSCRIPT_BUDGET_MAX_CHARS}` },
+    };
+  }
+  return { ok: true, chars };
+}
