@@ -11,6 +11,8 @@
 //   - A command that a runnable block also runs (say with another VAR=value before it) counts as run.
 //   - Any other command must match one of CHECKS below, which says how it is checked instead (npm start
 //     is walked through by tests/demo/demo.e2e.test.ts; here its script and --help are checked).
+//   - Commands written inline in prose (`npx caplo tool dev`) must be a CLI command, an npm script or a
+//     file that exists (openssl ones are run).
 // Independent blocks run side by side, so the whole test takes about as long as its slowest chain.
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -248,6 +250,48 @@ async function runBlock(block: Block, session: Session): Promise<void> {
   }
 }
 
+/** Commands written inline in prose (`npx caplo tool dev`), outside fenced blocks, with where they are. */
+export function inlineCommands(file: string, text = readFileSync(file, "utf8")): { where: string; command: string }[] {
+  const found: { where: string; command: string }[] = [];
+  let fenced = false;
+  text.split("\n").forEach((line, index) => {
+    if (line.startsWith("```")) fenced = !fenced;
+    if (fenced) return;
+    for (const match of line.matchAll(/`([^`]+)`/g)) {
+      const span = match[1]!.trim();
+      if (/^(npx |npm |caplo [a-z]|openssl |runtime\/node24\/)/.test(span)) found.push({ where: `${relative(ROOT, file)}:${index + 1}`, command: span });
+    }
+  });
+  return found;
+}
+
+/** What an inline command must be: a CLI command, an npm script, a file that exists, or run here. */
+async function checkInline(command: string): Promise<string | undefined> {
+  const list = words(command.replace(/\s+&&\s+.*$/, ""));
+  if (list[0] === "npx" && list[1] === "caplo") list.splice(0, 1);
+  if (list[0] === "caplo") {
+    const names = Object.keys(COMMANDS);
+    const args = list.slice(1).filter((arg) => !arg.startsWith("-"));
+    return names.includes(args.slice(0, 2).join(" ")) || names.includes(args[0] ?? "") || args.length === 0 ? undefined : "not a caplo command";
+  }
+  if (list[0] === "npm") {
+    if (list[1] === "run") return packageJson.scripts[list[2]!] ? undefined : `no npm script ${list[2]}`;
+    if (list[1] === "start" || list[1] === "test") return packageJson.scripts[list[1]] ? undefined : `no npm script ${list[1]}`;
+    if (list[1] === "install" || list[1] === "ci") return existsSync(join(ROOT, "package-lock.json")) ? undefined : "no package-lock.json";
+    return `npm ${list[1]} is not checked`;
+  }
+  if (list[0] === "npx" && list[1] === "tsx") return existsSync(join(ROOT, list[2]!)) ? undefined : `no file ${list[2]}`;
+  if (list[0] === "npx" && list[1] === "vite") return existsSync(join(ROOT, list[list.indexOf("-c") + 1]!)) ? undefined : "no Vite config";
+  // MCP Inspector is a third-party tool fetched by npx; what it starts (Node 24 and the stdio entry) is checked.
+  if (list[0] === "npx" && list[1] === "@modelcontextprotocol/inspector") return undefined;
+  if (list[0]!.startsWith("runtime/node24/")) return existsSync(join(ROOT, list[0]!)) ? undefined : `no ${list[0]}`;
+  if (list[0] === "openssl") {
+    const run = await execute(list, { cwd: ROOT, env: {} });
+    return run.code === 0 && run.output.trim() !== "" ? undefined : `exited ${run.code}: ${run.output}`;
+  }
+  return "not a command this test knows how to check";
+}
+
 const files = [...markdownFiles(join(ROOT, "docs")), join(ROOT, "README.md")];
 const blocks = files.flatMap((file) => shellBlocks(file));
 const runnable = blocks.filter((block) => block.runnable);
@@ -300,6 +344,23 @@ describe("docs commands", () => {
       }
     }
     expect(unchecked).toEqual([]);
+  });
+
+  it("every command written inline in the docs' prose is a CLI command, an npm script or a file that exists, or runs", async () => {
+    const inline = files.flatMap((file) => inlineCommands(file));
+    expect(inline.length).toBeGreaterThan(10);
+    const problems: string[] = [];
+    for (const { where, command } of inline) {
+      const problem = await checkInline(command);
+      if (problem) problems.push(`${where}: ${command}: ${problem}`);
+    }
+    expect(problems).toEqual([]);
+    // And the check does catch what is wrong.
+    expect([await checkInline("caplo tool frobnicate"), await checkInline("npm run no-such-script"), await checkInline("npx tsx scripts/no-such.ts")]).toEqual([
+      "not a caplo command",
+      "no npm script no-such-script",
+      "no file scripts/no-such.ts",
+    ]);
   });
 
   it("every caplo command in the docs is a command the CLI has", () => {
