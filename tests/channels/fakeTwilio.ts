@@ -10,6 +10,7 @@ import { checkContentCreate, checkResolvedContent, checkTwilioMessage, resolveVa
 export interface SentWhatsApp {
   to: string;
   from: string;
+  messagingServiceSid?: string;
   body?: string;
   mediaUrls: string[];
   contentSid?: string;
@@ -123,6 +124,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
       const message: SentWhatsApp = {
         to,
         from: params.get("From") ?? params.get("MessagingServiceSid") ?? "",
+        ...(params.get("MessagingServiceSid") ? { messagingServiceSid: params.get("MessagingServiceSid")! } : {}),
         mediaUrls: params.getAll("MediaUrl"),
         sid,
         ...(params.get("Body") ? { body: params.get("Body")! } : {}),

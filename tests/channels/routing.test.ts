@@ -4,6 +4,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { readChannelSettings, routeAgent } from "../../server/src/channels/channelSetup.ts";
 import type { AgentRelease, StaticReleases } from "../../server/src/engine/release.ts";
+import { createWhatsAppAdapter } from "@caplo/adapters/whatsapp/index";
+import { startFakeTwilio } from "./fakeTwilio.ts";
 import { BUSINESS_NUMBER, channelBench, type Bench } from "./support.ts";
 
 const SHOP_NUMBER = BUSINESS_NUMBER;
@@ -90,6 +92,26 @@ describe("agent per number, page or account", () => {
     // The mapped page is answered as before.
     await bench.say("hello");
     await bench.waitFor(() => bench.received().some((m) => m.text === "Hello there."), "the mapped page's reply");
+  });
+});
+
+describe("WhatsApp sender", () => {
+  it("with a Messaging Service the reply stays in the service and comes from the number written to; without a known number the service picks", async () => {
+    const twilio = await startFakeTwilio();
+    try {
+      const service = `MG${"c".repeat(32)}`;
+      const adapter = createWhatsAppAdapter({ accountSid: twilio.accountSid, authToken: twilio.authToken, from: service, publicUrl: "https://shop.example/webhooks/whatsapp", apiBaseUrl: twilio.url });
+      const to = "whatsapp:+38640111222";
+      expect(await adapter.send(to, { kind: "text", body: "From the help number." }, { fromTeam: false, windowOpen: true, account: HELP_NUMBER })).toMatchObject({ ok: true });
+      expect(await adapter.send(to, { kind: "text", body: "From the service." }, { fromTeam: false, windowOpen: true })).toMatchObject({ ok: true });
+      expect(twilio.sent.map((m) => [m.body, m.from, m.messagingServiceSid])).toEqual([
+        ["From the help number.", HELP_NUMBER, service],
+        ["From the service.", service, service],
+      ]);
+      expect(twilio.violations).toEqual([]);
+    } finally {
+      await twilio.close();
+    }
   });
 });
 

@@ -102,10 +102,13 @@ export class TwilioWhatsAppApi {
     return created.sid;
   }
 
-  /** Sends from `from` (one of the account's WhatsApp numbers) when given, else from the configured sender. */
+  /**
+   * Sends from `from` (one of the account's WhatsApp numbers) when given, else from the configured sender.
+   * With a Messaging Service the message stays in the service (its callbacks and settings), sent from `from`.
+   */
   async send(to: string, message: WhatsAppMessage, from?: string): Promise<SendResult> {
     try {
-      const sender = from ? { from } : this.#from.startsWith("MG") ? { messagingServiceSid: this.#from } : { from: this.#from };
+      const sender = this.#from.startsWith("MG") ? { messagingServiceSid: this.#from, ...(from ? { from } : {}) } : { from: from ?? this.#from };
       let created;
       if (message.kind === "text") {
         created = await this.client.messages.create({ ...sender, to, body: message.body });
