@@ -90,6 +90,15 @@ describe("PostgreSQL restarted mid-traffic", () => {
       }
     });
     await until("some traffic before the restart", () => answered.every((count) => count >= 2));
+    // A fifth customer's write is in its tool when PostgreSQL goes: the tool answers while the store is
+    // away, and its node records the outcome once the store is back.
+    const slow = await TestClient.open(nodes[0]!.wsUrl, ORIGIN);
+    await slow.hello(AGENT);
+    slow.send({ t: "in", ref: "slow", event: { type: "message", text: "change SLOW-1" } });
+    const slowReview = await slow.waitFor((frame) => frame.t === "event" && frame.message.type === "review", 30_000);
+    const slowId = (slowReview as { message: { proposalId: string } }).message.proposalId;
+    slow.send({ t: "in", ref: "slow-confirm", event: { type: "confirm", proposalId: slowId } });
+    await until("the shop to receive SLOW-1", () => shop.keysFor("SLOW-1").length === 1);
     await server.restart(1_500);
     const afterRestart = answered.slice();
     await until("every customer answered again after the restart", () => unanswered.length > 0 || answered.every((count, i) => count >= afterRestart[i]! + 3), 60_000);
@@ -98,6 +107,9 @@ describe("PostgreSQL restarted mid-traffic", () => {
     // Every message got its answer, or an error frame while the store was away: none was left hanging.
     expect(unanswered, nodes.map((node) => `--- ${node.name}\n${node.lines.slice(-30).join("\n")}`).join("\n")).toEqual([]);
 
+    await slow.waitFor((frame) => frame.t === "event" && frame.message.type === "outcome" && frame.message.state === "applied", 60_000);
+    confirmed.push(slowId);
+    await slow.close();
     // Writes confirmed after the restart apply too.
     for (const [i, customer] of customers.entries()) confirmed.push(await write(customer, `AFTER-${i}`));
     for (const node of nodes) {
@@ -137,7 +149,8 @@ describe("PostgreSQL restarted mid-traffic", () => {
       }
       // Messages refused while PostgreSQL was down got an error frame naming their ref; the rest an answer.
       expect(answered.every((count) => count >= 5)).toBe(true);
-      console.log(`PostgreSQL restart: answered ${answered.join(",")}, refused while down ${refused.join(",")}`);
+      const retried = nodes[0]!.lines.some((line) => line.includes("a write's outcome could not be stored yet; retrying"));
+      console.log(`PostgreSQL restart: answered ${answered.join(",")}, refused while down ${refused.join(",")}; SLOW-1's outcome ${retried ? "was stored after retrying" : "was stored at once"}`);
     } finally {
       await look.end();
     }

@@ -385,8 +385,16 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
         channels?.close();
         await handoffDelivery?.stop();
         await engine.stop();
-        // Leave only after this node's own writes finished (engine.stop waited for them).
-        await cluster?.stop({ leave: true });
+        if (cluster) {
+          // engine.stop waited for this node's work: a write of it still `running` is one whose outcome
+          // could not be stored. It becomes unknown with status checks before the node leaves; if even that
+          // fails (the store is away), the node does not leave, so a survivor takes it over later.
+          const recovered = await engine.recover().then(
+            () => true,
+            (error: unknown) => (log(`warn: running writes not recovered at stop; another node will take them over: ${String(error)}`), false),
+          );
+          await cluster.stop({ leave: recovered });
+        }
         await runner.close();
         await bus.close();
         await store.close();

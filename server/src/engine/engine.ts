@@ -831,8 +831,27 @@ export class Engine {
     } catch (error) {
       outcome = { outcome: "unknown", reason: `the runner failed: ${error instanceof Error ? error.message : String(error)}` };
     }
-    await this.progress(conversation.id, tool, running.callId, "end");
-    return this.apply(running, tool, decide(running, { type: "finished", outcome }), outcome, noteToModel);
+    return this.recordOutcome(running, tool, conversation, outcome, noteToModel);
+  }
+
+  /**
+   * The outcome of a write is known only here, in memory: if the store is away (PostgreSQL restarting),
+   * keep trying to record it, with a growing gap, rather than leave the write `running`. If this node
+   * dies first, another takes it over (unknown, then a status check); its compare-and-set then fails here.
+   */
+  private async recordOutcome(running: WriteRecord, tool: EngineTool, conversation: ConversationRecord, outcome: WriteOutcome, noteToModel: boolean): Promise<WriteRecord | undefined> {
+    let progressed = false;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (!progressed) await this.progress(conversation.id, tool, running.callId, "end");
+        progressed = true;
+        return await this.apply(running, tool, decide(running, { type: "finished", outcome }), outcome, noteToModel);
+      } catch (error) {
+        if (this.stopped || attempt >= 60) throw error;
+        if (attempt === 0) this.log("warn", "a write's outcome could not be stored yet; retrying", { writeId: running.id, error: String(error) });
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** attempt)));
+      }
+    }
   }
 
   /** Store a decision's transition (compare-and-set from the write's current state), then carry out its effects. */

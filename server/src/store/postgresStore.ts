@@ -71,6 +71,10 @@ export class PostgresStore implements Store {
 
   private async tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    // A checked-out client whose connection is cut (PostgreSQL restarting) emits 'error' besides failing
+    // its query; without a listener that event would end the process. The failed query rejects below.
+    const onLost = () => undefined;
+    client.on("error", onLost);
     try {
       await client.query("BEGIN");
       const value = await fn(client);
@@ -80,6 +84,7 @@ export class PostgresStore implements Store {
       await client.query("ROLLBACK").catch(() => undefined);
       throw error;
     } finally {
+      client.off("error", onLost);
       client.release();
     }
   }

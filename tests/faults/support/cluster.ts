@@ -152,6 +152,8 @@ export class Shop {
         this.held.push(res);
         return;
       }
+      // SLOW-...: applied at once, answered a second later (the store may be away by then).
+      if (ref.startsWith("SLOW")) await new Promise((resolve) => setTimeout(resolve, 1_000));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ ref, status: "applied" }));
       return;
