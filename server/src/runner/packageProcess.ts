@@ -8,6 +8,7 @@ import type { ElicitRequest, LogLine } from "./api.ts";
 import { ChildTransport } from "./childTransport.ts";
 import { openEgressSocket, type EgressEvent, type EgressSocket } from "./egressProxy.ts";
 import type { ResolveOverride } from "./egressRule.ts";
+import { createSandboxGroup, type SandboxGroup } from "./cgroup.ts";
 import { killSandbox, spawnSandboxed, type SandboxMode, type SandboxProcess } from "./sandbox.ts";
 
 export type CallRoute = {
@@ -31,6 +32,13 @@ export type ProcessOptions = {
   egress: readonly string[];
   overrides: readonly ResolveOverride[];
   memoryMb: number;
+  /**
+   * The whole process's memory cap in MiB (heap, Buffers, code), enforced by a control group where the
+   * runner has cgroups and the sandbox is isolated; undefined: no group (the heap cap only).
+   */
+  processMemoryMb?: number;
+  /** Processes and threads the sandbox may have at once (with processMemoryMb). */
+  pidsMax?: number;
   startTimeoutMs: number;
 };
 
@@ -79,6 +87,8 @@ export class PackageProcess {
   exitReason = "";
   lastUsed = Date.now();
   private sandbox?: SandboxProcess;
+  private group?: SandboxGroup;
+  private groupRemoved?: Promise<void>;
   private egressSocket?: EgressSocket;
   private readonly exitListeners: Array<() => void> = [];
 
@@ -114,6 +124,9 @@ export class PackageProcess {
         for (const route of this.routes.values()) route.onEgress(event);
       },
     });
+    if (this.options.mode === "isolated" && this.options.processMemoryMb !== undefined) {
+      this.group = createSandboxGroup(this.options.processMemoryMb * 1024 * 1024, this.options.pidsMax ?? 128);
+    }
     this.sandbox = spawnSandboxed({
       node: this.options.node,
       mode: this.options.mode,
@@ -123,6 +136,7 @@ export class PackageProcess {
       memoryMb: this.options.memoryMb,
       script: this.options.script,
       ...(this.options.preload && { preload: this.options.preload }),
+      ...(this.group && { cgroupProcs: this.group.procsFiles }),
     });
     const child = this.sandbox.child;
     child.stderr!.on("data", (chunk: Buffer) => {
@@ -131,6 +145,9 @@ export class PackageProcess {
     child.once("exit", (code, signal) => {
       this.exited = true;
       this.exitReason = signal ? `killed by ${signal}` : `exited with code ${code}`;
+      // The memory cgroup's OOM killer kills the package itself (the launcher then exits non-zero).
+      if (this.group?.memoryExceeded()) this.exitReason = `was killed for going over its memory limit (${Math.round(this.group.memoryBytes / 1048576)} MiB)`;
+      this.groupRemoved = this.group?.remove();
       this.sandbox?.cleanup();
       void this.egressSocket?.close();
       for (const listener of this.exitListeners) listener();
@@ -188,7 +205,9 @@ export class PackageProcess {
       const gone = new Promise<void>((resolve) => this.onExit(resolve));
       killSandbox(this.sandbox!);
       await gone;
+      await this.groupRemoved;
     } else {
+      await this.group?.remove();
       this.sandbox?.cleanup();
       await this.egressSocket?.close();
     }

@@ -22,9 +22,14 @@ const SETPRIV = "/usr/bin/setpriv";
 
 // Builds the root in the new mount namespace: a tmpfs with read-only binds of the listed paths, the
 // egress socket folder, a private /proc (pid namespace: only the sandbox's own processes) and a few
-// device nodes; then drops to the unprivileged user inside it. Arguments: ROOT RO_PATH... -- RW_PATH... -- CMD...
+// device nodes; then drops to the unprivileged user inside it. First, before anything runs, it joins
+// the sandbox's control groups (memory and process caps; "-" for none) by writing its own pid ("0").
+// Arguments: ROOT CGROUP_PROCS_FILES(colon-separated or -) RO_PATH... -- RW_PATH... -- CMD...
 const ROOT_SCRIPT = `set -eu
-R="$1"; shift
+R="$1"; CG="$2"; shift 2
+if [ "$CG" != "-" ]; then
+  IFS=:; for f in $CG; do echo 0 > "$f"; done; unset IFS
+fi
 mount -t tmpfs -o mode=755,size=8m caplo-sandbox "$R"
 bind() {
   if [ -d "$1" ]; then mkdir -p "$R$1"; elif [ -e "$1" ]; then mkdir -p "$R$(dirname "$1")"; : > "$R$1"; else return 0; fi
@@ -50,7 +55,7 @@ export function probeIsolation(): IsolationProbe {
   if (process.platform !== "linux") return (probed = { available: false, reason: `namespaces need Linux (this is ${process.platform})` });
   const root = mkdtempSync(join(tmpdir(), "caplo-probe-"));
   try {
-    const result = spawnSync("unshare", [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, "/lib", "/lib64", "/usr/lib", "/usr/bin", "/bin", "--", "--", "/bin/true"], {
+    const result = spawnSync("unshare", [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, "-", "/lib", "/lib64", "/usr/lib", "/usr/bin", "/bin", "--", "--", "/bin/true"], {
       encoding: "utf8",
       timeout: 10_000,
     });
@@ -75,6 +80,8 @@ export type SandboxSpec = {
   memoryMb: number;
   /** The egress preload Node loads first (`--import`); default sandboxPreload.ts. */
   preload?: string;
+  /** cgroup.procs files of the sandbox's control groups (isolated mode), joined before anything runs. */
+  cgroupProcs?: string[];
   /** Module and arguments Node runs, e.g. [host.ts, packageDir]. */
   script: string[];
 };
@@ -125,7 +132,7 @@ export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
   const root = mkdtempSync(join(runtimeDir(), "root-"));
   const readOnly = outermost(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, spec.preload ?? PRELOAD_MODULE]);
   if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
-  const args = [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, ...readOnly, "--", ...(spec.egressDir ? [spec.egressDir] : []), "--", spec.node, ...nodeArgs(spec)];
+  const args = [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, spec.cgroupProcs?.length ? spec.cgroupProcs.join(":") : "-", ...readOnly, "--", ...(spec.egressDir ? [spec.egressDir] : []), "--", spec.node, ...nodeArgs(spec)];
   // A process group of its own, so that stopping the sandbox can signal every process in it.
   // setpriv --pdeathsig: if the runner dies, the launcher dies, and with it the package (see ROOT_SCRIPT).
   const child = spawn(SETPRIV, ["--pdeathsig=KILL", "--", "unshare", ...args], { env, stdio: ["pipe", "pipe", "pipe"], detached: true });

@@ -29,6 +29,7 @@ import { parseResolveOverrides, type ResolveOverride } from "./egressRule.ts";
 import { checkElicitRequest } from "./elicitationPolicy.ts";
 import { extractFiles } from "./fileExtraction.ts";
 import { MemoryLogStore, type LogStore } from "./logStore.ts";
+import { memoryLimitKind } from "./cgroup.ts";
 import { ensureHostBundle } from "./hostBundle.ts";
 import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
 import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "./outcomeMapping.ts";
@@ -64,8 +65,17 @@ export type RunnerOptions = {
   hostModule?: string;
   /** Warm processes kept at most (LRU). */
   maxProcesses?: number;
-  /** V8 heap cap per package process, MiB. */
+  /** V8 heap cap per package process, MiB (default 256). */
   memoryMb?: number;
+  /**
+   * The whole package process's memory cap, MiB (V8 heap, Buffers and other off-heap memory, code):
+   * a cgroup memory limit where cgroups are usable (see memoryNote). Default memoryMb + 128.
+   */
+  processMemoryMb?: number;
+  /** Processes and threads a package process may have at once (cgroup pids.max). Default 128. */
+  pidsMax?: number;
+  /** false: no control groups even where they work (the V8 heap cap only). Default: use them (CAPLO_CGROUPS=off also turns them off). */
+  cgroups?: boolean;
   startTimeoutMs?: number;
   /** Operator's host→address map, CAPLO_EGRESS_RESOLVE syntax; default from the environment. */
   egressResolve?: string;
@@ -78,6 +88,8 @@ export type Session = {
   routes: Map<string, CallRoute>;
   /** After a timeout: make sure the next call finds a responsive server (restart if stuck). */
   recover: () => Promise<void>;
+  /** Why the process serving it ended, once it has (e.g. killed over its memory limit). */
+  exitReason?: () => string | undefined;
 };
 
 /** A loaded thing that can be called: a package version or a reviewed remote MCP server version. */
@@ -111,9 +123,12 @@ export class CaploToolRunner implements ToolRunner {
   private readonly pool: ProcessPool;
   private readonly options: RunnerOptions;
   private readonly overrides: ResolveOverride[];
+  private readonly processMemoryMb: number | undefined;
   readonly logStore: LogStore;
   readonly sandboxMode: SandboxMode | "unavailable";
   readonly sandboxNote: string;
+  /** Which memory limit applies to a package process: a cgroup's (whole process) or the V8 heap cap only, and why. */
+  readonly memoryNote: string;
   /** Which host serves packages: the prebuilt bundle, or sdk/src/host.ts and why. Set by the first load. */
   hostNote = "host: not started yet";
 
@@ -136,6 +151,19 @@ export class CaploToolRunner implements ToolRunner {
       this.sandboxMode = "unavailable";
       this.sandboxNote = `sandbox unavailable: ${isolation.reason}. Untrusted packages are refused; set CAPLO_SANDBOX=weak to allow a weaker mode`;
     }
+    const heapMb = options.memoryMb ?? 256;
+    const processMb = options.processMemoryMb ?? heapMb + 128;
+    const limit =
+      this.sandboxMode !== "isolated"
+        ? { kind: "heap" as const, reason: "the sandbox is not isolated" }
+        : options.cgroups === false
+          ? { kind: "heap" as const, reason: "turned off (RunnerOptions.cgroups: false)" }
+          : memoryLimitKind();
+    this.memoryNote =
+      limit.kind === "cgroup"
+        ? `memory: cgroup ${limit.version} limit ${processMb} MiB per package process (heap, Buffers and all; pids.max ${options.pidsMax ?? 128}), V8 heap ${heapMb} MiB`
+        : `memory: V8 heap cap only (${heapMb} MiB; Buffers and other off-heap memory are not capped): cgroups unavailable: ${limit.reason}`;
+    this.processMemoryMb = limit.kind === "cgroup" ? processMb : undefined;
   }
 
   /** The pool's start count for a version (how often its process was started). */
@@ -167,6 +195,7 @@ export class CaploToolRunner implements ToolRunner {
       egress: version.manifest.egress ?? [],
       overrides: this.overrides,
       memoryMb: this.options.memoryMb ?? 256,
+      ...(this.processMemoryMb !== undefined && { processMemoryMb: this.processMemoryMb, pidsMax: this.options.pidsMax ?? 128 }),
       startTimeoutMs: this.options.startTimeoutMs ?? 30_000,
     });
     const session = async (): Promise<Session> => {
@@ -178,6 +207,7 @@ export class CaploToolRunner implements ToolRunner {
           const alive = await process.client.ping({ timeout: STUCK_PING_MS }).then(() => true, () => false);
           if (!alive) await this.pool.stop(version.id);
         },
+        exitReason: () => (process.exited ? process.exitReason : undefined),
       };
     };
     const target: Target = {
@@ -333,7 +363,10 @@ export class CaploToolRunner implements ToolRunner {
         failure = `The tool timed out after ${policy.timeoutSeconds} seconds.`;
         void session.recover();
       } else if (controller.signal.aborted) failure = "The call was cancelled.";
-      else failure = `The tool failed: ${describeError(error)}`;
+      else {
+        const ended = session.exitReason?.();
+        failure = `The tool failed: ${describeError(error)}${ended ? ` (its process ${ended})` : ""}`;
+      }
     } finally {
       clearTimeout(timer);
       request.signal?.removeEventListener("abort", onOuterAbort);
