@@ -5,7 +5,8 @@
 //     must exit 0 and print something. A block marked `continued` runs after the page's first runnable
 //     block, in its folder and environment (the reader's same shell). The shop's documented port 4100
 //     is a free port, and paths under /tmp/ are inside the scratch folder, so runs never clash.
-//     `cmd &` runs in the background until the block ends; `export` sets the environment.
+//     `cmd &` runs in the background until the block ends; `export` sets the environment. A command the
+//     chain already ran, in the same folder and environment, is not run again.
 //   - ```sh runnable server blocks start a server per line: it must answer on its port, then stop with
 //     exit code 0 on Ctrl-C (SIGINT to its process group).
 //   - A command that a runnable block also runs (say with another VAR=value before it) counts as run.
@@ -132,7 +133,7 @@ const CHECKS: Check[] = [
   },
 ];
 
-type Session = { scratch: string; cwd: string; env: Record<string, string>; port: string; background: ChildProcess[] };
+type Session = { scratch: string; cwd: string; env: Record<string, string>; port: string; background: ChildProcess[]; done: Set<string> };
 type Run = { code: number | null; output: string };
 
 /** Runs a program to its end (or kills it after 90 s); its output is stdout and stderr together. */
@@ -243,8 +244,12 @@ async function runBlock(block: Block, session: Session): Promise<void> {
       }
       continue;
     }
+    // The same command again in the same folder and environment (a page repeating a step) is not run twice.
+    const key = JSON.stringify([argv.slice(1), session.cwd, session.env, env]);
+    if (session.done.has(key)) continue;
     mkdirSync(join(session.scratch, "tmp"), { recursive: true });
     const run = await execute(argv, { cwd: session.cwd, env: { ...session.env, ...env } });
+    session.done.add(key);
     expect(run.code, `${where}\n${run.output}`).toBe(0);
     expect(run.output.length, `${where} printed nothing`).toBeGreaterThan(0);
   }
@@ -325,7 +330,7 @@ async function newSession(): Promise<Session> {
   // A copy, so that what the commands write (build logs, fixture logs) never lands in the repository;
   // without test files, so that a folder left by a killed run is never collected as tests.
   cpSync(join(ROOT, "examples"), join(scratch, "examples"), { recursive: true, filter: (source) => !/(^|[/\\])(node_modules|\.caplo)$|\.test\.ts$/.test(source) });
-  const session: Session = { scratch, cwd: scratch, env: {}, port: await freePort(), background: [] };
+  const session: Session = { scratch, cwd: scratch, env: {}, port: await freePort(), background: [], done: new Set() };
   sessions.push(session);
   return session;
 }
