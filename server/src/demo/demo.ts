@@ -204,6 +204,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   }
   closers.push(() => shop.shop.close());
 
+  log("Building what is not built:");
   // The help articles' page origins follow the port the shop got (--shop-port, or a free one for 0).
   const packages = demoPackageDirs(shop.packageDirs, Number(new URL(shop.shop.url).port), join(ROOT, ".caplo", "demo-packages"));
   closers.push(async () => packages.remove());
@@ -211,7 +212,6 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
 
   // The widget (Vite) and the packages (each a short Node 24 run) build side by side: on a first start
   // the slower of the two sets the wait, not their sum.
-  log("Building what is not built:");
   const started = Date.now();
   const [widgetProblem, built] = await Promise.all([buildWidget(log), buildPackages(packages.dirs, log, signal)]);
   if (widgetProblem) return failed(widgetProblem);
