@@ -3,9 +3,7 @@
 // stored first, retried with growing gaps, and its outcome recorded and shown in the team API. A local HTTP
 // server plays the team's endpoint and checks every signature and body itself; the store is a real SQLite
 // file, the clock manual.
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -17,35 +15,12 @@ import { teamMember } from "../../server/src/gateway/teamMembers.ts";
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
 import { WEB } from "./support/harness.ts";
+import { teamEndpoint } from "./support/teamEndpoint.ts";
 import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
 import { createShopServer, ShopBackend, shopVersion } from "./support/shopTools.ts";
 
 const SECRET = "handoff-webhook-secret-of-32-chars-or-more!";
 const BASE_MS = 1000;
-
-type Received = { headers: Record<string, string | string[] | undefined>; body: string; signatureValid: boolean; timestamp: number };
-
-/** The team's endpoint: verifies each request's signature on its own, records it, answers the next scripted status. */
-async function teamEndpoint(statuses: number[] = []) {
-  const received: Received[] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      const header = String(req.headers["x-caplo-signature"] ?? "");
-      const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header);
-      const expected = match ? createHmac("sha256", SECRET).update(`${match[1]}.${body}`).digest() : Buffer.alloc(32);
-      const signatureValid = !!match && timingSafeEqual(expected, Buffer.from(match[2]!, "hex"));
-      received.push({ headers: req.headers, body, signatureValid, timestamp: Number(match?.[1]) });
-      res.writeHead(statuses.shift() ?? 204);
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  return { url: `http://127.0.0.1:${port}/caplo/handoff`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
-}
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -53,7 +28,7 @@ afterEach(async () => {
 });
 
 async function setup(webhooks: (url: string) => HandoffWebhooks, statuses: number[] = [], queue = "support") {
-  const endpoint = await teamEndpoint(statuses);
+  const endpoint = await teamEndpoint(SECRET, statuses);
   cleanups.push(endpoint.close);
   const dir = mkdtempSync(join(tmpdir(), "caplo-handoff-"));
   const clock = { now: Date.parse("2026-03-01T10:00:00.000Z") };
@@ -170,7 +145,7 @@ describe("handoff notices", () => {
   });
 
   it("a queue's own webhook wins over the default; a queue with neither gets no notice at all", async () => {
-    const other = await teamEndpoint();
+    const other = await teamEndpoint(SECRET);
     cleanups.push(other.close);
     const own = await setup((url) => ({ defaultUrl: other.url, byQueue: { support: url }, secret: SECRET }));
     await own.handOff();
