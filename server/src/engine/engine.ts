@@ -35,6 +35,7 @@ export const FILES_PATH = "/v1/files";
 
 const RECENT_EVENTS_PER_CONVERSATION = 32;
 const RECENT_CONVERSATIONS = 2000;
+const RECENT_OWNERS = 10_000;
 
 /** The model-facing name of the built-in handoff tool (no `__`, so it never clashes with a package tool). */
 export const HANDOFF_TOOL = "handoff_to_team";
@@ -134,6 +135,8 @@ export class Engine {
   private readonly recentEvents = new Map<string, StoredEvent[]>();
   /** The model transcript of recently active conversations (the store stays the truth; see transcriptOf). */
   private readonly transcripts = new Map<string, CachedTranscript>();
+  /** Conversation id → owner id of recent conversations (an owner never changes). */
+  private readonly owners = new Map<string, string>();
   private readonly undeliveredSources = new Set<() => Promise<UndeliveredMessage[]>>();
   private checkTimer: NodeJS.Timeout | undefined;
   private checking = false;
@@ -400,9 +403,9 @@ export class Engine {
    * holder or channel identity); only `confirm` from that owner runs a write. Typed text never does.
    */
   async handle(conversationId: string, ownerId: string, inbound: Inbound, source?: InboundSource): Promise<EngineResult> {
-    const conversation = await this.store.getConversation(conversationId);
-    if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
-    if (conversation.ownerId !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
+    const owner = await this.ownerOf(conversationId);
+    if (owner === undefined) return fail("conversation_not_found", "conversationId", "no such conversation");
+    if (owner !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
     // A platform event (MessageSid, mid) is accepted once, atomically in the store, right before it acts:
     // its redelivery, or its replay after a crash, gets no second turn.
     const once = (act: () => Promise<EngineResult>) => async (): Promise<EngineResult> => {
@@ -414,7 +417,7 @@ export class Engine {
     };
     switch (inbound.type) {
       case "answer":
-        return once(() => this.answer(conversation, inbound))();
+        return once(() => this.answer(conversationId, inbound))();
       case "message":
         return this.serial(conversationId, once(() => this.customerMessage(conversationId, inbound.text)));
       case "confirm":
@@ -497,11 +500,22 @@ export class Engine {
     });
   }
 
-  private async answer(conversation: ConversationRecord, inbound: Extract<Inbound, { type: "answer" }>): Promise<EngineResult> {
+  /** A conversation's owner (it never changes): remembered for recent conversations, else read from the store. */
+  private async ownerOf(conversationId: string): Promise<string | undefined> {
+    const known = this.owners.get(conversationId);
+    if (known !== undefined) return known;
+    const conversation = await this.store.getConversation(conversationId);
+    if (!conversation) return undefined;
+    this.owners.set(conversationId, conversation.ownerId);
+    if (this.owners.size > RECENT_OWNERS) this.owners.delete(this.owners.keys().next().value!);
+    return conversation.ownerId;
+  }
+
+  private async answer(conversationId: string, inbound: Extract<Inbound, { type: "answer" }>): Promise<EngineResult> {
     const pending = this.elicitations.get(inbound.elicitationId);
     // A question waits in the memory of the node whose tool asked it: an answer arriving at another node
     // (the connection moved) is refused clearly; the asking node cancels the question when it times out.
-    if (!pending || pending.conversationId !== conversation.id) return fail("question_not_open", "elicitationId", "no open question with this id on this server (it was answered, timed out, or waits on another node); ask again");
+    if (!pending || pending.conversationId !== conversationId) return fail("question_not_open", "elicitationId", "no open question with this id on this server (it was answered, timed out, or waits on another node); ask again");
     if (inbound.action !== "accept") {
       this.elicitations.delete(inbound.elicitationId);
       pending.resolve({ action: inbound.action });
