@@ -31,14 +31,31 @@ if [ "$CG" != "-" ]; then
   IFS=:; for f in $CG; do echo 0 > "$f"; done; unset IFS
 fi
 mount -t tmpfs -o mode=755,size=8m caplo-sandbox "$R"
+# Every mount point (a folder, or a file's folder) made by one mkdir: each command run here is a
+# process start, and they add up in a package's cold start.
+NL='
+'
+dirs="$R/proc$NL$R/dev$NL$R/tmp"
+section=0
+for p in "$@"; do
+  if [ "$p" = "--" ]; then
+    section=$((section + 1))
+    if [ $section -eq 2 ]; then break; fi
+  elif [ -d "$p" ]; then dirs="$dirs$NL$R$p"
+  elif [ -e "$p" ]; then dirs="$dirs$NL$R\${p%/*}"
+  fi
+done
+IFS=$NL; mkdir -p $dirs; unset IFS
 bind() {
-  if [ -d "$1" ]; then mkdir -p "$R$1"; elif [ -e "$1" ]; then mkdir -p "$R$(dirname "$1")"; : > "$R$1"; else return 0; fi
-  mount --bind "$1" "$R$1"
-  if [ "$2" = ro ]; then mount -o remount,bind,ro,nosuid,nodev "$R$1"; fi
+  if [ -d "$1" ]; then :; elif [ -e "$1" ]; then : > "$R$1"; else return 0; fi
+  if [ "$2" = rw ]; then mount --bind "$1" "$R$1"; return 0; fi
+  mount --bind -o ro,nosuid,nodev "$1" "$R$1"
+  # A mount(8) older than util-linux 2.27 ignores ro on a bind: remount then, and stop if still writable.
+  if [ -w "$R$1" ]; then mount -o remount,bind,ro,nosuid,nodev "$R$1"; fi
+  if [ -w "$R$1" ]; then echo "sandbox: $1 is still writable after a read-only bind" >&2; exit 1; fi
 }
 while [ "$1" != "--" ]; do bind "$1" ro; shift; done; shift
 while [ "$1" != "--" ]; do bind "$1" rw; shift; done; shift
-mkdir -p "$R/proc" "$R/dev" "$R/tmp"
 mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
 for d in null zero random urandom; do : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
 mount -o remount,ro "$R"
