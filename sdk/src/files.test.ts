@@ -61,6 +61,17 @@ describe("file(): one file for the visitor", () => {
     // @ts-expect-error bytes are bytes, not base64 text
     expect(() => file({ name: "a.pdf", mimeType: "application/pdf", bytes: "JVBERi0=" })).toThrow();
   });
+
+  it("is typed: with <Input, Output>, withFiles around an Output compiles and around another type does not", () => {
+    type Output = { invoiceId: string };
+    const inputSchema = { type: "object", properties: {} } as const;
+    const pdf = () => file({ name: "a.pdf", mimeType: "application/pdf", bytes: PDF });
+    const typed = defineTool<Record<string, never>, Output>({ name: "typed", description: "d", inputSchema, handler: () => withFiles({ invoiceId: "INV-1" }, pdf()) });
+    const asText = defineTool<Record<string, never>, Output>({ name: "text", description: "d", inputSchema, handler: async () => withFiles("Here it is.", pdf()) });
+    // @ts-expect-error invoiceId is a string in Output
+    const wrong = defineTool<Record<string, never>, Output>({ name: "wrong", description: "d", inputSchema, handler: () => withFiles({ invoiceId: 7 }, pdf()) });
+    expect([typed.name, asText.name, wrong.name]).toEqual(["typed", "text", "wrong"]);
+  });
 });
 
 describe("withFiles(): a result with files", () => {
