@@ -236,7 +236,10 @@ export class Connection {
       this.ownerId = conversation.ownerId;
       this.sentSeq = frame.resume && token === frame.resume.token ? Math.min(frame.resume.after, conversation.lastSeq) : 0;
       // Subscribe before reading the backlog, so nothing stored in between is missed.
-      this.unsubscribe = engine.subscribe(conversation.id, () => void this.flush());
+      // A notice says "stored up to seq N": one this connection has already sent up to needs no flush.
+      this.unsubscribe = engine.subscribe(conversation.id, (seq) => {
+        if (seq > this.sentSeq) void this.flush();
+      });
       await this.unsubscribe.ready;
       this.deps.joined(this);
       this.send({ t: "welcome", v: PROTOCOL_VERSION, conversationId: conversation.id, resumeToken: token!, verified: conversation.subject !== null });
