@@ -861,7 +861,7 @@ export class Engine {
         progressed = true;
         return await this.apply(running, tool, decide(running, { type: "finished", outcome }), outcome, noteToModel);
       } catch (error) {
-        if (this.stopped || attempt >= 60) throw error;
+        if (this.stopped || attempt >= 60 || !storeUnreachable(error)) throw error;
         if (attempt === 0) this.log("warn", "a write's outcome could not be stored yet; retrying", { writeId: running.id, error: String(error) });
         await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** attempt)));
       }
@@ -1142,6 +1142,14 @@ function stepUpEvent(stepUp: StepUp, proposalId: string | undefined): OutboundOf
     ...(proposalId && { proposalId }),
     text: proposalId ? "To finish this, please verify your identity again." : "You need to verify your identity for this.",
   };
+}
+
+/** A store error worth waiting out: the database is restarting or the connection to it was cut. */
+function storeUnreachable(error: unknown): boolean {
+  const code = String((error as { code?: unknown })?.code ?? "");
+  if (["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"].includes(code)) return true;
+  if (/^(57P0[123]|08\d{3})$/.test(code)) return true; // shutdown, cannot connect now, connection exceptions
+  return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error instanceof Error ? error.message : String(error));
 }
 
 function toResult(outcome: WriteOutcome): WriteResult | undefined {
