@@ -139,6 +139,31 @@ describe("floods", () => {
 });
 
 describe("reconnecting to another node", () => {
+  it("a tool's question waits on the node that asked it: answered there it works; answered on another node it is refused clearly", async () => {
+    const here = await customer(a);
+    here.send({ t: "in", ref: "q1", event: { type: "message", text: "please ask me" } });
+    const question = (await here.waitFor((frame) => frame.t === "event" && frame.message.type === "question", 30_000)) as { message: { elicitationId: string } };
+    here.send({ t: "in", ref: "a1", event: { type: "answer", elicitationId: question.message.elicitationId, action: "accept", content: { word: "banana" } } });
+    await here.waitFor(agentText(/^Asked: .*banana/), 30_000);
+
+    const first = await TestClient.open(a.wsUrl, ORIGIN);
+    const welcome = await first.hello(AGENT);
+    first.send({ t: "in", ref: "q2", event: { type: "message", text: "please ask me" } });
+    const asked = (await first.waitFor((frame) => frame.t === "event" && frame.message.type === "question", 30_000)) as { seq: number; message: { elicitationId: string } };
+    await first.close();
+    // The widget comes back on node b: it sees the question, but its answer cannot reach node a's tool.
+    const moved = await TestClient.open(b.wsUrl, ORIGIN);
+    clients.push(moved);
+    await moved.hello(AGENT, { token: welcome.resumeToken, after: asked.seq - 1 });
+    await moved.waitFor((frame) => frame.t === "event" && frame.seq === asked.seq && frame.message.type === "question");
+    moved.send({ t: "in", ref: "a2", event: { type: "answer", elicitationId: asked.message.elicitationId, action: "accept", content: { word: "cherry" } } });
+    const refused = await moved.waitFor((frame) => frame.t === "error" && frame.ref === "a2");
+    expect(refused).toMatchObject({ code: "question_not_open" });
+    expect((refused as { message: string }).message).toMatch(/another node/);
+    // The conversation carries on on node b.
+    expect(await ask(moved, "echo onward", /^Echo: /)).toContain("onward");
+  });
+
   it("a widget that reconnects to the other node resumes exactly after its last event and carries on there", async () => {
     const first = await TestClient.open(a.wsUrl, ORIGIN);
     const welcome = await first.hello(AGENT);

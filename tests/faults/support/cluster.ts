@@ -21,7 +21,7 @@ export const ORIGIN = "https://faults.example";
 export const AGENT = "faults";
 export const ADMIN_URL = process.env.CAPLO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const FIXTURES = join(import.meta.dirname, "..", "fixtures");
-const PACKAGES = ["fault-shop", "fault-hang", "fault-crash", "fault-big", "fault-echo"];
+const PACKAGES = ["fault-shop", "fault-hang", "fault-crash", "fault-big", "fault-echo", "fault-ask"];
 
 /** What the scripted model does in these tests (pattern strings are regular expressions, case-insensitive). */
 export const FAULT_RULES: ScriptedRule[] = [
@@ -30,6 +30,7 @@ export const FAULT_RULES: ScriptedRule[] = [
   { when: /\bhang\b/i, replies: [{ toolCalls: [{ name: "fault_hang__hang", args: {} }] }, { text: "The lookup gave no answer: {{tool}}" }] },
   { when: /\bcrash\b/i, replies: [{ toolCalls: [{ name: "fault_crash__crash", args: {} }] }, { text: "The lookup failed: {{tool}}" }] },
   { when: /\bbig\b/i, replies: [{ toolCalls: [{ name: "fault_big__big", args: {} }] }, { text: "The big lookup: {{tool}}" }] },
+  { when: /\bask me\b/i, replies: [{ toolCalls: [{ name: "fault_ask__ask", args: {} }] }, { text: "Asked: {{tool}}" }] },
   { when: /^say \w+/i, replies: [{ text: "You said: {{user}}" }] },
 ];
 
@@ -69,7 +70,7 @@ export async function publishAgent(dir: string): Promise<{ releasesDir: string; 
     instructions: "Help with changes.",
     origins: [ORIGIN],
     channels: { web: {} },
-    tools: ["fault-shop/apply_change", "fault-hang/hang", "fault-crash/crash", "fault-big/big", "fault-echo/echo"],
+    tools: ["fault-shop/apply_change", "fault-hang/hang", "fault-crash/crash", "fault-big/big", "fault-echo/echo", "fault-ask/ask"],
   });
   if (!config.ok) throw new Error(JSON.stringify(config.issues));
   const release = createRelease(config.agent, versions, new Date());
