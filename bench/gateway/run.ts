@@ -1,11 +1,17 @@
 // bench/gateway: many concurrent WebSocket conversations through read-tool turns (scripted model, SQLite
 // file store, the shop's real MCP server in-process), then many idle connections. Prints turns per
-// second, p50/p99 turn latency and memory per idle connection of the server process.
+// second, p50/p99 turn latency, the server's CPU per turn (and this load generator's, which runs in this
+// process, apart from the server's), the machine's load average, and memory per idle connection.
 //
 //   node --import tsx bench/gateway/run.ts [--conversations 200] [--turns 10] [--idle 10000]
+//   BENCH_PROF=/tmp/prof node --import tsx bench/gateway/run.ts --idle 0   # + a CPU profile of the server
 //
-// A turn is timed from sending the customer's message to receiving the agent's reply event; each
-// turn reads the store, asks the model, runs get_order (progress, result layout) and stores ~10 events.
+// A turn is timed from sending the customer's message to receiving the agent's reply event. Each turn
+// stores 5 events and 4 transcript entries in 4 transactions (customer message; model reply + progress
+// start; progress end + result + tool entry; final reply), asks the model twice and runs get_order once.
+// The measured window includes each conversation's connect and hello. On a 2-core machine shared with
+// other work, read the load average: the server is one process on one core, and every other busy
+// process takes from it.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
