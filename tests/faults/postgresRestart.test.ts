@@ -37,9 +37,8 @@ const reply = (client: TestClient, from: number, ref: string, text: string) =>
     (frame) =>
       client.frames.indexOf(frame) >= from &&
       ((frame.t === "event" && frame.message.type === "text" && frame.message.from === "agent" && frame.message.text === `You said: ${text}`) ||
-        // A message the node could not take while the store was away: an error frame says so (with its
-        // ref when refused before the ack, without one when the turn failed after it).
-        (frame.t === "error" && (frame.ref === ref || frame.code === "internal_error"))),
+        // A message the node could not take while the store was away: an error frame with its ref says so.
+        (frame.t === "error" && frame.ref === ref)),
     30_000,
   );
 

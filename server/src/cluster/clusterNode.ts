@@ -62,6 +62,10 @@ export async function startClusterNode(options: ClusterNodeOptions): Promise<Clu
     },
     onTakenOver: () =>
       options.log("error", "cluster: this node stalled past its lease and another node recovered its running writes; their late results are refused", { nodeId: options.nodeId }),
+    onOk: () => {
+      if (lastError) options.log("info", "cluster: liveness rounds succeed again", { nodeId: options.nodeId });
+      lastError = "";
+    },
     onError: (error) => {
       const message = error instanceof Error ? error.message : String(error);
       // Once per distinct failure, not every round while PostgreSQL is away.

@@ -14,6 +14,8 @@ export type NodeLivenessOptions = {
   onRecovered?: (lostNodeId: string) => void;
   /** A round failed (PostgreSQL unreachable, recovery failed); the next round tries again. */
   onError?: (error: unknown) => void;
+  /** A round succeeded (after failures: the node is back in the cluster). */
+  onOk?: () => void;
 };
 
 export type NodeLiveness = {
@@ -36,6 +38,7 @@ export function startNodeLiveness(options: NodeLivenessOptions): NodeLiveness {
       if (wasTakenOver) options.onTakenOver?.();
       const recovered = await leases.takeOverLost(options.recover);
       for (const id of recovered) options.onRecovered?.(id);
+      options.onOk?.();
     } catch (error) {
       options.onError?.(error);
     }

@@ -160,7 +160,9 @@ export class Connection {
       await this.handle(parsed.data);
     } catch (error) {
       this.deps.log("error", "frame handling failed", { error: String(error) });
-      this.error("internal_error", "something went wrong on our side; please try again");
+      // With the frame's ref, so the client knows which message to send again (the store may be restarting).
+      const ref = "ref" in parsed.data && typeof parsed.data.ref === "string" ? parsed.data.ref : undefined;
+      this.error("internal_error", "something went wrong on our side; please try again", ref !== undefined ? { ref } : {});
     }
   }
 
