@@ -36,6 +36,8 @@ import type {
 
 const encode = (value: unknown) => JSON.stringify(value);
 
+const GROUP_COMMIT_MAX = 256;
+
 type QueuedAppend = { conversationId: string; batch: AppendBatch; at: number; resolve: (stored: AppendedBatch) => void; reject: (error: unknown) => void };
 const bool = (value: boolean) => (value ? 1 : 0);
 
@@ -118,7 +120,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.commitAppends(); // appends already asked for are committed (and answered) first
+    while (this.appendQueue.length > 0) this.commitAppends(); // appends already asked for are committed (and answered) first
     if (this.db.open) this.db.close();
   }
 
@@ -211,8 +213,9 @@ export class SqliteStore implements Store {
   private appendQueue: QueuedAppend[] = [];
 
   private commitAppends(): void {
-    const queued = this.appendQueue;
-    this.appendQueue = [];
+    // At most GROUP_COMMIT_MAX batches per transaction, so a burst never holds the event loop for long.
+    const queued = this.appendQueue.splice(0, GROUP_COMMIT_MAX);
+    if (this.appendQueue.length > 0) setImmediate(() => this.commitAppends());
     if (queued.length === 0) return;
     if (!this.db.open) {
       for (const job of queued) job.reject(new Error("append: the store is closed"));
