@@ -1,0 +1,108 @@
+// The channels' state shared by nodes on the machine's PostgreSQL (a schema of this run's own): each
+// received webhook event claimed by exactly one node, each outbound part sent by exactly one node, and
+// a customer bound to one conversation whichever node hears from them.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Platform } from "../channels/ports.ts";
+import { PostgresInboxStore } from "./postgresInboxStore.ts";
+import { TEST_DATABASE_URL, TestSchema } from "./testSchema.ts";
+
+const schema = new TestSchema();
+const stores: PostgresInboxStore[] = [];
+const node = async (nodeId: string, claims: { inboundClaimMs?: number; outboxClaimMs?: number } = {}) => {
+  const store = await PostgresInboxStore.open({ connectionString: TEST_DATABASE_URL, schema: schema.name, nodeId, max: 2, ...claims });
+  stores.push(store);
+  return store;
+};
+let a: PostgresInboxStore;
+let b: PostgresInboxStore;
+let c: PostgresInboxStore;
+
+beforeAll(async () => {
+  // Three nodes starting together migrate the tables once.
+  [a, b, c] = await Promise.all([node("node-a"), node("node-b"), node("node-c")]);
+});
+afterAll(async () => {
+  for (const store of stores) store.close();
+  await schema.drop();
+});
+
+const whatsapp: Platform = "whatsapp";
+
+describe("PostgresInboxStore", () => {
+  it("stores a webhook event once however often and wherever it arrives, and hands each to exactly one of three nodes", async () => {
+    const inserted = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => [a, b, c][i % 3]!.insertInbound({ platform: whatsapp, messageId: `SM${i % 30}`, event: "{}", receivedAt: 1_000 + (i % 30) })),
+    );
+    expect(inserted.filter(Boolean)).toHaveLength(30);
+    const claimedBy = new Map<string, string[]>();
+    await Promise.all(
+      [a, b, c].map(async (store) => {
+        for (;;) {
+          const rows = await store.claimInbound(4);
+          if (rows.length === 0) return;
+          for (const row of rows) {
+            claimedBy.set(row.messageId, [...(claimedBy.get(row.messageId) ?? []), store.nodeId]);
+            await store.finishInbound(row.platform, row.messageId, "done");
+          }
+        }
+      }),
+    );
+    expect(claimedBy.size).toBe(30);
+    expect([...claimedBy.values()].filter((holders) => holders.length !== 1)).toEqual([]);
+    expect(await a.listInbound("received")).toEqual([]);
+  });
+
+  it("gives an event claimed by a node that went silent to another node once the claim is old, and never one a live node holds", async () => {
+    const quick = await node("node-quick", { inboundClaimMs: 200 });
+    await a.insertInbound({ platform: whatsapp, messageId: "SM-lost", event: "{}", receivedAt: 5_000 });
+    const [held] = await a.claimInbound(1);
+    expect(held?.messageId).toBe("SM-lost");
+    expect(await quick.claimInbound(1)).toEqual([]); // just claimed: alive
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await quick.claimInbound(1)).map((row) => row.messageId)).toEqual(["SM-lost"]);
+    expect(await b.requeueProcessing()).toBe(0); // b's default claim time: nothing is old enough
+  });
+
+  it("binds a customer to one conversation whichever node hears from them first", async () => {
+    const key = { platform: whatsapp, account: "whatsapp:+15550001111", externalId: "whatsapp:+15550002222" };
+    const bound = await Promise.all([a.bind(key, "c_from_a", 1), b.bind(key, "c_from_b", 2), c.bind(key, "c_from_c", 3)]);
+    expect(new Set(bound.map((binding) => binding.conversationId)).size).toBe(1);
+    expect((await b.findBinding(key))?.conversationId).toBe(bound[0]!.conversationId);
+    await b.setCursor(key, 7);
+    await c.setCursor(key, 5);
+    expect((await a.findBinding(key))?.cursor).toBe(7);
+  });
+
+  it("lets exactly one of three nodes send an outbound part; the others see it as sent, and a silent sender's part is taken over", async () => {
+    const answers = await Promise.all([a, b, c].map((store) => store.getOutbox(whatsapp, "c_1", 4, 0)));
+    expect(answers.filter((answer) => answer === undefined)).toHaveLength(1);
+    expect(answers.filter((answer) => answer?.state === "sent")).toHaveLength(2);
+    const sender = [a, b, c][answers.indexOf(undefined)]!;
+    await sender.recordOutbox({ platform: whatsapp, conversationId: "c_1", seq: 4, part: 0, state: "sent", attempts: 1, platformId: "SMout1", at: 10 });
+    expect(await a.getOutbox(whatsapp, "c_1", 4, 0)).toMatchObject({ state: "sent", platformId: "SMout1" });
+
+    const silent = await node("node-silent", { outboxClaimMs: 200 });
+    const other = await node("node-other", { outboxClaimMs: 200 });
+    expect(await silent.getOutbox(whatsapp, "c_1", 5, 0)).toBeUndefined(); // claimed, then the node dies
+    expect(await other.getOutbox(whatsapp, "c_1", 5, 0)).toMatchObject({ state: "sent" });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await other.getOutbox(whatsapp, "c_1", 5, 0)).toBeUndefined();
+  });
+
+  it("keeps refs, proposal states, open questions, failures and content ids for every node", async () => {
+    await a.putRefs([{ token: "c1.tokentokentokentokenAA", platform: whatsapp, conversationId: "c_2", kind: "confirm", targetId: "p_1" }]);
+    expect(await b.getRef("c1.tokentokentokentokenAA")).toEqual({ token: "c1.tokentokentokentokenAA", platform: whatsapp, conversationId: "c_2", kind: "confirm", targetId: "p_1" });
+    await a.setProposalState("c_2", "p_1", "running");
+    expect(await c.getProposalState("c_2", "p_1")).toBe("running");
+    await b.setOpenQuestion("c_2", { elicitationId: "q_1", field: "slot", options: [{ value: "a", label: "A" }] });
+    expect(await a.getOpenQuestion("c_2")).toMatchObject({ elicitationId: "q_1" });
+    await a.setOpenQuestion("c_2", null);
+    expect(await c.getOpenQuestion("c_2")).toBeUndefined();
+    await a.recordOutbox({ platform: whatsapp, conversationId: "c_2", seq: 1, part: 0, state: "sent", attempts: 1, platformId: "SMx", at: 20 });
+    expect(await b.markFailedByPlatformId("SMx", "undelivered", "Not delivered.")).toMatchObject({ state: "failed", code: "undelivered" });
+    expect((await c.listFailures()).map((failure) => failure.platformId)).toContain("SMx");
+    await a.putContentSid("h1", "HX1");
+    await b.putContentSid("h1", "HX2");
+    expect(await c.getContentSid("h1")).toBe("HX1");
+  });
+});
