@@ -205,33 +205,32 @@ export class PostgresStore implements Store {
   async append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch> {
     const messages = batch.events ?? [];
     const entries = batch.transcript ?? [];
-    return this.tx(async (client) => {
-      // The row lock taken by this update orders concurrent appends to the conversation.
-      const rows = await this.q(
-        "UPDATE conversations SET last_seq = last_seq + $1, last_transcript_seq = last_transcript_seq + $2 WHERE id = $3 RETURNING *",
-        [messages.length, entries.length, conversationId],
-        client,
-      );
-      if (!rows[0]) throw new Error(`append: no conversation ${conversationId}`);
-      const conversation = toConversation(rows[0]);
-      const insert = async (table: "events" | "transcript", lastSeq: number, items: readonly unknown[]) => {
-        if (items.length === 0) return;
-        const values: unknown[] = [conversationId, at];
-        const tuples = items.map((item, index) => {
-          values.push(lastSeq - items.length + index + 1, encode(item));
-          return `($1, $${values.length - 1}, $2, $${values.length}::jsonb)`;
-        });
-        await client.query(`INSERT INTO ${table} (conversation_id, seq, at, message) VALUES ${tuples.join(", ")}`, values);
-      };
-      await insert("events", conversation.lastSeq, messages);
-      await insert("transcript", conversation.lastTranscriptSeq, entries);
-      const first = (last: number, count: number) => last - count + 1;
-      return {
-        conversation,
-        events: messages.map((message, index) => ({ conversationId, seq: first(conversation.lastSeq, messages.length) + index, at, message })),
-        transcript: entries.map((message, index) => ({ conversationId, seq: first(conversation.lastTranscriptSeq, entries.length) + index, at, message })),
-      };
-    });
+    const eventTexts = messages.map(encode);
+    const entryTexts = entries.map(encode);
+    // One statement, so one round trip and one implicit transaction: the update's row lock orders concurrent
+    // appends to the conversation, and the inserts take the seqs it reserved (all or nothing).
+    const rows = await this.q(
+      `WITH c AS (
+         UPDATE conversations SET last_seq = last_seq + $2, last_transcript_seq = last_transcript_seq + $3 WHERE id = $1 RETURNING *
+       ), e AS (
+         INSERT INTO events (conversation_id, seq, at, message)
+         SELECT c.id, c.last_seq - $2 + x.ord, $4, x.message FROM c, unnest($5::jsonb[]) WITH ORDINALITY AS x(message, ord)
+       ), t AS (
+         INSERT INTO transcript (conversation_id, seq, at, message)
+         SELECT c.id, c.last_transcript_seq - $3 + x.ord, $4, x.message FROM c, unnest($6::jsonb[]) WITH ORDINALITY AS x(message, ord)
+       )
+       SELECT * FROM c`,
+      [conversationId, messages.length, entries.length, at, eventTexts, entryTexts],
+    );
+    if (!rows[0]) throw new Error(`append: no conversation ${conversationId}`);
+    const conversation = toConversation(rows[0]);
+    const firstEvent = conversation.lastSeq - messages.length + 1;
+    const firstEntry = conversation.lastTranscriptSeq - entries.length + 1;
+    return {
+      conversation,
+      events: messages.map((message, index) => ({ conversationId, seq: firstEvent + index, at, message })),
+      transcript: entries.map((message, index) => ({ conversationId, seq: firstEntry + index, at, message })),
+    };
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {

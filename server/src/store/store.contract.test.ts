@@ -168,6 +168,12 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
       [4, "t4"],
     ]);
     expect((await store.getConversation(c.id))?.lastTranscriptSeq).toBe(4);
+    // Text that array and JSON encodings must both carry exactly.
+    const tricky = 'say "hi", {x} [y] \\ back\\slash\nnew line, ünïcödé 🙂 NULL \'q\'';
+    const odd = await store.append(c.id, { events: [text(tricky)], transcript: [{ role: "user", content: tricky }] }, 9);
+    expect(odd.events[0]!.seq).toBe(4);
+    expect((await second.listEvents(c.id, 3)).map((event) => (event.message.type === "text" ? event.message.text : ""))).toEqual([tricky]);
+    expect((await second.listTranscript(c.id, 4)).map((entry) => entry.message.content)).toEqual([tricky]);
   });
 
   it("a batch is all or nothing: one item that cannot be stored leaves no event, no entry and no seq used", async () => {
