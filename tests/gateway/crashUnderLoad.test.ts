@@ -45,7 +45,7 @@ class Customer {
       this.ws.once("error", reject);
       this.ws.once("open", () => this.ws.send(JSON.stringify({ t: "hello", v: 1, agent: "shop-agent", capabilities: {}, ...(resume && { resume }) })));
       this.ws.on("message", (data) => {
-        const frame = JSON.parse(String(data)) as { t: string; conversationId?: string; resumeToken?: string } & Partial<EventFrame>;
+        const frame = JSON.parse(String(data)) as { t: string; conversationId?: string; resumeToken?: string; seq?: number; message?: EventFrame["message"] };
         if (frame.t === "welcome") {
           this.token = frame.resumeToken!;
           this.conversationId = frame.conversationId!;
