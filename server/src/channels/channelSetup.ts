@@ -10,7 +10,7 @@ import type { ChannelCapabilities } from "@caplo/shared/channel";
 import { ChannelService, type Retention } from "./channelService.ts";
 import { storeContentCache } from "./contentCache.ts";
 import { EnginePort, type EngineView } from "./enginePort.ts";
-import type { OutboxRecord, Platform, TeamAlerts } from "./ports.ts";
+import type { InboxStore, OutboxRecord, Platform, TeamAlerts } from "./ports.ts";
 import { registerChannelRoutes, type RouteRegistry } from "./routes.ts";
 import { SqliteInboxStore } from "./sqliteInboxStore.ts";
 
@@ -216,7 +216,7 @@ function undeliveredFor(failures: OutboxRecord[]) {
 export interface MountedChannels {
   service: ChannelService;
   /** The channel state, e.g. `store.listFailures()` for messages that could not be delivered. */
-  store: SqliteInboxStore;
+  store: InboxStore & { close(): void };
   platforms: Platform[];
   close(): void;
 }
@@ -233,10 +233,12 @@ export async function mountChannels(options: {
   agentFor: (platform: Platform) => string | undefined;
   /** The SQLite file of the channel state. */
   file: string;
+  /** The channel state shared by several nodes (PostgreSQL) instead of the SQLite file. */
+  store?: InboxStore & { close(): void };
   alerts?: TeamAlerts;
   retention?: Partial<Retention>;
 }): Promise<MountedChannels> {
-  const store = new SqliteInboxStore(options.file);
+  const store = options.store ?? new SqliteInboxStore(options.file);
   const adapters: ChannelAdapter[] = [];
   const { whatsapp, messenger, instagram } = options.settings;
   if (whatsapp) adapters.push(createWhatsAppAdapter({ ...whatsapp, contentCache: storeContentCache(store) }));

@@ -10,6 +10,7 @@ import { FileReleaseStore } from "../agents/releaseStore.ts";
 import { openEventBus } from "../bus/index.ts";
 import { mountChannels, readChannelSettings } from "../channels/channelSetup.ts";
 import { startClusterNode, uniqueNodeId, type ClusterNode } from "../cluster/clusterNode.ts";
+import { PostgresInboxStore } from "../cluster/postgresInboxStore.ts";
 import { Engine } from "../engine/engine.ts";
 import { readFileRetention } from "../engine/fileRetention.ts";
 import { readProposalTtl } from "../engine/proposalSweep.ts";
@@ -58,7 +59,8 @@ Environment only:
   CAPLO_SECRET_<NAME> the value of workspace secret NAME (tool secrets, HS256 identity keys)
   CAPLO_TWILIO_*, CAPLO_META_*, CAPLO_PUBLIC_URL  messaging channels (docs/channels.md); webhooks at
                       /webhooks/<platform>; CAPLO_<PLATFORM>_AGENT picks the agent (default: the first)
-  CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db)
+  CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db); with a postgres:// store
+                      the channels' state is in PostgreSQL, shared by every node
   CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
   CAPLO_PROPOSAL_TTL_SECONDS  how long a proposed write waits for the customer's decision before it expires
                       (default 3600, 60 to 86400)
@@ -359,9 +361,17 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     const first = channelSettings.errors[0]!;
     return { ok: false, error: { code: first.code, path: first.path, message: channelSettings.errors.map((error) => error.message).join("; ") } };
   }
-  const channels = Object.keys(channelSettings.settings).length === 0
+  const channelsOn = Object.keys(channelSettings.settings).length > 0;
+  // On PostgreSQL the channels' state is shared by the nodes: each webhook event is processed by one node
+  // and a customer keeps one conversation whichever node their messages reach.
+  const sharedChannelState =
+    channelsOn && isPostgres(options.db)
+      ? await PostgresInboxStore.open({ connectionString: options.db, schema: (store as { schema?: string }).schema ?? "public", nodeId: options.nodeId })
+      : undefined;
+  const channels = !channelsOn
     ? undefined
     : await mountChannels({
+        ...(sharedChannelState && { store: sharedChannelState }),
         settings: channelSettings.settings,
         engine,
         gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),

@@ -69,7 +69,7 @@ export async function publishAgent(dir: string): Promise<{ releasesDir: string; 
     name: AGENT,
     instructions: "Help with changes.",
     origins: [ORIGIN],
-    channels: { web: {} },
+    channels: { web: {}, whatsapp: {} },
     tools: ["fault-shop/apply_change", "fault-hang/hang", "fault-crash/crash", "fault-big/big", "fault-echo/echo", "fault-ask/ask"],
   });
   if (!config.ok) throw new Error(JSON.stringify(config.issues));
