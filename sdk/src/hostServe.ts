@@ -5,7 +5,6 @@ import * as nodeModule from "node:module";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { parseManifest } from "@caplo/shared/manifestParse";
 import { isTool } from "./defineTool.ts";
 import { setDeclaredSecrets } from "./runtime.ts";
 import { keepStdoutForFrames, type Connectable } from "./stdio.ts";
@@ -31,7 +30,24 @@ export type HostOptions = {
    * a package with its own copy keeps its own.
    */
   redirects?: Readonly<Record<string, string>>;
+  /**
+   * What the runner already read from caplo.yaml (it built the package): then the host does not load
+   * the YAML parser and manifest schemas at all, a noticeable part of a cold start.
+   */
+  manifest?: HostManifest;
 };
+
+/** The parts of caplo.yaml the host uses. */
+export type HostManifest = { type: "function" | "mcp"; entry: string; secrets?: readonly string[] };
+
+async function readManifest(packageDir: string): Promise<HostManifest> {
+  const manifestPath = join(packageDir, "caplo.yaml");
+  if (!existsSync(manifestPath)) fail({ code: "manifest_invalid", message: `no caplo.yaml in ${packageDir}` });
+  const { parseManifest } = await import("@caplo/shared/manifestParse");
+  const parsed = parseManifest(readFileSync(manifestPath, "utf8"));
+  if (!parsed.ok) fail({ code: "manifest_invalid", message: parsed.errors.map((error) => `${error.path || "caplo.yaml"}: ${error.message}`).join("; ") });
+  return parsed.manifest;
+}
 
 /** Resolve the SDK's own dependencies from this repository when the package does not have them. */
 function registerResolution(options: HostOptions): void {
@@ -59,12 +75,8 @@ function registerResolution(options: HostOptions): void {
   });
 }
 
-async function loadServer(packageDir: string): Promise<Connectable> {
-  const manifestPath = join(packageDir, "caplo.yaml");
-  if (!existsSync(manifestPath)) fail({ code: "manifest_invalid", message: `no caplo.yaml in ${packageDir}` });
-  const parsed = parseManifest(readFileSync(manifestPath, "utf8"));
-  if (!parsed.ok) fail({ code: "manifest_invalid", message: parsed.errors.map((error) => `${error.path || "caplo.yaml"}: ${error.message}`).join("; ") });
-  const manifest = parsed.manifest;
+async function loadServer(packageDir: string, given?: HostManifest): Promise<Connectable> {
+  const manifest = given ?? (await readManifest(packageDir));
   setDeclaredSecrets(manifest.secrets ?? []);
   const entryPath = resolve(packageDir, manifest.entry);
   if (!existsSync(entryPath)) fail({ code: "entry_invalid", message: `entry ${manifest.entry} does not exist` });
@@ -98,6 +110,6 @@ export async function runHost(packageDir: string | undefined, options: HostOptio
   if (!packageDir) fail({ code: "manifest_invalid", message: "usage: host.ts <packageDir>" });
   const frames = keepStdoutForFrames();
   registerResolution(options);
-  const server = await loadServer(resolve(packageDir));
+  const server = await loadServer(resolve(packageDir), options.manifest);
   await server.connect(new StdioServerTransport(process.stdin, frames));
 }

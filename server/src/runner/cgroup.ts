@@ -11,6 +11,7 @@
 // the runner's own memory limit copied onto caplo-runner-<pid>. A sandbox's group is removed when its
 // process has exited; groups of runners that died (their sandboxes die with them) are removed by the
 // next runner's start.
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
@@ -203,7 +204,9 @@ export function createSandboxGroup(memoryBytes: number, pidsMax: number): Sandbo
   const found = cgroupSupport();
   if (!found.available) return undefined;
   counter += 1;
-  const name = `sandbox-${counter}`;
+  // The random part keeps names apart when two copies of this module share a process (a benchmark
+  // comparing two checkouts), or a folder of a killed sandbox is still being removed.
+  const name = `sandbox-${counter}-${randomBytes(4).toString("hex")}`;
   const memoryDir = join(found.memory, name);
   const pidsDir = found.version === "v1" && found.pids ? join(found.pids, name) : undefined;
   mkdirSync(memoryDir);

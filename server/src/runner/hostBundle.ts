@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { REPO_ROOT } from "./node24.ts";
 
 /** Bump to force a rebuild when the bundle's layout changes. */
-const FORMAT = 2;
+const FORMAT = 3;
 const CACHE_ROOT = join(REPO_ROOT, "node_modules", ".cache", "caplo-host");
 const BUILD_TIMEOUT_MS = 60_000;
 
@@ -44,7 +44,7 @@ const BUNDLED_PACKAGES = ["@modelcontextprotocol/sdk", "zod", "yaml", "ajv", "aj
 
 export type HostBundle = {
   dir: string;
-  /** The module Node runs: `launcher.mjs <packageDir>`. */
+  /** The module Node runs: `launcher.mjs <packageDir> [manifest JSON]`. */
   launcher: string;
   /** The egress preload as JavaScript (for `--import`). */
   preload: string;
@@ -89,7 +89,8 @@ if (process.argv[2] === "--check") {
   // Build time: every bundled module loads on this Node.
   for (const file of new Set(Object.values(redirects))) await import(file);
 } else {
-  await runHost(process.argv[2], { redirects });
+  // argv[3], from the runner: the manifest it already read ({ type, entry, secrets }), as JSON.
+  await runHost(process.argv[2], { redirects, ...(process.argv[3] && { manifest: JSON.parse(process.argv[3]) }) });
 }
 `;
 }
@@ -118,6 +119,10 @@ async function build(dir: string, node: string): Promise<void> {
     chunkNames: "chunk-[hash]",
     banner: { js: banner },
     legalComments: "none",
+    // Less source to scan and compile on every start (V8 compiles the modules anew each time: Node's
+    // compile cache is off under --permission). Names are kept, so stack traces stay readable.
+    minifyWhitespace: true,
+    minifySyntax: true,
     logLevel: "silent",
   });
   await esbuild.build({

@@ -189,7 +189,8 @@ export class CaploToolRunner implements ToolRunner {
       label: version.id,
       node,
       mode: this.sandboxMode as SandboxMode,
-      script: [host.module, version.dir],
+      // The bundle's launcher takes the manifest the build read, so the package process need not parse YAML.
+      script: host.preload ? [host.module, version.dir, JSON.stringify({ type: version.manifest.type, entry: version.manifest.entry, secrets: version.manifest.secrets ?? [] })] : [host.module, version.dir],
       ...(host.preload && { preload: host.preload }),
       readPaths: [version.dir, host.module, ...RUNTIME_READ_PATHS],
       egress: version.manifest.egress ?? [],
