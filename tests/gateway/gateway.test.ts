@@ -212,6 +212,20 @@ describe("frames and limits", () => {
     c.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {} });
     await c.waitFor(isT("error", (frame) => frame.code === "already_started"));
   });
+
+  it("a hello of another protocol version is refused by name; the same connection can then say hello in version 1", async () => {
+    const c = await client();
+    c.send({ t: "hello", v: 2, agent: "shop-agent", capabilities: {} });
+    expect(await c.waitFor(isT("error", (frame) => frame.code === "protocol_unsupported"))).toMatchObject({
+      path: "v",
+      message: "this gateway speaks protocol version 1; the hello asked for 2",
+    });
+    c.send({ t: "hello", agent: "shop-agent", capabilities: {} });
+    expect(await c.waitFor(isT("error", (frame) => frame.message.endsWith("asked for no version")))).toMatchObject({ code: "protocol_unsupported" });
+    expect(c.frames.some((frame) => frame.t === "welcome")).toBe(false);
+    await c.hello("shop-agent");
+    expect(c.closed).toBeUndefined();
+  });
 });
 
 describe("heartbeats", () => {

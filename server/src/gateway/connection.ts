@@ -150,6 +150,11 @@ export class Connection {
     } catch {
       return this.error("frame_invalid", "the frame is not valid JSON");
     }
+    // A widget speaking another version of the protocol is told which one this gateway speaks.
+    if (raw && typeof raw === "object" && (raw as { t?: unknown }).t === "hello" && (raw as { v?: unknown }).v !== PROTOCOL_VERSION) {
+      const asked = (raw as { v?: unknown }).v;
+      return this.error("protocol_unsupported", `this gateway speaks protocol version ${PROTOCOL_VERSION}; the hello asked for ${asked === undefined ? "no version" : JSON.stringify(asked).slice(0, 20)}`, { path: "v" });
+    }
     const parsed = clientFrameSchema.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
