@@ -137,15 +137,32 @@ describe("review card", () => {
     expect(screen.getByText(/don't send it again/)).toBeTruthy();
   });
 
-  test("a later status-check update shows on the same card", () => {
-    const first = outcome({ id: "o1", state: "pending", message: "Processing." });
+  test("a pending write resolved by its status check shows only the final outcome, not the earlier not confirmed yet", () => {
+    const first = outcome({ id: "o1", state: "pending", message: "Cancel order SO-1002 is not confirmed yet. Please don't send it again." });
     const later = outcome({ id: "o2", state: "applied", message: "Cancelled after all.", receipt: [{ label: "Status", value: "cancelled" }] });
-    renderInWidget(<ReviewCard view={view({ state: "applied", outcomes: [first, later] })} autoFocus={false} />);
+    const { container } = renderInWidget(<ReviewCard view={view({ state: "applied", outcomes: [first, later] })} autoFocus={false} />);
     expect(screen.getByText("Done")).toBeTruthy();
-    expect(screen.getByText("Processing.")).toBeTruthy();
     expect(screen.getByText("Cancelled after all.")).toBeTruthy();
-    expect(screen.getByText(/Update/)).toBeTruthy();
-    expect(screen.queryByText(/don't send it again/)).toBeNull();
+    expect(screen.getByLabelText("Receipt").textContent).toBe("Statuscancelled");
+    expect(container.textContent).not.toMatch(/not confirmed yet|don't send it again/i);
+    expect(container.querySelectorAll(".outcome")).toHaveLength(1);
+  });
+
+  test("a status check that still finds it pending shows the newest pending message once", () => {
+    const first = outcome({ id: "o1", state: "pending", message: "Processing." });
+    const again = outcome({ id: "o2", state: "pending", message: "Still processing." });
+    const { container } = renderInWidget(<ReviewCard view={view({ state: "pending", outcomes: [first, again] })} autoFocus={false} />);
+    expect(screen.getByText("Not confirmed yet")).toBeTruthy();
+    expect(screen.getByText("Still processing.")).toBeTruthy();
+    expect(screen.queryByText("Processing.")).toBeNull();
+    expect(container.querySelectorAll(".warn")).toHaveLength(1);
+  });
+
+  test("an outcome a later review state overtook is not shown (verify again, then it runs)", () => {
+    const stepUp = outcome({ id: "o1", state: "step_up_required", message: "To do this, please verify your identity again." });
+    renderInWidget(<ReviewCard view={view({ state: "running", outcomes: [stepUp] })} autoFocus={false} />);
+    expect(screen.getByText("Working on it…")).toBeTruthy();
+    expect(screen.queryByText(/verify your identity again/)).toBeNull();
   });
 
   test("a refused confirm makes the card usable again and says why", () => {

@@ -1,6 +1,6 @@
 // The review card of a proposed write: the presentation's title and fields with their labels, last4
 // fields masked, editable string fields as a text input or a select of the listed options, Confirm and
-// Cancel. It can be used once; then it shows where the write stands and every later outcome update.
+// Cancel. It can be used once; then it shows where the write stands: the latest outcome, updated in place.
 import { useEffect, useRef, useState } from "preact/hooks";
 import type { OutboundOf, ReviewField } from "@caplo/shared";
 import { OPTION_VALUE_MAX } from "@caplo/shared/limits";
@@ -71,7 +71,11 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
   }
 
   const titleId = `${review.id}-title`;
+  // Only where the write stands now: once a status check resolves a pending write, the card says "Done"
+  // and the receipt, not also the earlier "not confirmed yet" (what the customer is told follows the
+  // outcome). An outcome a later review state has overtaken (verify again, then running) is not shown.
   const latest = view.outcomes.at(-1);
+  const current = latest?.state === view.state ? latest : undefined;
   const unsure = view.state === "pending" || view.state === "unknown";
   const shownState: State = open ? "proposed" : view.state === "proposed" ? "running" : view.state;
   return (
@@ -125,13 +129,12 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
               {view.state === "proposed" ? (choice === "decline" ? t.declining : t.confirming) : stateLabel(t, view.state)}
             </strong>
           </p>
-          {view.outcomes.map((o, i) => (
-            <div class={`outcome outcome-${o.state}${o === latest ? " latest" : " earlier"}`} key={o.id}>
-              {i > 0 && <span class="update">{t.update}: </span>}
-              {o.message && <p>{clampText(o.message, 1000)}</p>}
-              {o.receipt && o.receipt.length > 0 && <Receipt fields={o.receipt} />}
+          {current && (
+            <div class={`outcome outcome-${current.state}`} key={current.id}>
+              {current.message && <p>{clampText(current.message, 1000)}</p>}
+              {current.receipt && current.receipt.length > 0 && <Receipt fields={current.receipt} />}
             </div>
-          ))}
+          )}
           {unsure && <p class="warn">{t.dontRepeat}</p>}
         </div>
       )}
