@@ -24,10 +24,12 @@ const version = testVersion(
   [{ name: "attempt", policy: { effect: "read", timeoutSeconds: 15 } }],
   { egress: ["allowed.test", "localhost", "*.suffix.test"] },
 );
+// The same hostile code in a package that declares no egress: it has no network at all.
+const offline = testVersion("escape", [{ name: "attempt", policy: { effect: "read", timeoutSeconds: 15 } }], { egress: [] });
 
-async function attempt(kind: string, extra: Record<string, unknown> = {}): Promise<Report> {
+async function attempt(kind: string, extra: Record<string, unknown> = {}, packageVersionId = version.id): Promise<Report> {
   const result = await runner.call({
-    packageVersionId: version.id,
+    packageVersionId,
     tool: "attempt",
     args: { kind, ...extra },
     context: { invocationId: `inv-${kind}`, secrets: {} },
@@ -46,6 +48,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => unixServer.listen(join(unixDir, "service.sock"), resolve));
   runner = new CaploToolRunner({ hostModule: TEST_HOST, egressResolve: `allowed.test=127.0.0.1:${port}` });
   await runner.load(version);
+  await runner.load(offline);
 }, 60_000);
 
 afterAll(async () => {
@@ -89,6 +92,22 @@ describe("sandbox isolation (namespaces available here)", () => {
     expect(report.cause).toContain("private, loopback or link-local");
   });
 
+  it("cannot fetch IP literals in other spellings: IPv6 loopback, IPv4-mapped, hex, short form, on 80 too", async () => {
+    for (const url of [`http://[::1]:${port}/`, `http://[::ffff:127.0.0.1]:${port}/`, `http://0x7f000001:${port}/`, `http://127.1:${port}/`, "http://127.0.0.1/", "https://[::1]/"]) {
+      const report = await attempt("fetch_url", { url });
+      expect(report.ok, url).toBe(false);
+      expect(report.cause, url).toContain("IP literal");
+    }
+  });
+
+  it("cannot reach loopback through a listed name written in capitals or with a trailing dot", async () => {
+    for (const url of ["http://LOCALHOST/", "http://localhost./"]) {
+      const report = await attempt("fetch_url", { url });
+      expect(report.ok, url).toBe(false);
+      expect(report.cause, url).toContain("private, loopback or link-local");
+    }
+  });
+
   it("cannot use a port other than 443 and 80 on a listed host", async () => {
     const report = await attempt("fetch_bad_port", { port });
     expect(report.ok).toBe(false);
@@ -99,6 +118,60 @@ describe("sandbox isolation (namespaces available here)", () => {
     const report = await attempt("fetch_suffix_itself");
     expect(report.ok).toBe(false);
     expect(report.cause).toContain("not in the package's egress list");
+  });
+
+  it("*.suffix admits no spelling of the suffix itself (trailing dot, capitals), only names under it", async () => {
+    for (const url of ["https://suffix.test./", "https://SUFFIX.TEST/", "http://suffix.test/"]) {
+      const report = await attempt("fetch_url", { url });
+      expect(report.ok, url).toBe(false);
+      expect(report.cause, url).toContain("not in the package's egress list");
+    }
+    // A name under the suffix passes the list; it then fails only because it does not resolve.
+    const under = await attempt("fetch_url", { url: "https://a.suffix.test/" });
+    expect(under.ok).toBe(false);
+    expect(under.cause).toContain("could not be resolved");
+  });
+
+  it("talking to the proxy socket directly (bypassing the preload) is refused just the same", async () => {
+    const heads = [
+      "CONNECT allowed.test:80 HTTP/1.1", // the control: a listed host is tunnelled
+      "CONNECT 127.0.0.1:80 HTTP/1.1",
+      `CONNECT 127.0.0.1:${port} HTTP/1.1`,
+      "CONNECT [::1]:443 HTTP/1.1",
+      "CONNECT 2130706433:80 HTTP/1.1",
+      "CONNECT localhost:80 HTTP/1.1",
+      "CONNECT unlisted.example.org:443 HTTP/1.1",
+      "CONNECT suffix.test.:443 HTTP/1.1",
+      `CONNECT allowed.test:${port} HTTP/1.1`,
+      "CONNECT allowed.test@127.0.0.1:80 HTTP/1.1",
+      "CONNECT allowed.test HTTP/1.1",
+      "GET http://allowed.test/hello HTTP/1.1\r\nhost: allowed.test",
+    ];
+    const report = await attempt("raw_proxy", { heads });
+    expect(report.ok, report.message).toBe(true);
+    const answers = report.value as Record<string, { status: string; code?: string }>;
+    expect(Object.fromEntries(Object.entries(answers).map(([head, answer]) => [head.split("\r\n")[0], answer.code ?? answer.status]))).toEqual({
+      "CONNECT allowed.test:80 HTTP/1.1": "HTTP/1.1 200 Connection Established",
+      "CONNECT 127.0.0.1:80 HTTP/1.1": "egress_ip_literal",
+      [`CONNECT 127.0.0.1:${port} HTTP/1.1`]: "egress_ip_literal",
+      "CONNECT [::1]:443 HTTP/1.1": "egress_ip_literal",
+      "CONNECT 2130706433:80 HTTP/1.1": "egress_ip_literal",
+      "CONNECT localhost:80 HTTP/1.1": "egress_private_address",
+      "CONNECT unlisted.example.org:443 HTTP/1.1": "egress_host_not_listed",
+      "CONNECT suffix.test.:443 HTTP/1.1": "egress_host_not_listed",
+      [`CONNECT allowed.test:${port} HTTP/1.1`]: "egress_port",
+      "CONNECT allowed.test@127.0.0.1:80 HTTP/1.1": "egress_bad_host",
+      "CONNECT allowed.test HTTP/1.1": "egress_bad_request",
+      "GET http://allowed.test/hello HTTP/1.1": "egress_method",
+    });
+  });
+
+  it("a package without egress has no network at all, not even to a host another package lists", async () => {
+    const report = await attempt("fetch_listed", {}, offline.id);
+    expect(report.ok).toBe(false);
+    expect(report.cause).toContain("declares no egress");
+    const direct = await attempt("net_host_ip", { port, hostIp: "10.255.255.1" }, offline.id);
+    expect(direct.code).toBe("ENETUNREACH");
   });
 
   it("cannot bypass fetch with node:http, node:net or node:tls", async () => {
@@ -136,10 +209,15 @@ describe("sandbox isolation (namespaces available here)", () => {
     }
   });
 
-  it("cannot write files, even in its own folder", async () => {
+  it("cannot write files, even in its own folder or /tmp, nor a heap snapshot", async () => {
     const report = await attempt("write_file", { path: join(PACKAGES_DIR, "escape", "pwned.txt") });
     expect(report.ok).toBe(false);
     expect(report.code).toBe("ERR_ACCESS_DENIED");
+    for (const kind of ["write_tmp", "heap_snapshot"]) {
+      const other = await attempt(kind);
+      expect(other.ok, kind).toBe(false);
+      expect(other.code, kind).toBe("ERR_ACCESS_DENIED");
+    }
   });
 
   it("does not see the server's environment", async () => {
@@ -158,6 +236,14 @@ describe("sandbox isolation (namespaces available here)", () => {
       expect(report.ok, kind).toBe(false);
       // The permission model refuses addons with its own code.
       expect(report.code, kind).toBe(kind === "addon" ? "ERR_DLOPEN_DISABLED" : "ERR_ACCESS_DENIED");
+    }
+  });
+
+  it("cannot spawn through process.binding, a data: URL worker, the inspector or WASI", async () => {
+    for (const kind of ["binding_spawn", "worker_data_url", "inspector", "wasi"]) {
+      const report = await attempt(kind);
+      expect(report.ok, kind).toBe(false);
+      expect(report.code, kind).toBe("ERR_ACCESS_DENIED");
     }
   });
 

@@ -30,7 +30,9 @@ function openTunnel(host: string, port: number): Promise<Socket> {
       reject(error);
     };
     socket.once("error", fail);
-    socket.once("connect", () => socket.write(`CONNECT ${host}:${port} HTTP/1.1\r\nhost: ${host}:${port}\r\n\r\n`));
+    // undici gives an IPv6 literal without brackets; the proxy must see it as one (and refuse it as such).
+    const authority = `${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
+    socket.once("connect", () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\n`));
     const onData = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
       const end = head.indexOf("\r\n\r\n");

@@ -24,6 +24,43 @@ const socket = (options, secure) =>
     s.once("error", (error) => { clearTimeout(timer); reject(error); });
   });
 
+// Speaks to the egress proxy's socket directly, as a package that found its path would: one request
+// head, and the proxy's answer (status line and refusal code).
+const rawProxyRequest = (path, head) =>
+  new Promise((resolve, reject) => {
+    const s = net.connect({ path });
+    let data = "";
+    const timer = setTimeout(() => { s.destroy(); resolve({ status: "no answer" }); }, 3000);
+    s.once("connect", () => s.write(`${head}\r\n\r\n`));
+    s.on("data", (chunk) => {
+      data += chunk.toString("latin1");
+      if (!data.includes("\r\n\r\n")) return;
+      clearTimeout(timer);
+      s.destroy();
+      resolve({ status: data.split("\r\n")[0], code: /x-caplo-egress: (\S+)/.exec(data)?.[1] });
+    });
+    s.once("error", (error) => { clearTimeout(timer); reject(error); });
+  });
+
+// Learns the proxy socket's path the way a hostile package could: by wrapping node:net's connect
+// (the preload's dispatcher calls it) and making one request (refused, but through the socket).
+const stealProxyPath = async () => {
+  const netModule = process.getBuiltinModule("node:net");
+  const original = netModule.connect;
+  let path;
+  netModule.connect = function (options, ...rest) {
+    if (options && typeof options === "object" && typeof options.path === "string") path = options.path;
+    return original.call(this, options, ...rest);
+  };
+  try {
+    await fetch("http://unlisted.example.org/").catch(() => undefined);
+  } finally {
+    netModule.connect = original;
+  }
+  if (!path) throw new Error("the proxy socket path was not seen");
+  return path;
+};
+
 const attacks = {
   fetch_unlisted: (a) => fetch("https://unlisted.example.org/").then((r) => r.status),
   fetch_listed: (a) => fetch(`http://allowed.test/hello`).then((r) => r.text()),
@@ -45,6 +82,19 @@ const attacks = {
   read_proc_environ: () => fs.readFileSync("/proc/self/environ", "utf8"),
   list_root: () => fs.readdirSync("/"),
   write_file: (a) => fs.writeFileSync(a.path, "pwned"),
+  fetch_url: (a) => fetch(a.url).then((r) => r.status),
+  raw_proxy: async (a) => {
+    const path = await stealProxyPath();
+    const answers = {};
+    for (const head of a.heads) answers[head] = await rawProxyRequest(path, head);
+    return answers;
+  },
+  write_tmp: () => fs.writeFileSync("/tmp/pwned.txt", "pwned"),
+  heap_snapshot: async () => (await import("node:v8")).writeHeapSnapshot("/tmp/pwned.heapsnapshot"),
+  binding_spawn: () => process.binding("spawn_sync").spawn({ file: "/bin/id", args: ["id"], envPairs: [], stdio: [{ type: "ignore" }, { type: "ignore" }, { type: "ignore" }] }).status,
+  worker_data_url: async () => { const { Worker } = await import("node:worker_threads"); return new Worker(new URL("data:text/javascript,1")).threadId; },
+  inspector: async () => (await import("node:inspector")).open(0),
+  wasi: async () => new (await import("node:wasi")).WASI({ version: "preview1" }),
   env: () => ({ ...process.env }),
   child_process: async () => (await import("node:child_process")).execSync("id").toString(),
   worker: async () => { const { Worker } = await import("node:worker_threads"); return new Worker("1", { eval: true }).threadId; },
@@ -57,7 +107,7 @@ export function createServer() {
   const server = new McpServer({ name: "escape", version: "1.0.0" });
   server.registerTool(
     "attempt",
-    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional() } },
+    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional(), url: z.string().optional(), heads: z.array(z.string()).optional() } },
     async (args) => {
       const run = attacks[args.kind];
       const report = run ? await attempt(() => run(args)) : { ok: false, message: "no such attack" };
