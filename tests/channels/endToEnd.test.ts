@@ -9,7 +9,8 @@ import { channelBench, type Bench } from "./support.ts";
 const rules = [
   { when: /where is my order/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: ORDERS.applied } }] }, { text: "Your order is on its way." }] },
   { when: /cancel/i, replies: [{ text: "Here is what I will do.", toolCalls: [CANCEL(ORDERS.applied)] }] },
-  { when: /^(yes|confirm)/i, replies: [{ text: "To go ahead, tap Confirm on the request above." }] },
+  // Said only if a typed "yes" reaches the model: while a proposal waits, the channel answers it instead.
+  { when: /^(yes|confirm)/i, replies: [{ text: "The model heard a typed yes." }] },
   { when: /size/i, replies: [{ toolCalls: [{ name: "shop__pick_size", args: {} }] }, { text: "{{tool}}" }] },
   { whenNote: /outcome: applied/, replies: [{ text: "Your order is cancelled." }] },
   { whenNote: /declined/, replies: [{ text: "OK, I left it as it is." }] },
@@ -42,11 +43,21 @@ for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
       expect(review.text).toContain("••••1234");
       expect(JSON.stringify(review.raw)).not.toContain("4111111111111234");
       await bench.say("yes");
-      await bench.waitFor(() => texts(bench).some((t) => t.includes("tap Confirm on the request above")), "the engine's answer to a typed yes");
+      await bench.say("Confirm");
+      await bench.waitFor(() => texts(bench).filter((t) => t.includes("To go ahead, tap Confirm on the request above")).length === 2, "the channel's answer to a typed yes");
+      await bench.service.idle();
+      await bench.h.engine.idle();
       expect(cancelInvocations(bench)).toEqual([]);
+      const conversationId = (await bench.store.listBindings())[0]!.conversationId;
+      const customerWords = (await bench.h.events(conversationId)).flatMap((e) => (e.type === "text" && e.from === "customer" ? [e.text] : []));
+      expect(customerWords).not.toContain("yes");
+      expect(texts(bench)).not.toContain("The model heard a typed yes.");
       await bench.tap("Confirm");
       await bench.waitFor(() => texts(bench).some((t) => t.includes("Your order is cancelled.")), "the outcome");
       expect(cancelInvocations(bench)).toHaveLength(1);
+      // With nothing waiting any more, a typed "yes" is an ordinary message to the agent.
+      await bench.say("yes");
+      await bench.waitFor(() => texts(bench).includes("The model heard a typed yes."), "the model's answer once nothing waits");
       // The same Confirm tapped again (a second, distinct tap) changes nothing and says so.
       await bench.tap("Confirm");
       await bench.waitFor(() => texts(bench).some((t) => /That request (was already done|is already running)\. Nothing was changed\./.test(t)), "the stale-tap reply");

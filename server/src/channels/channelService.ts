@@ -7,13 +7,16 @@ import type { ChannelAdapter, ChannelEvent, RenderRefs } from "@caplo/adapters/a
 import { AGENT_DISCLOSURE } from "@caplo/adapters/common/text";
 import { META_HUMAN_AGENT_WINDOW_MS, TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
-import { decideTap, decideText, type Decision } from "./inboundPolicy.ts";
+import { decideTap, decideText, isTypedConsent, type Decision } from "./inboundPolicy.ts";
 import type { Binding, BindingKey, ButtonRef, ConversationEvent, ConversationPort, InboxRow, InboxStore, Platform, TeamAlert, TeamAlerts } from "./ports.ts";
 import { DEFAULT_RETRY, sendWithRetry, type RetryPolicy } from "./retry.ts";
 import { handleWebhook, toWebhookRequest, type WebhookAnswer } from "./webhook.ts";
 
 /** Button payloads are `c1.` and 128 random bits: unguessable, and meaningless without the store. */
 const TOKEN_PATTERN = /^c1\.[A-Za-z0-9_-]{22}$/;
+
+/** Where the latest proposed proposal's id is kept among the proposal states (`*` begins no proposal id). */
+const LATEST_PROPOSAL_KEY = "*latest";
 
 export function newToken(): string {
   return `c1.${randomBytes(16).toString("base64url")}`;
@@ -237,7 +240,7 @@ export class ChannelService {
         ref && (ref.kind === "confirm" || ref.kind === "decline") ? await this.#store.getProposalState(ref.conversationId, ref.targetId) : undefined;
       decision = decideTap(ref, conversationId, proposalState, openQuestion);
     } else if (event.text !== undefined) {
-      decision = decideText(event.text, openQuestion);
+      decision = decideText(event.text, openQuestion, isTypedConsent(event.text) && (await this.#proposalWaiting(conversationId)));
     } else {
       decision = { kind: "notice", code: "media_unsupported", text: "I can only read text here. Please type your message." };
     }
@@ -336,12 +339,21 @@ export class ChannelService {
   async #bookkeep(conversationId: string, outbound: Outbound): Promise<void> {
     if (outbound.type === "review" || outbound.type === "outcome") {
       await this.#store.setProposalState(conversationId, outbound.proposalId, outbound.state);
+      // A conversation has at most one proposal waiting for a decision (the engine starts no second write
+      // meanwhile): the latest one proposed is remembered under a key no proposal id can take.
+      if (outbound.type === "review" && outbound.state === "proposed") await this.#store.setProposalState(conversationId, LATEST_PROPOSAL_KEY, outbound.proposalId);
     } else if (outbound.type === "question") {
       const field = outbound.fields[0];
       if (outbound.style === "questions" && field?.options && outbound.fields.length === 1) {
         await this.#store.setOpenQuestion(conversationId, { elicitationId: outbound.elicitationId, field: field.name, options: field.options });
       }
     }
+  }
+
+  /** Whether the conversation's latest proposal still waits for the customer's tap. */
+  async #proposalWaiting(conversationId: string): Promise<boolean> {
+    const latest = await this.#store.getProposalState(conversationId, LATEST_PROPOSAL_KEY);
+    return latest !== undefined && (await this.#store.getProposalState(conversationId, latest)) === "proposed";
   }
 
   /** A reply from the channel itself (a stale button, an unreadable message), not from the engine. */

@@ -1,7 +1,7 @@
 // The write policy on chat apps: only a tap on that proposal's Confirm confirms it; typed text never does;
 // a stale, foreign or unknown tap changes nothing; typed answers match an option by number or exact label.
 import { describe, expect, it } from "vitest";
-import { decideTap, decideText, matchTypedAnswer } from "./inboundPolicy.ts";
+import { decideTap, decideText, isTypedConsent, matchTypedAnswer, TAP_CONFIRM_NOTICE } from "./inboundPolicy.ts";
 import type { ButtonRef, OpenQuestion } from "./ports.ts";
 
 const confirmRef: ButtonRef = { token: "c1.a", platform: "whatsapp", conversationId: "conv-1", kind: "confirm", targetId: "prop-1" };
@@ -12,6 +12,24 @@ describe("typed text", () => {
     for (const text of ["yes", "Yes!", "confirm", "CONFIRM", "ok", "Confirm prop-1"]) {
       expect(decideText(text, undefined)).toEqual({ kind: "forward", inbound: { type: "message", text } });
     }
+  });
+  it("typed consent while a proposal waits is answered 'tap Confirm' and handed to nobody; with none waiting it is a plain message", () => {
+    for (const text of ["yes", "Yes!", "confirm", "CONFIRM", "ok", "OK, go ahead", "yes please", "Yes, that's right", "do it", "👍", "✅", "da", "potrjujem"]) {
+      expect(isTypedConsent(text), text).toBe(true);
+      expect(decideText(text, undefined, true)).toEqual({ kind: "notice", code: "tap_to_confirm", text: TAP_CONFIRM_NOTICE });
+      expect(decideText(text, undefined, false)).toEqual({ kind: "forward", inbound: { type: "message", text } });
+    }
+    expect(TAP_CONFIRM_NOTICE).toContain("tap Confirm");
+  });
+  it("a message that says more than consent is an ordinary message even while a proposal waits", () => {
+    for (const text of ["yes but size L", "Confirm prop-1", "please", "no", "cancel", "is it shipped yet?", "", "ok ".repeat(30)]) {
+      expect(isTypedConsent(text), text).toBe(false);
+    }
+    expect(decideText("yes but size L", undefined, true)).toEqual({ kind: "forward", inbound: { type: "message", text: "yes but size L" } });
+  });
+  it("an open question's option named like consent is answered, not refused", () => {
+    const yesNo: OpenQuestion = { elicitationId: "el-2", field: "gift", options: [{ value: "y", label: "Yes" }, { value: "n", label: "No" }] };
+    expect(decideText("yes", yesNo, true)).toMatchObject({ kind: "forward", inbound: { type: "answer", content: { gift: "y" } } });
   });
   it("answers an open question by the option's number or its exact label, case aside", () => {
     expect(matchTypedAnswer("2", question)).toBe("M");

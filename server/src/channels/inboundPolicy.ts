@@ -65,13 +65,46 @@ export function decideTap(
   }
 }
 
-/** Typed text: an answer when it matches an open question, otherwise a plain message (never a confirm). */
-export function decideText(text: string, openQuestion: OpenQuestion | undefined): Decision {
+/** Words that, alone, say "go ahead": typed while a proposal waits, they are what only a tap may mean. */
+const CONSENT_WORDS = new Set([
+  "yes", "y", "yeah", "yea", "yep", "yup", "ya", "ok", "okay", "k", "kk", "sure", "confirm", "confirmed", "confirming",
+  "proceed", "approve", "approved", "agree", "agreed", "correct", "accept", "accepted", "da", "ja", "si", "sí", "oui", "potrdi", "potrjujem",
+]);
+/** Words that may stand beside a consent word without changing what it says ("yes please", "ok, do it"). */
+const FILLER_WORDS = new Set(["please", "pls", "i", "it", "do", "go", "ahead", "that", "thats", "is", "fine", "right", "good", "great", "thanks", "thank", "you", "sounds", "the", "request", "order", "now", "and"]);
+const CONSENT_SYMBOLS = /[\u{1F44D}\u{1F44C}\u2705\u2714\u2611]/gu;
+
+/**
+ * Typed consent: a message made only of consent words ("yes", "OK", "confirm", "go ahead", "yes please",
+ * 👍), at least one of them a consent word proper. Anything more ("yes but size L") is an ordinary message.
+ */
+export function isTypedConsent(text: string): boolean {
+  const normalized = text
+    .normalize("NFKC")
+    .toLowerCase()
+    .replace(CONSENT_SYMBOLS, " yes ")
+    .replace(/['\u2019]/g, "")
+    .replace(/\bgo ahead\b|\bdo it\b/g, " yes ")
+    .replace(/[\p{P}\p{S}\uFE0F]/gu, " ")
+    .trim();
+  if (normalized === "" || normalized.length > 60) return false;
+  const words = normalized.split(/\s+/);
+  return words.some((w) => CONSENT_WORDS.has(w)) && words.every((w) => CONSENT_WORDS.has(w) || FILLER_WORDS.has(w));
+}
+
+export const TAP_CONFIRM_NOTICE = "A typed message cannot confirm a change. To go ahead, tap Confirm on the request above; to stop, tap Cancel.";
+
+/**
+ * Typed text: an answer when it matches an open question; typed consent while a proposal waits is
+ * answered by the channel itself (tap Confirm) and handed to nobody; otherwise a plain message. Never a confirm.
+ */
+export function decideText(text: string, openQuestion: OpenQuestion | undefined, proposalWaiting = false): Decision {
   if (openQuestion) {
     const value = matchTypedAnswer(text, openQuestion);
     if (value !== undefined) {
       return { kind: "forward", closesQuestion: true, inbound: { type: "answer", elicitationId: openQuestion.elicitationId, action: "accept", content: { [openQuestion.field]: value } } };
     }
   }
+  if (proposalWaiting && isTypedConsent(text)) return { kind: "notice", code: "tap_to_confirm", text: TAP_CONFIRM_NOTICE };
   return { kind: "forward", inbound: { type: "message", text: text.slice(0, 4000) } };
 }
