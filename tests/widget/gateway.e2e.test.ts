@@ -1,7 +1,8 @@
 // The widget end to end against the REAL gateway, engine and scripted model (tests/gateway/support's
 // stack: SQLite store, the shop's MCP tools through the in-process test runner): in Chromium, the owner's
 // page with the script tag, look up an order (detail layout), cancel it through the review card with an
-// edited field, confirm, see the receipt, decline another, reload and see the history once.
+// edited field, confirm, see the receipt, decline another, reload and see the history once; download an
+// invoice, and after retention purged it, see that it is no longer available instead of a broken download.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser, FrameLocator, Page } from "playwright-core";
@@ -12,12 +13,14 @@ import { CANCEL } from "../engine/support/harness.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
 import { startStack, type Stack } from "../gateway/support/stack.ts";
 import { ARTIFACTS, buildWidget, launchChromium } from "./browser.ts";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
+import { FileRetention } from "../../server/src/engine/fileRetention.ts";
 
 const RULES: ScriptedRule[] = [
   { when: /cancel (SO-\d{4})/i, replies: [{ text: "I can cancel it. Please check and confirm.", toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }] },
   { when: /order (SO-\d{4})/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Your order is **on its way**." }] },
   { whenNote: /applied/, replies: [{ text: "Done: your order is cancelled." }] },
+  { when: /invoice for (SO-\d{4})/i, replies: [{ toolCalls: [{ name: "shop__invoice", args: { orderId: "$1" } }] }, { text: "Here is your invoice." }] },
 ];
 
 let browser: Browser;
@@ -101,5 +104,28 @@ describe("widget with the real gateway and scripted model", () => {
     expect(await app().getByRole("region", { name: "Your order", exact: true }).count()).toBe(1);
     expect(await app().getByRole("button", { name: "Confirm" }).count()).toBe(0);
     await page.screenshot({ path: `${ARTIFACTS}gateway-05-reload.png` });
+  });
+
+  test("a file downloads; once retention purged it (410 file_expired) the card says it is no longer available", async () => {
+    await page.goto(siteUrl);
+    await page.getByRole("button", { name: "Open chat" }).click();
+    await say(`Send me the invoice for ${ORDERS.applied}`);
+    const link = app().getByRole("link", { name: `Download ${ORDERS.applied}.pdf` });
+    await link.waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
+    expect(download.suggestedFilename()).toBe(`${ORDERS.applied}.pdf`);
+    expect(readFileSync(await download.path()).toString("latin1")).toContain(`invoice ${ORDERS.applied}`);
+    expect(await app().getByRole("alert").count()).toBe(0);
+
+    // The retention sweep as `caplo serve` runs it, here with a period that has already passed.
+    expect(await new FileRetention({ store: stack.store, retentionMs: 1, now: () => Date.now() + 1000 }).purge()).toBeGreaterThan(0);
+    let downloaded = false;
+    page.once("download", () => (downloaded = true));
+    await link.click();
+    const card = app().locator(".card.file").last();
+    await card.getByRole("alert").waitFor();
+    expect(await card.getByRole("alert").textContent()).toMatch(/^This file is no longer available/);
+    expect(downloaded).toBe(false);
+    await page.screenshot({ path: `${ARTIFACTS}gateway-06-file-expired.png` });
   });
 });

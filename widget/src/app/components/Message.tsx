@@ -2,9 +2,9 @@
 // files, questions, step-up prompts and results. Agent and team text may use the small Markdown subset;
 // everything else is plain text.
 import type { Outbound, OutboundOf } from "@caplo/shared";
-import { useMemo } from "preact/hooks";
+import { useMemo, useRef, useState } from "preact/hooks";
 import { useWidget } from "../context.ts";
-import { clampText, formatSize, safeUrl } from "../format.ts";
+import { clampText, formatSize, originOf, safeUrl } from "../format.ts";
 import { markdownToHtml } from "../markdown.ts";
 import { Result } from "../layouts/Result.tsx";
 import { Question } from "./Question.tsx";
@@ -55,18 +55,51 @@ function Text({ message }: { message: OutboundOf<"text"> }) {
   );
 }
 
-/** A file from a read tool: a download link with its name, type and size. */
+/**
+ * A file from a read tool: a download link with its name, type and size. A file the gateway serves (same
+ * origin) is fetched first, so a file purged by retention (410 file_expired) or missing says so in the
+ * card instead of a broken download; the bytes fetched are then saved under the file's name.
+ */
 export function FileDownload({ file }: { file: OutboundOf<"file"> }) {
   const { t, locale } = useWidget();
+  const [problem, setProblem] = useState<string | null>(null);
+  const busy = useRef(false);
   // Files are served by the gateway, so a path on the widget's own host is fine too.
   const href = safeUrl(file.url, location.href);
   const name = clampText(file.name, 200);
   const type = t.fileType[file.mimeType] ?? file.mimeType;
   const size = formatSize(file.size, locale);
+
+  async function download(event: MouseEvent) {
+    // Another origin cannot be fetched from here (connect-src 'self'): the plain link does its job.
+    if (!href || originOf(href) !== location.origin) return;
+    event.preventDefault();
+    if (busy.current) return;
+    busy.current = true;
+    try {
+      // Not from the browser's cache: a copy kept from before would hide that the file has since expired.
+      const response = await fetch(href, { credentials: "same-origin", cache: "no-store" });
+      if (!response.ok) return setProblem(response.status === 410 ? t.fileExpired : response.status === 404 ? t.fileMissing : t.fileFailed);
+      const saved = URL.createObjectURL(await response.blob());
+      const a = document.createElement("a");
+      a.href = saved;
+      a.download = name;
+      a.rel = "noopener";
+      a.click();
+      setProblem(null);
+      // The browser has taken the bytes by the next minute; the object URL is not needed after that.
+      setTimeout(() => URL.revokeObjectURL(saved), 60_000);
+    } catch {
+      setProblem(t.fileFailed);
+    } finally {
+      busy.current = false;
+    }
+  }
+
   return (
-    <div class="card file">
+    <div class={`card file${problem ? " file-problem" : ""}`}>
       {href ? (
-        <a href={href} download={name} rel="noopener noreferrer" aria-label={t.download.replace("{name}", name)}>
+        <a href={href} download={name} rel="noopener noreferrer" aria-label={t.download.replace("{name}", name)} onClick={(e) => void download(e)}>
           <span class="file-icon" aria-hidden="true">
             ⤓
           </span>
@@ -78,6 +111,11 @@ export function FileDownload({ file }: { file: OutboundOf<"file"> }) {
       <span class="muted">
         {type} · {size}
       </span>
+      {problem && (
+        <p class="error" role="alert">
+          {problem}
+        </p>
+      )}
     </div>
   );
 }
