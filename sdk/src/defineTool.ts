@@ -81,7 +81,7 @@ export function isTool(value: unknown): value is Tool {
 /** The request an MCP package answers for status checks: method STATUS_METHOD, params name and operationRef. */
 export const StatusRequestSchema = z.object({ method: z.literal(STATUS_METHOD), params: statusParamsSchema });
 
-const PACKAGE_VERSION = "0.1.6";
+const PACKAGE_VERSION = "0.2.0";
 const validators = new AjvJsonSchemaValidator();
 
 function createToolServer(tool: Tool): Server {

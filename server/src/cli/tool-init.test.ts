@@ -69,7 +69,7 @@ describe("caplo tool init", () => {
       expect(readFileSync(join(dir, "src/stdio.ts"), "utf8")).toContain("serveStdio(");
       const fixtures = JSON.parse(readFileSync(join(dir, "tests/get_order.json"), "utf8")) as unknown[];
       expect(fixtures[0]).toEqual({ name: "finds a shipped order", tool: "get_order", input: { orderId: "SO-1002" }, expect: { result: { orderId: "SO-1002", status: "shipped" } } });
-      expect(JSON.parse(readFileSync(join(dir, "package.json"), "utf8"))).toMatchObject({ name: `my-${type}`, type: "module", dependencies: { "@caplo/tools": "^0.1.6" } });
+      expect(JSON.parse(readFileSync(join(dir, "package.json"), "utf8"))).toMatchObject({ name: `my-${type}`, type: "module", dependencies: { "@caplo/tools": "^0.2.0" } });
     }
   });
 

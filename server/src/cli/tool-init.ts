@@ -82,7 +82,7 @@ function parseArgs(args: string[]): InitOptions | { error: string } {
 const SCHEMA_LINE = `# yaml-language-server: $schema=${MANIFEST_SCHEMA_URL}`;
 
 function packageJson(name: string, type: "function" | "mcp"): string {
-  const dependencies: Record<string, string> = { "@caplo/tools": "^0.1.6" };
+  const dependencies: Record<string, string> = { "@caplo/tools": "^0.2.0" };
   if (type === "mcp") Object.assign(dependencies, { "@modelcontextprotocol/sdk": "^1.32.2", zod: "^4.0.0" });
   return `${JSON.stringify(
     {
