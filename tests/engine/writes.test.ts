@@ -332,6 +332,39 @@ describe("outcomes and status checks", () => {
     expect(await h.advance(60_000)).toBe(0);
   });
 
+  it("a claimed check that could no longer end inside the node's lease (earlier checks were slow) is left, and checked once the lease ends", async () => {
+    h = await engineHarness({ rules: cancelRules(ORDERS.pendingForever) });
+    const ids: string[] = [];
+    for (const owner of ["owner-a", "owner-b"]) {
+      const conversation = await h.engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: h.conversation.capabilities, ownerId: owner });
+      await h.say("cancel it", conversation.id, owner);
+      const review = (await h.ofType("review", conversation.id)).at(-1)!;
+      await h.confirm(review.proposalId, undefined, conversation.id, owner);
+      ids.push(review.proposalId);
+    }
+    // The first check takes 45 s of the 60 s lease: the second (cancel_order times out after 15 s, plus a 5 s margin) no longer fits.
+    const checkStatus = h.runner.checkStatus.bind(h.runner);
+    const asked: string[] = [];
+    h.runner.checkStatus = async (request) => {
+      asked.push(request.context.idempotencyKey ?? "none");
+      if (asked.length === 1) h.clock.now += 45_000;
+      return checkStatus(request);
+    };
+    const keys = await Promise.all(ids.map(async (id) => (await h.store.getWrite(id))!.idempotencyKey!));
+    const claimedAt = (h.clock.now += 1000);
+    expect(await h.engine.runDueChecks()).toBe(1);
+    expect(asked).toEqual([keys[0]]);
+    expect(await h.store.getWrite(ids[1]!)).toMatchObject({ state: "pending", checkCount: 0 });
+    // Still this node's claim until the lease ends: nobody asks about it meanwhile (the first write's next check runs).
+    h.clock.now = claimedAt + 60_000;
+    await h.engine.runDueChecks();
+    expect(asked).toEqual([keys[0], keys[0]]);
+    h.clock.now += 1;
+    expect(await h.engine.runDueChecks()).toBe(1);
+    expect(asked).toEqual([keys[0], keys[0], keys[1]]);
+    expect(await h.store.getWrite(ids[1]!)).toMatchObject({ state: "pending", checkCount: 1 });
+  });
+
   it("idempotency keys differ for every confirmed action, across conversations", async () => {
     h = await engineHarness({ rules: cancelRules(ORDERS.applied) });
     const keys: string[] = [];

@@ -4,6 +4,7 @@
 import { randomFillSync } from "node:crypto";
 import {
   FILE_TYPES,
+  TIMEOUT_SECONDS_MAX,
   type CallSubject,
   type ChannelCapabilities,
   type ChannelKind,
@@ -33,6 +34,10 @@ import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Dec
 /** Where the gateway serves delivered files: `${FILES_PATH}/<id>` (the id is random and unguessable). */
 export const FILES_PATH = "/v1/files";
 
+/** A node's claim on due status checks lasts this long; each check must fit in it with the margin to spare. */
+const CHECK_LEASE_MS = 60_000;
+const CHECK_LEASE_MARGIN_MS = 5_000;
+const CHECK_CLAIM_LIMIT = 20;
 const RECENT_EVENTS_PER_CONVERSATION = 32;
 const RECENT_CONVERSATIONS = 2000;
 const RECENT_OWNERS = 10_000;
@@ -979,9 +984,20 @@ export class Engine {
     this.checking = true;
     try {
       const now = this.now();
-      const claimed = await this.store.claimDueChecks(now, now + 60_000, 20);
-      for (const write of claimed) await this.track(this.checkOne(write));
-      return claimed.length;
+      const leaseUntil = now + CHECK_LEASE_MS;
+      const claimed = await this.store.claimDueChecks(now, leaseUntil, CHECK_CLAIM_LIMIT);
+      let ran = 0;
+      for (const write of claimed) {
+        // One at a time per write: a check starts only if it can end (the tool's timeout and a margin) inside
+        // this node's lease. Otherwise another node could claim the write when the lease ends and ask while
+        // this one still does; a check that no longer fits (earlier checks were slow) is left, and the write is
+        // claimed again when the lease ends.
+        const timeoutMs = (this.toolForWrite(write)?.policy.timeoutSeconds ?? TIMEOUT_SECONDS_MAX) * 1000;
+        if (leaseUntil - this.now() < timeoutMs + CHECK_LEASE_MARGIN_MS) continue;
+        await this.track(this.checkOne(write));
+        ran++;
+      }
+      return ran;
     } finally {
       this.checking = false;
     }
