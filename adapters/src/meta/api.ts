@@ -15,12 +15,17 @@ export interface GraphApiConfig {
    * them is sent with its token (`/me` is the token's page). Others use `accessToken`.
    */
   accountTokens?: Record<string, string>;
-  /** https://graph.facebook.com by default; an egress gateway or a local fake in tests. */
+  /**
+   * https://graph.facebook.com by default (Page access tokens); https://graph.instagram.com for Instagram
+   * User access tokens (Business Login for Instagram); an egress gateway or a local fake in tests.
+   */
   graphBaseUrl?: string;
   apiVersion?: string;
 }
 
 export const GRAPH_BASE_URL = "https://graph.facebook.com";
+/** The host of the Instagram API with Instagram Login (Instagram User access tokens); same Send API shape. */
+export const INSTAGRAM_GRAPH_BASE_URL = "https://graph.instagram.com";
 export const GRAPH_API_VERSION = "v21.0";
 
 /** The Send API body of one message: team replies carry HUMAN_AGENT, the agent's only RESPONSE. */

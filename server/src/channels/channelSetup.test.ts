@@ -34,6 +34,26 @@ describe("readChannelSettings", () => {
     const read = readChannelSettings({ ...meta, CAPLO_MESSENGER_PAGE_TOKEN: "EAAG".padEnd(40, "x"), CAPLO_INSTAGRAM_TOKEN: "IGQV".padEnd(40, "y") });
     expect(read).toMatchObject({ ok: true, settings: { messenger: { appSecret: meta.CAPLO_META_APP_SECRET }, instagram: { verifyToken: meta.CAPLO_META_VERIFY_TOKEN } } });
   });
+  it("Instagram through Business Login (an IG… token) sends through graph.instagram.com, a Page token through graph.facebook.com", () => {
+    const ig = (token: string, extra: Record<string, string> = {}) => readChannelSettings({ ...meta, CAPLO_INSTAGRAM_TOKEN: token, ...extra });
+    expect(ig("IGAA".padEnd(40, "y"))).toMatchObject({ ok: true, settings: { instagram: { graphBaseUrl: "https://graph.instagram.com" } } });
+    const page = ig("EAAG".padEnd(40, "x"));
+    expect(page.ok && page.settings.instagram?.graphBaseUrl).toBe(undefined);
+    expect(ig("EAAG".padEnd(40, "x"), { CAPLO_GRAPH_API_BASE: "https://egress.example" })).toMatchObject({ ok: true, settings: { instagram: { graphBaseUrl: "https://egress.example" } } });
+    // An egress gateway to graph.facebook.com is not where an Instagram User token goes; CAPLO_INSTAGRAM_API_BASE is.
+    expect(ig("IGAA".padEnd(40, "y"), { CAPLO_GRAPH_API_BASE: "https://egress.example" })).toMatchObject({ ok: true, settings: { instagram: { graphBaseUrl: "https://graph.instagram.com" } } });
+    expect(ig("IGAA".padEnd(40, "y"), { CAPLO_INSTAGRAM_API_BASE: "https://ig-egress.example" })).toMatchObject({ ok: true, settings: { instagram: { graphBaseUrl: "https://ig-egress.example" } } });
+    expect(ig("IGAA".padEnd(40, "y"), { CAPLO_INSTAGRAM_API_BASE: "graph.instagram.com" })).toMatchObject({ ok: false, errors: [{ path: "CAPLO_INSTAGRAM_API_BASE" }] });
+  });
+  it("Instagram's own app secret (Business Login) signs its webhooks; Messenger keeps the Meta app secret", () => {
+    const igSecret = "d".repeat(32);
+    const both = readChannelSettings({ ...meta, CAPLO_MESSENGER_PAGE_TOKEN: "EAAG".padEnd(40, "x"), CAPLO_INSTAGRAM_TOKEN: "IGAA".padEnd(40, "y"), CAPLO_INSTAGRAM_APP_SECRET: igSecret });
+    expect(both).toMatchObject({ ok: true, settings: { messenger: { appSecret: meta.CAPLO_META_APP_SECRET }, instagram: { appSecret: igSecret } } });
+    // Instagram alone needs no Meta app secret when it has its own.
+    const alone = readChannelSettings({ CAPLO_META_VERIFY_TOKEN: meta.CAPLO_META_VERIFY_TOKEN, CAPLO_INSTAGRAM_TOKEN: "IGAA".padEnd(40, "y"), CAPLO_INSTAGRAM_APP_SECRET: igSecret });
+    expect(alone).toMatchObject({ ok: true, settings: { instagram: { appSecret: igSecret } } });
+    expect(readChannelSettings({ ...meta, CAPLO_INSTAGRAM_TOKEN: "IGAA".padEnd(40, "y"), CAPLO_INSTAGRAM_APP_SECRET: "not-hex" })).toMatchObject({ ok: false, errors: [{ path: "CAPLO_INSTAGRAM_APP_SECRET" }] });
+  });
   it("every messaging platform tells the engine: no editable fields, no forms, questions", () => {
     for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
       expect(neutralCapabilities(platform)).toMatchObject({ editableFields: false, forms: false, questions: true, pages: false });

@@ -2,6 +2,7 @@
 // them, the glue wired to the engine, and the webhooks mounted on the gateway. Bad settings are errors.
 import type { ChannelAdapter } from "@caplo/adapters/adapter";
 import { createInstagramAdapter, INSTAGRAM_CAPABILITIES } from "@caplo/adapters/instagram/index";
+import { GRAPH_BASE_URL, INSTAGRAM_GRAPH_BASE_URL } from "@caplo/adapters/meta/api";
 import { createMessengerAdapter, MESSENGER_CAPABILITIES } from "@caplo/adapters/messenger/index";
 import type { AdapterCapabilities } from "@caplo/adapters/adapter";
 import { createWhatsAppAdapter, WHATSAPP_CAPABILITIES } from "@caplo/adapters/whatsapp/index";
@@ -138,28 +139,42 @@ export function readChannelSettings(env: Record<string, string | undefined>): { 
       settings.whatsapp = { accountSid, authToken, from, publicUrl, ...(env.CAPLO_TWILIO_API_BASE ? { apiBaseUrl: env.CAPLO_TWILIO_API_BASE } : {}) };
     }
   }
-  const meta = (tokenName: string, tokensName: string): MetaSettings | undefined => {
+  const baseUrl = (name: string): string | undefined => {
+    const value = env[name];
+    if (value !== undefined && !/^https?:\/\/[^\s/]+/.test(value)) errors.push(invalid(name, `${name} is malformed: an http(s) origin such as ${GRAPH_BASE_URL}`));
+    return value;
+  };
+  const meta = (platform: "messenger" | "instagram", tokenName: string, tokensName: string): MetaSettings | undefined => {
     const accessToken = need(tokenName, /^\S{20,}$/, "the access token from the Meta app dashboard");
     const accountTokens = env[tokensName] === undefined ? undefined : parseAccountTokens(env[tokensName]!, tokensName);
     if (accountTokens && !accountTokens.ok) errors.push(accountTokens.error);
-    const appSecret = need("CAPLO_META_APP_SECRET", /^[0-9a-f]{32}$/, "the app secret (32 hex digits) from App settings > Basic");
+    // Business Login for Instagram has an app secret of its own (the Instagram app secret), which signs its webhooks.
+    const ownSecret = platform === "instagram" && env.CAPLO_INSTAGRAM_APP_SECRET !== undefined;
+    const appSecret = ownSecret
+      ? need("CAPLO_INSTAGRAM_APP_SECRET", /^[0-9a-f]{32}$/, "the Instagram app secret (32 hex digits) from Instagram > API setup with Instagram login")
+      : need("CAPLO_META_APP_SECRET", /^[0-9a-f]{32}$/, "the app secret (32 hex digits) from App settings > Basic");
     const verifyToken = need("CAPLO_META_VERIFY_TOKEN", /^[A-Za-z0-9._~-]{16,128}$/, "a random string of 16 to 128 characters you also enter as the Verify token");
+    const graphBase = baseUrl("CAPLO_GRAPH_API_BASE");
+    // Instagram: an Instagram User access token (Business Login for Instagram, `IG…`) sends through
+    // graph.instagram.com; a Page access token (Facebook Login, `EAA…`) through graph.facebook.com.
+    const instagramBase = platform === "instagram" ? (baseUrl("CAPLO_INSTAGRAM_API_BASE") ?? (accessToken?.startsWith("IG") ? INSTAGRAM_GRAPH_BASE_URL : undefined)) : undefined;
+    const graphBaseUrl = instagramBase ?? graphBase;
     if (!accessToken || !appSecret || !verifyToken) return undefined;
     return {
       accessToken,
       ...(accountTokens?.ok ? { accountTokens: accountTokens.tokens } : {}),
       appSecret,
       verifyToken,
-      ...(env.CAPLO_GRAPH_API_BASE ? { graphBaseUrl: env.CAPLO_GRAPH_API_BASE } : {}),
+      ...(graphBaseUrl ? { graphBaseUrl } : {}),
       ...(env.CAPLO_GRAPH_API_VERSION ? { apiVersion: env.CAPLO_GRAPH_API_VERSION } : {}),
     };
   };
   if (env.CAPLO_MESSENGER_PAGE_TOKEN !== undefined) {
-    const s = meta("CAPLO_MESSENGER_PAGE_TOKEN", "CAPLO_MESSENGER_PAGE_TOKENS");
+    const s = meta("messenger", "CAPLO_MESSENGER_PAGE_TOKEN", "CAPLO_MESSENGER_PAGE_TOKENS");
     if (s) settings.messenger = s;
   }
   if (env.CAPLO_INSTAGRAM_TOKEN !== undefined) {
-    const s = meta("CAPLO_INSTAGRAM_TOKEN", "CAPLO_INSTAGRAM_TOKENS");
+    const s = meta("instagram", "CAPLO_INSTAGRAM_TOKEN", "CAPLO_INSTAGRAM_TOKENS");
     if (s) settings.instagram = s;
   }
   for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
