@@ -1,5 +1,5 @@
 // The timeline layout: up to 12 steps in order, each marked done, current, upcoming or failed through
-// the status column's `statuses` map (a value without a mapping shows as upcoming).
+// the status column's `statuses` map (a value without a mapping shows as upcoming) and shown in words.
 import type { ResultColumn } from "@caplo/shared";
 import { useWidget } from "../context.ts";
 import { cellText } from "../format.ts";
@@ -35,13 +35,9 @@ export function Timeline({ result }: { result: ResultMessage }) {
                     <Cell column={title} item={item} />
                   </strong>
                 )}
+                {/* The step's state in words; the status column's raw enum value (in_progress) is for
+                    the mapping, not for the customer. */}
                 <span class="step-state"> {t.timelineStates[state]}</span>
-                {status && title !== status && (
-                  <span class="muted">
-                    {" · "}
-                    {cellText(item[status.key])}
-                  </span>
-                )}
                 {rest.map((c) => (
                   <span class="item-field" key={c.key}>
                     <Cell column={c} item={item} />

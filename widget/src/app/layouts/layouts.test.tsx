@@ -199,6 +199,12 @@ describe("timeline", () => {
     expect(steps[1]!.textContent).toContain("Failed");
   });
 
+  test("a step says its state in words, not the status column's raw value", () => {
+    const items = [{ step: "Out for delivery", state: "now" }];
+    const { container } = renderInWidget(<Result result={result({ layout: "timeline", columns, items })} />);
+    expect(container.querySelector("li.step")!.textContent).toBe("●Out for delivery In progress");
+  });
+
   test("shows up to 12 steps (12 of 13)", () => {
     const items = many(13, (i) => ({ step: `S${i}`, state: "ok" }));
     const { container } = renderInWidget(<Result result={result({ layout: "timeline", columns, items })} />);
