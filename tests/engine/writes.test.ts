@@ -1,9 +1,12 @@
 // The write policy end to end through the engine: proposals, confirmation by the customer's own client
 // only, edits, decline, other customers, confirmation none, outcomes, status checks and step-up.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { STATUS_CHECKS_MAX } from "@caplo/shared";
 import { CANCEL, engineHarness, type Harness } from "./support/harness.ts";
-import { ORDERS } from "./support/shopTools.ts";
+import { ORDERS, ShopBackend } from "./support/shopTools.ts";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -299,6 +302,40 @@ describe("outcomes and status checks", () => {
     expect((await h.engine.followUps()).map((row) => row.id)).toEqual([proposalId]);
     expect(await h.advance(10_000_000)).toBe(0);
     expect(h.runner.calls.filter((call) => call.kind === "status")).toHaveLength(STATUS_CHECKS_MAX);
+  });
+
+  it(`status checks survive a restart: the schedule, the gaps and the limit of ${STATUS_CHECKS_MAX} carry on from the store`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "caplo-checks-restart-"));
+    const backendFile = join(dir, "backend.json");
+    try {
+      h = await engineHarness({ dir, backend: new ShopBackend(backendFile), rules: cancelRules(ORDERS.pendingForever) });
+      const proposalId = await propose(ORDERS.pendingForever);
+      await h.confirm(proposalId);
+      const key = (await h.store.getWrite(proposalId))!.idempotencyKey;
+      const gaps: number[] = [];
+      const checkDue = async () => {
+        const before = await h.store.getWrite(proposalId);
+        gaps.push(before!.nextCheckAt! - h.clock.now);
+        expect(await h.advance(before!.nextCheckAt! - h.clock.now)).toBe(1);
+      };
+      for (let check = 0; check < 3; check++) await checkDue();
+      const clockAtStop = h.clock.now;
+      await h.close();
+      h = await engineHarness({ dir, backend: new ShopBackend(backendFile), rules: [] });
+      h.clock.now = clockAtStop;
+      expect(await h.store.getWrite(proposalId)).toMatchObject({ state: "pending", checkCount: 3, idempotencyKey: key, nextCheckAt: clockAtStop + 8000 });
+      for (let check = 3; check < STATUS_CHECKS_MAX; check++) await checkDue();
+      expect(gaps).toEqual([1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000]);
+      expect(await h.store.getWrite(proposalId)).toMatchObject({ state: "pending", checkCount: STATUS_CHECKS_MAX, followUp: true, nextCheckAt: null });
+      expect(await h.advance(10_000_000)).toBe(0);
+      // After the restart: the remaining checks, with the write's own key, and the write never ran again.
+      const statusKeys = h.runner.calls.filter((call) => call.kind === "status").map((call) => call.idempotencyKey);
+      expect(statusKeys).toEqual(Array(STATUS_CHECKS_MAX - 3).fill(key));
+      expect(h.runner.calls.filter((call) => call.kind === "call")).toEqual([]);
+    } finally {
+      await h.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("unknown (the handler threw after applying): a status check records applied", async () => {
