@@ -22,7 +22,12 @@ const outcomes = testVersion(
     { name: "slow", policy: { effect: "read", timeoutSeconds: 1 } },
     { name: "spin", policy: { effect: "read", timeoutSeconds: 1 } },
     { name: "crash", policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" } },
-    { name: "cancel", policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" }, hasStatus: true },
+    {
+      name: "cancel",
+      policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" },
+      hasStatus: true,
+      outputSchema: { type: "object", properties: { cancelled: { type: "boolean" }, key: { type: "string" } }, required: ["cancelled"] },
+    },
     { name: "files", policy: { effect: "read", timeoutSeconds: 5, presentation: files } },
     { name: "big", policy: { effect: "read", timeoutSeconds: 5 } },
     { name: "typed", policy: { effect: "read", timeoutSeconds: 5 }, outputSchema: { type: "object", properties: { orderId: { type: "string" }, status: { type: "string" } }, required: ["orderId", "status"] } },
@@ -144,6 +149,14 @@ describe("write outcomes", () => {
   it("pending keeps the operationRef; 256 characters is the longest accepted", async () => {
     expect((await write("pending")).outcome).toEqual({ outcome: "pending", operationRef: "op_123", message: "Processing." });
     expect((await write("pending_max_ref")).outcome).toMatchObject({ outcome: "pending", operationRef: "x".repeat(256) });
+  });
+  it("outputSchema checks an applied write's result, not a pending write's (which has no result yet)", async () => {
+    expect((await write("applied_off_schema")).outcome).toMatchObject({ outcome: "unknown", reason: expect.stringContaining("/cancelled must be boolean") });
+    expect((await write("applied_bare")).outcome).toMatchObject({ outcome: "unknown", reason: expect.stringContaining("no structured content") });
+    const pendingWithContent = await write("pending_with_content");
+    expect(pendingWithContent.outcome).toEqual({ outcome: "pending", operationRef: "op_124", message: "Processing." });
+    // Unchecked against outputSchema, it is not passed on as the tool's result.
+    expect(pendingWithContent.structuredContent).toBeUndefined();
   });
   it("an invalid operationRef (control character, 257 characters) leaves the write unknown", async () => {
     expect((await write("pending_bad_ref")).outcome).toMatchObject({ outcome: "unknown" });

@@ -32,6 +32,8 @@ export type ProcessOptions = {
   egress: readonly string[];
   overrides: readonly ResolveOverride[];
   memoryMb: number;
+  /** Operator-only extra certificate authorities for the package's TLS (see SandboxSpec.extraCaCerts). */
+  extraCaCerts?: string;
   /**
    * The whole process's memory cap in MiB (heap, Buffers, code), enforced by a control group where the
    * runner has cgroups and the sandbox is isolated; undefined: no group (the heap cap only).
@@ -136,6 +138,7 @@ export class PackageProcess {
       memoryMb: this.options.memoryMb,
       script: this.options.script,
       ...(this.options.preload && { preload: this.options.preload }),
+      ...(this.options.extraCaCerts && { extraCaCerts: this.options.extraCaCerts }),
       ...(this.group && { cgroupProcs: this.group.procsFiles }),
     });
     const child = this.sandbox.child;

@@ -97,6 +97,12 @@ export type SandboxSpec = {
   memoryMb: number;
   /** The egress preload Node loads first (`--import`); default sandboxPreload.ts. */
   preload?: string;
+  /**
+   * Operator-only: a PEM file of certificate authorities the package's TLS trusts besides Node's own
+   * (NODE_EXTRA_CA_CERTS), for a local test API with its own certificate. Bound read-only into the
+   * root; Node reads it itself, so the package is not given --allow-fs-read for it.
+   */
+  extraCaCerts?: string;
   /** cgroup.procs files of the sandbox's control groups (isolated mode), joined before anything runs. */
   cgroupProcs?: string[];
   /** Module and arguments Node runs, e.g. [host.ts, packageDir]. */
@@ -142,12 +148,13 @@ function outermost(paths: string[]): string[] {
 export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
   const env: Record<string, string> = { TZ: "UTC", LANG: "C.UTF-8", NODE_ENV: "production" };
   if (spec.egressSocket) env.CAPLO_EGRESS_SOCKET = spec.egressSocket;
+  if (spec.extraCaCerts) env.NODE_EXTRA_CA_CERTS = spec.extraCaCerts;
   if (spec.mode === "weak") {
     const child = spawn(spec.node, nodeArgs(spec), { env, stdio: ["pipe", "pipe", "pipe"] });
     return { child, cleanup: () => undefined };
   }
   const root = mkdtempSync(join(runtimeDir(), "root-"));
-  const readOnly = outermost(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, spec.preload ?? PRELOAD_MODULE]);
+  const readOnly = outermost(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, spec.preload ?? PRELOAD_MODULE, ...(spec.extraCaCerts ? [spec.extraCaCerts] : [])]);
   if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
   const args = [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, spec.cgroupProcs?.length ? spec.cgroupProcs.join(":") : "-", ...readOnly, "--", ...(spec.egressDir ? [spec.egressDir] : []), "--", spec.node, ...nodeArgs(spec)];
   // A process group of its own, so that stopping the sandbox can signal every process in it.

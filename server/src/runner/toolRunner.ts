@@ -2,6 +2,8 @@
 // context in `_meta`, aborts at the tool's timeout, takes files out of results, validates output and
 // size, maps write outcomes, keeps secrets out of everything it returns, and records each invocation's
 // log lines. Package versions run in warm sandboxed processes; remote MCP servers over their URL.
+import { readFileSync, statSync } from "node:fs";
+import { resolve } from "node:path";
 import { CallToolResultSchema, ResultSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
@@ -79,6 +81,12 @@ export type RunnerOptions = {
   startTimeoutMs?: number;
   /** Operator's host→address map, CAPLO_EGRESS_RESOLVE syntax; default from the environment. */
   egressResolve?: string;
+  /**
+   * Operator-only, for local development: a PEM file of certificate authorities that packages' TLS
+   * trusts besides Node's own, so a local test API with its own certificate can be reached over https
+   * (with egressResolve mapping its host). Default from CAPLO_EXTRA_CA_CERTS. A package cannot set it.
+   */
+  extraCaCerts?: string;
   logStore?: LogStore;
 };
 
@@ -105,6 +113,23 @@ export type Target = {
 
 const STUCK_PING_MS = 1000;
 
+/** The operator's extra CA file, absolute, or a RunnerError naming what is wrong with it. */
+function checkExtraCaCerts(path: string | undefined): string | undefined {
+  if (path === undefined) return undefined;
+  const file = resolve(path);
+  const invalid = (why: string) => new RunnerError("extra_ca_certs_invalid", `CAPLO_EXTRA_CA_CERTS ${file}: ${why}`);
+  let stat;
+  try {
+    stat = statSync(file);
+  } catch {
+    throw invalid("no such file");
+  }
+  if (!stat.isFile()) throw invalid("not a file");
+  if (stat.size > 1024 * 1024) throw invalid("over 1 MiB");
+  if (!readFileSync(file, "latin1").includes("-----BEGIN CERTIFICATE-----")) throw invalid("holds no PEM certificate");
+  return file;
+}
+
 function textOf(content: readonly unknown[]): string {
   return content
     .map((item) => (item as { type?: unknown; text?: unknown; resource?: { text?: unknown } }))
@@ -124,6 +149,7 @@ export class CaploToolRunner implements ToolRunner {
   private readonly options: RunnerOptions;
   private readonly overrides: ResolveOverride[];
   private readonly processMemoryMb: number | undefined;
+  private readonly extraCaCerts: string | undefined;
   readonly logStore: LogStore;
   readonly sandboxMode: SandboxMode | "unavailable";
   readonly sandboxNote: string;
@@ -139,6 +165,7 @@ export class CaploToolRunner implements ToolRunner {
     const parsed = parseResolveOverrides(options.egressResolve ?? process.env.CAPLO_EGRESS_RESOLVE);
     if (parsed.errors.length) throw new RunnerError(parsed.errors[0]!.code, parsed.errors[0]!.message);
     this.overrides = parsed.overrides;
+    this.extraCaCerts = checkExtraCaCerts(options.extraCaCerts ?? (process.env.CAPLO_EXTRA_CA_CERTS || undefined));
     const isolation = probeIsolation();
     const allowWeak = options.allowWeakSandbox ?? process.env.CAPLO_SANDBOX === "weak";
     if (isolation.available) {
@@ -196,6 +223,7 @@ export class CaploToolRunner implements ToolRunner {
       egress: version.manifest.egress ?? [],
       overrides: this.overrides,
       memoryMb: this.options.memoryMb ?? 256,
+      ...(this.extraCaCerts && { extraCaCerts: this.extraCaCerts }),
       ...(this.processMemoryMb !== undefined && { processMemoryMb: this.processMemoryMb, pidsMax: this.options.pidsMax ?? 128 }),
       startTimeoutMs: this.options.startTimeoutMs ?? 30_000,
     });
@@ -388,17 +416,21 @@ export class CaploToolRunner implements ToolRunner {
     }
     const size = Buffer.byteLength(JSON.stringify({ content: files.content, structuredContent: result.structuredContent }));
     if (size > RESULT_BYTES_MAX) return fail(`The tool's result is ${size} bytes, over the limit of ${RESULT_BYTES_MAX} bytes (256 KiB).`);
-    if (!isError && tool.outputSchema) {
+    const outcome = isWrite ? mapWriteResult(shape, target.effectOutcomes) : undefined;
+    // outputSchema describes the tool's result: a read's, or an applied write's. A pending write has no
+    // result yet (the seeds' pending(operationRef, message) carries only a message), so it is not checked,
+    // and any structured content it carries is not passed on as a result.
+    const isResult = !isError && (outcome === undefined || outcome.outcome === "applied");
+    if (isResult && tool.outputSchema) {
       if (!result.structuredContent) return fail("The tool's result has no structured content, but the tool declares an outputSchema.");
       const outputIssues = validateAgainst(tool.outputSchema, result.structuredContent);
       if (outputIssues.length) return fail(`The tool's result does not match its outputSchema: ${outputIssues.map((issue) => issue.message).join("; ")}`);
     }
     const modelText = [text || (result.structuredContent ? JSON.stringify(result.structuredContent) : isError ? "The tool failed." : ""), ...files.notes].filter(Boolean).join("\n");
-    const outcome = isWrite ? mapWriteResult(shape, target.effectOutcomes) : undefined;
     return finish({
       modelText,
       isError,
-      ...(!isError && result.structuredContent && { structuredContent: result.structuredContent }),
+      ...((isResult || (!isError && !tool.outputSchema)) && result.structuredContent && { structuredContent: result.structuredContent }),
       files: files.files,
       ...(outcome && { outcome }),
     });

@@ -47,6 +47,9 @@ export function createServer() {
       case "plain": return { content: text("done"), structuredContent: { cancelled: true, key } };
       case "not_applied": return { isError: true, content: text("Order already shipped."), _meta: { [EFFECT]: { version: 1, outcome: "not_applied" } } };
       case "pending": return { content: text("Processing."), _meta: { [EFFECT]: { version: 1, outcome: "pending", operationRef: "op_123" } } };
+      case "pending_with_content": return { content: text("Processing."), structuredContent: { partial: true }, _meta: { [EFFECT]: { version: 1, outcome: "pending", operationRef: "op_124" } } };
+      case "applied_off_schema": return { content: text("done"), structuredContent: { cancelled: "yes" }, _meta: { [EFFECT]: { version: 1, outcome: "applied" } } };
+      case "applied_bare": return { content: text("done"), _meta: { [EFFECT]: { version: 1, outcome: "applied" } } };
       case "pending_bad_ref": return { content: text("Processing."), _meta: { [EFFECT]: { version: 1, outcome: "pending", operationRef: "bad\nref" } } };
       case "pending_long_ref": return { content: text("Processing."), _meta: { [EFFECT]: { version: 1, outcome: "pending", operationRef: "x".repeat(257) } } };
       case "pending_max_ref": return { content: text("Processing."), _meta: { [EFFECT]: { version: 1, outcome: "pending", operationRef: "x".repeat(256) } } };
