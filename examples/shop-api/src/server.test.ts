@@ -121,6 +121,7 @@ describe("cancellations and their outcomes", () => {
     now += 1000;
     const after = await call("GET", `/operations?key=c-3&operation=${accepted.body.operationId}`);
     expect(after.body.status).toBe("applied");
+    expect(after.body.result).toMatchObject({ orderId: "SO-1002", status: "cancelled", refundAmount: 89, currency: "EUR" });
     expect((await call("GET", "/orders/SO-1002")).body.status).toBe("cancelled");
   });
 

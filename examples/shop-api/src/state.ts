@@ -91,7 +91,11 @@ export class ShopState {
       operation.status = operation.completesAs ?? "applied";
       if (operation.kind === "cancel_order" && operation.status === "applied") {
         const order = this.order(operation.target);
-        if (order) this.markCancelled(order);
+        if (order) {
+          this.markCancelled(order);
+          // What a cancellation applied at once answers (refund and card), so a status check can show it too.
+          operation.result = { orderId: order.id, status: "cancelled", refundAmount: order.total, currency: order.currency, refundCard: order.paymentCard, cancelledAt: order.cancelledAt };
+        }
       }
       changed = true;
     }

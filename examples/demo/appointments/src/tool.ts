@@ -20,7 +20,8 @@ type Input = { service?: Service; storeId?: StoreId; date?: string };
 type Slot = { slotId: string; label: string; start: string; storeName: string; service: string };
 type Output = { slots: Slot[] };
 
-const dayFormat = new Intl.DateTimeFormat("en-GB", { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", timeZone: "UTC" });
+// Every store is in Slovenia: a slot reads in the stores' own time, as the customer will walk in.
+const dayFormat = new Intl.DateTimeFormat("en-GB", { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", timeZone: "Europe/Ljubljana" });
 
 export default defineTool<Input, Output>({
   name: "find_slots",
@@ -82,7 +83,7 @@ export default defineTool<Input, Output>({
     return {
       slots: body.slots.map((slot) => ({
         slotId: slot.slotId,
-        label: `${dayFormat.format(new Date(slot.start))} UTC, ${slot.service}`,
+        label: `${dayFormat.format(new Date(slot.start))}, ${slot.service}`,
         start: slot.start,
         storeName: slot.storeName,
         service: slot.service,

@@ -26,12 +26,16 @@ function outcome(
   };
 }
 
+/** An amount as the customer reads it, for example €39.80 (a receipt shows values as they are). */
+const moneyText = (amount: number, currency: string) => new Intl.NumberFormat("en-IE", { style: "currency", currency }).format(amount);
+
 function cancelled(body: { orderId: string; status: string; refundAmount?: number; currency?: string; refundCard?: string }) {
   return {
     orderId: body.orderId,
     status: body.status,
     ...(body.refundAmount !== undefined ? { refundAmount: body.refundAmount } : {}),
     ...(body.currency ? { currency: body.currency } : {}),
+    ...(body.refundAmount !== undefined && body.currency ? { refund: moneyText(body.refundAmount, body.currency) } : {}),
     ...(body.refundCard ? { refundCard: body.refundCard } : {}),
   };
 }
@@ -114,6 +118,7 @@ export function createServer() {
         status: z.string(),
         refundAmount: z.number().optional(),
         currency: z.string().optional(),
+        refund: z.string().optional(),
         refundCard: z.string().optional(),
       },
     },
