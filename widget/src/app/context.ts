@@ -23,6 +23,8 @@ export interface WidgetApi {
   openPage: (url: string, origins: string[], title: string) => void;
   /** Asks the host page to verify the customer again. */
   requestStepUp: (level: string, maxAuthAgeSeconds?: number) => void;
+  /** How many times the customer was verified on this page so far (a step-up prompt sees its request answered). */
+  verifications: number;
 }
 
 const noop = () => false;
@@ -36,6 +38,7 @@ export const WidgetContext = createContext<WidgetApi>({
   connected: false,
   openPage: () => undefined,
   requestStepUp: () => undefined,
+  verifications: 0,
 });
 
 export const useWidget = (): WidgetApi => useContext(WidgetContext);

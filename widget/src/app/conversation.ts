@@ -30,6 +30,8 @@ export interface ConversationState {
   lastSeq: number;
   typing: boolean;
   verified: boolean;
+  /** How many times the host page's identity token was accepted on this page (a step-up prompt sees it done). */
+  verifications: number;
   pending: PendingMessage[];
   /** Cards, questions and choices already acted on: id → what was sent. A card is usable once. */
   used: Record<string, string>;
@@ -55,6 +57,7 @@ export const initialState: ConversationState = {
   lastSeq: 0,
   typing: false,
   verified: false,
+  verifications: 0,
   pending: [],
   used: {},
   usedRefs: {},
@@ -78,7 +81,7 @@ export function reduce(state: ConversationState, action: Action): ConversationSt
       };
     }
     case "verified":
-      return { ...state, verified: true };
+      return { ...state, verified: true, verifications: state.verifications + 1 };
     case "restore":
       return {
         ...state,

@@ -42,6 +42,7 @@ export function renderInWidget(children: ComponentChildren, overrides: Partial<W
       },
       openPage: (url, origins) => opened.push({ url, origins }),
       requestStepUp: (level, maxAuthAgeSeconds) => stepUps.push({ level, maxAuthAgeSeconds }),
+      verifications: 0,
       ...overrides,
     };
     return <WidgetContext.Provider value={api}>{children}</WidgetContext.Provider>;

@@ -189,6 +189,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     openPage: (pageUrl, origins, title) => setPage({ url: pageUrl, origins, title, opener: document.activeElement }),
     requestStepUp: (level, maxAuthAgeSeconds) =>
       notifyHost({ type: "step_up", level, ...(maxAuthAgeSeconds !== undefined ? { maxAuthAgeSeconds } : {}) }, parent, params.parentOrigin),
+    verifications: state.verifications,
   };
 
   const status = statusLine(state, running, t);

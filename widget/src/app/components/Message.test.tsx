@@ -1,7 +1,9 @@
 // @vitest-environment happy-dom
-import { fireEvent, screen } from "@testing-library/preact";
+import { fireEvent, render, screen } from "@testing-library/preact";
 import { describe, expect, test } from "vitest";
 import type { Outbound } from "@caplo/shared";
+import { WidgetContext, type WidgetApi } from "../context.ts";
+import { en } from "../i18n.ts";
 import { outbound, renderInWidget } from "../testing.tsx";
 import { Message } from "./Message.tsx";
 
@@ -61,5 +63,16 @@ describe("conversation messages", () => {
     fireEvent.click(screen.getByRole("button", { name: "Verify" }));
     expect(stepUps).toEqual([{ level: "high", maxAuthAgeSeconds: 300 }]);
     expect(screen.getByRole("status").textContent).toContain("Follow the steps");
+  });
+
+  test("once the page has verified the customer, the step-up prompt says so instead of still asking", () => {
+    const prompt = outbound({ type: "step_up", id: "s", level: "high", text: "Please sign in again." }) as Outbound;
+    const api = (verifications: number): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications });
+    const { rerender } = render(<WidgetContext.Provider value={api(1)}><Message message={prompt} /></WidgetContext.Provider>);
+    fireEvent.click(screen.getByRole("button", { name: "Verify" }));
+    expect(screen.getByRole("status").textContent).toBe("Follow the steps on the page to verify.");
+    rerender(<WidgetContext.Provider value={api(2)}><Message message={prompt} /></WidgetContext.Provider>);
+    expect(screen.getByRole("status").textContent).toBe("Verified. Thank you.");
+    expect(screen.queryByRole("button", { name: "Verify" })).toBeNull();
   });
 });
