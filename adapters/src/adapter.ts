@@ -80,6 +80,11 @@ export interface RenderWarning {
   type: "degraded";
   feature: string;
   detail: string;
+  /**
+   * Options sent as numbered text instead of taps, in their numbered order (1 first): the glue lets a typed
+   * number or label choose one, as a tap on its payload would.
+   */
+  numbered?: Array<{ label: string; payload: string }>;
 }
 
 export interface Rendered<M> {

@@ -50,6 +50,9 @@ describe("WhatsApp limits", () => {
     expect(lastContent(eleven.messages)).toBeUndefined();
     expect((eleven.messages[0] as { body: string }).body).toContain("11. Option 11");
     expect(eleven.warnings[0]?.feature).toBe("list");
+    // What a typed number means, in the numbered order.
+    expect(eleven.warnings[0]?.numbered).toEqual(opts(11).map((o) => ({ label: o.label, payload: o.payload })));
+    expect(wa("Pick", 10).warnings).toEqual([]);
   });
   it("button titles: 20 characters kept, 21 shortened", () => {
     const t = lastContent(wa("Pick", 2, (i) => s(20, String(i))).messages)!.template as Extract<WhatsAppMessage, { kind: "content" }>["template"] & { actions: Array<{ title: string }> };
@@ -119,6 +122,8 @@ describe("Messenger limits", () => {
     const fourteen = meta("Pick", 14);
     expect((fourteen.messages[0] as unknown as { message: { text: string; quick_replies?: unknown } }).message).toEqual({ text: expect.stringContaining("14. Option 14") });
     expect(fourteen.warnings[0]?.feature).toBe("quick_replies");
+    expect(fourteen.warnings[0]?.numbered?.map((o) => o.payload)).toEqual(opts(14).map((o) => o.payload));
+    expect(meta("Pick", 13).warnings).toEqual([]);
   });
   it("button template text: 640 in the template, 641 sent as text before a short prompt", () => {
     const fits = meta(s(640), 2).messages;

@@ -13,6 +13,7 @@ const rules = [
   { when: /where is my order/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: ORDERS.applied } }] }, { text: "Your order is on its way." }] },
   { when: /cancel/i, replies: [{ text: "Here is what I will do.", toolCalls: [CANCEL(ORDERS.applied)] }] },
   { when: /hello/i, replies: [{ text: "Hello there." }] },
+  { when: /^I pick Store 12$/, replies: [{ text: "Store 12 it is." }] },
 ];
 
 let b: Bench | undefined;
@@ -260,4 +261,43 @@ describe("restart", () => {
       restarted.close();
     }
   });
+});
+
+describe("numbered replies", () => {
+  // 14 cards with a reply action: more than WhatsApp's list picker (10) and Meta's quick replies (13) hold.
+  const stores = Array.from({ length: 14 }, (_, i) => ({ name: `Store ${i + 1}`, city: "Ljubljana" }));
+  const cards = {
+    type: "result" as const,
+    id: "r-stores",
+    callId: "c-stores",
+    layout: "cards" as const,
+    title: "Stores near you",
+    columns: [
+      { key: "name", label: "Name", display: "plain" as const, role: "title" as const },
+      { key: "city", label: "City", display: "plain" as const },
+    ],
+    items: stores,
+    actions: [{ kind: "reply" as const, label: "Pick", template: "I pick {name}" }],
+  };
+  for (const platform of ["whatsapp", "messenger"] as const) {
+    it(`${platform}: reply actions past the list's limit come as numbered text; a typed number sends that reply, once`, async () => {
+      b = await channelBench({ platform, rules });
+      const bench = b;
+      await bench.say("hello");
+      await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+      const conversationId = await conversationOf(bench);
+      await bench.h.engine.emit(conversationId, cards);
+      await bench.waitFor(() => texts(bench).some((t) => t.includes("14. Store 14") && t.includes("Reply with a number.")), "the numbered replies");
+      await bench.say("12");
+      await bench.waitFor(() => texts(bench).includes("Store 12 it is."), "the reply chosen by number");
+      // The numbers were answered: a later "3" is an ordinary message, not Store 3.
+      await bench.say("3");
+      await bench.waitFor(() => texts(bench).includes("I can help with orders."), "the model's answer to a plain 3");
+      await bench.service.idle();
+      await bench.h.engine.idle();
+      const customer = (await bench.h.events(conversationId)).flatMap((e) => (e.type === "text" && e.from === "customer" ? [e.text] : []));
+      expect(customer).toEqual(["hello", "I pick Store 12", "3"]);
+      expect(bench.violations()).toEqual([]);
+    });
+  }
 });

@@ -46,7 +46,12 @@ function texts(text: string, limits: MetaLimits): GraphMessage[] {
  */
 export function metaChoices(body: string, options: ChoiceOption[], shortPrompt: string, limits: MetaLimits, warnings: RenderWarning[]): GraphMessage[] {
   if (options.length > limits.quickRepliesMax) {
-    warnings.push({ type: "degraded", feature: "quick_replies", detail: `${options.length} options exceed ${limits.quickRepliesMax} quick replies; sent as numbered text` });
+    warnings.push({
+      type: "degraded",
+      feature: "quick_replies",
+      detail: `${options.length} options exceed ${limits.quickRepliesMax} quick replies; sent as numbered text`,
+      numbered: options.map((o) => ({ label: o.label, payload: o.payload })),
+    });
     return texts(`${body}\n\n${numberedOptions(options)}\n\nReply with a number.`, limits);
   }
   const out: GraphMessage[] = [];

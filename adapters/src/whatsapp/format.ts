@@ -56,7 +56,12 @@ export function choiceMessages(
   const out: WhatsAppMessage[] = [];
   let prompt = body;
   if (options.length > C.WHATSAPP_LIST_ITEMS_MAX) {
-    warnings.push({ type: "degraded", feature: "list", detail: `${options.length} options exceed the list picker's ${C.WHATSAPP_LIST_ITEMS_MAX}; sent as numbered text` });
+    warnings.push({
+      type: "degraded",
+      feature: "list",
+      detail: `${options.length} options exceed the list picker's ${C.WHATSAPP_LIST_ITEMS_MAX}; sent as numbered text`,
+      numbered: options.map((o) => ({ label: o.label, payload: o.payload })),
+    });
     return texts(`${body}\n\n${numberedOptions(options)}\n\nReply with a number.`);
   }
   if (lengthOf(prompt) > C.WHATSAPP_INTERACTIVE_BODY_MAX) {

@@ -3,7 +3,7 @@
 // 24-hour window, retries what can be retried and records what cannot be delivered.
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import type { ChannelAdapter, ChannelEvent, RenderRefs } from "@caplo/adapters/adapter";
+import type { ChannelAdapter, ChannelEvent, RenderRefs, RenderWarning } from "@caplo/adapters/adapter";
 import { AGENT_DISCLOSURE } from "@caplo/adapters/common/text";
 import { META_HUMAN_AGENT_WINDOW_MS, TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
@@ -245,6 +245,8 @@ export class ChannelService {
       decision = { kind: "notice", code: "media_unsupported", text: "I can only read text here. Please type your message." };
     }
 
+    // Numbered replies are answered by the customer's next message or not at all: a later "2" means something else.
+    if (openQuestion?.kind === "replies" && !(decision.kind === "forward" && decision.closesQuestion)) await this.#store.setOpenQuestion(conversationId, null);
     if (decision.kind === "notice") {
       await this.#notice(binding, decision.text);
       return;
@@ -326,6 +328,7 @@ export class ChannelService {
     const fromTeam = outbound.type === "text" && outbound.from === "team";
     const rendered = adapter.render(outbound, { refs: renderRefs, fromTeam });
     if (refs.length) await this.#store.putRefs(refs);
+    if (outbound.type === "result") await this.#keepNumberedReplies(conversationId, rendered.warnings, refs);
     if (rendered.messages.length > 0 && adapter.capabilities.disclosure && !binding.disclosed && !fromTeam) {
       const disclosure = adapter.render({ type: "text", id: `${event.seq}-disclosure`, from: "system", text: AGENT_DISCLOSURE }, { refs: renderRefs });
       await this.#deliver(binding, event.seq, -1, disclosure.messages, false);
@@ -347,6 +350,27 @@ export class ChannelService {
       if (outbound.style === "questions" && field?.options && outbound.fields.length === 1) {
         await this.#store.setOpenQuestion(conversationId, { elicitationId: outbound.elicitationId, field: field.name, options: field.options });
       }
+    }
+  }
+
+  /**
+   * A result's reply actions sent as numbered text ("Reply with a number."): kept as the conversation's open
+   * choice, so a typed number or label sends that reply. A result without them ends earlier numbered replies;
+   * a questions elicitation still open keeps its place (its numbers win).
+   */
+  async #keepNumberedReplies(conversationId: string, warnings: RenderWarning[], refs: ButtonRef[]): Promise<void> {
+    const numbered = warnings.find((w) => w.numbered)?.numbered;
+    const open = await this.#store.getOpenQuestion(conversationId);
+    if (open && open.kind !== "replies") return;
+    const byToken = new Map(refs.map((r) => [r.token, r]));
+    const options = (numbered ?? []).flatMap((o) => {
+      const ref = byToken.get(o.payload);
+      return ref?.kind === "reply" && ref.value !== undefined ? [{ label: o.label, value: ref.value }] : [];
+    });
+    if (numbered && options.length === numbered.length) {
+      await this.#store.setOpenQuestion(conversationId, { kind: "replies", elicitationId: "", field: "", options });
+    } else if (open) {
+      await this.#store.setOpenQuestion(conversationId, null);
     }
   }
 

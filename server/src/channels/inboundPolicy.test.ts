@@ -42,6 +42,19 @@ describe("typed text", () => {
   });
 });
 
+describe("numbered replies (a result's reply actions past the platform's list)", () => {
+  const replies: OpenQuestion = { kind: "replies", elicitationId: "", field: "", options: [{ value: "I pick Store 1", label: "Store 1" }, { value: "I pick Store 2", label: "Store 2" }] };
+  it("a typed number or exact label sends that reply's text as the customer's message", () => {
+    expect(decideText("2", replies)).toEqual({ kind: "forward", closesQuestion: true, inbound: { type: "message", text: "I pick Store 2" } });
+    expect(decideText("store 1", replies)).toEqual({ kind: "forward", closesQuestion: true, inbound: { type: "message", text: "I pick Store 1" } });
+    expect(decideText("3", replies)).toEqual({ kind: "forward", inbound: { type: "message", text: "3" } });
+  });
+  it("is no open question: an answer tap finds its question closed", () => {
+    const ref: ButtonRef = { token: "c1.d", platform: "whatsapp", conversationId: "conv-1", kind: "answer", targetId: "", field: "", value: "x" };
+    expect(decideTap(ref, "conv-1", undefined, replies)).toMatchObject({ kind: "notice", code: "question_closed" });
+  });
+});
+
 describe("taps", () => {
   it("a Confirm tap on a proposal still waiting confirms exactly that proposal", () => {
     expect(decideTap(confirmRef, "conv-1", "proposed", undefined)).toEqual({ kind: "forward", inbound: { type: "confirm", proposalId: "prop-1" } });

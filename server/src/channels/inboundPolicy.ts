@@ -19,7 +19,7 @@ const FINISHED: Record<string, string> = {
   step_up_required: "is waiting for you to verify again",
 };
 
-/** Typed text against an open questions elicitation: the option's number or its exact label (any case). */
+/** Typed text against an open questions elicitation (or numbered replies): the option's number or its exact label (any case). */
 export function matchTypedAnswer(text: string, question: OpenQuestion): string | undefined {
   const typed = text.trim();
   if (/^\d{1,2}$/.test(typed)) {
@@ -51,7 +51,7 @@ export function decideTap(
       return { kind: "forward", inbound: ref.kind === "confirm" ? { type: "confirm", proposalId: ref.targetId } : { type: "decline", proposalId: ref.targetId } };
     }
     case "answer": {
-      if (!openQuestion || openQuestion.elicitationId !== ref.targetId) {
+      if (!openQuestion || openQuestion.kind === "replies" || openQuestion.elicitationId !== ref.targetId) {
         return { kind: "notice", code: "question_closed", text: "That question was already answered or has closed. Nothing was changed." };
       }
       return {
@@ -101,6 +101,8 @@ export const TAP_CONFIRM_NOTICE = "A typed message cannot confirm a change. To g
 export function decideText(text: string, openQuestion: OpenQuestion | undefined, proposalWaiting = false): Decision {
   if (openQuestion) {
     const value = matchTypedAnswer(text, openQuestion);
+    // A numbered reply action: the customer sends its text, as a tap on it would.
+    if (value !== undefined && openQuestion.kind === "replies") return { kind: "forward", closesQuestion: true, inbound: { type: "message", text: value } };
     if (value !== undefined) {
       return { kind: "forward", closesQuestion: true, inbound: { type: "answer", elicitationId: openQuestion.elicitationId, action: "accept", content: { [openQuestion.field]: value } } };
     }

@@ -95,9 +95,15 @@ export interface ButtonRef {
 }
 
 export interface OpenQuestion {
+  /** The elicitation; empty for "replies". */
   elicitationId: string;
   field: string;
   options: Array<{ value: string; label: string }>;
+  /**
+   * "replies": no elicitation but a result's reply actions sent as numbered text (more than the platform's
+   * list holds); each option's value is the reply's text. Absent: a questions elicitation.
+   */
+  kind?: "replies";
 }
 
 export type OutboxState = "sent" | "failed";
