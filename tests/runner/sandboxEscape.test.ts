@@ -225,9 +225,21 @@ describe("sandbox isolation (namespaces available here)", () => {
     expect(report.ok).toBe(true);
     const env = report.value as Record<string, string>;
     expect(JSON.stringify(env)).not.toContain(SERVER_SECRET);
-    expect(Object.keys(env).sort()).toEqual(expect.arrayContaining(["TZ"]));
-    expect(Object.keys(env)).not.toContain("PATH");
-    expect(Object.keys(env)).not.toContain("CAPLO_EGRESS_SOCKET");
+    // Exactly these: no PATH, no egress socket, not even the launcher shell's PWD (the runner's folder).
+    expect(Object.keys(env).sort()).toEqual(["LANG", "NODE_ENV", "TZ"]);
+  });
+
+  it("starts in the sandbox's root: relative paths do not reach the runner's working folder", async () => {
+    expect((await attempt("cwd")).value).toEqual({ cwd: "/", pwd: null });
+    for (const [kind, path] of [
+      ["read_relative", "package.json"],
+      ["read_relative", "../../etc/passwd"],
+      ["list_relative", "."],
+    ] as const) {
+      const report = await attempt(kind, { path });
+      expect(report.ok, `${kind} ${path}`).toBe(false);
+      expect(report.code, `${kind} ${path}`).toBe("ERR_ACCESS_DENIED");
+    }
   });
 
   it("cannot start child processes, workers or addons", async () => {

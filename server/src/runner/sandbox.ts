@@ -59,6 +59,8 @@ while [ "$1" != "--" ]; do bind "$1" rw; shift; done; shift
 mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
 for d in null zero random urandom; do : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
 mount -o remount,ro "$R"
+# The shell exported its working folder (the runner's) as PWD: the package's environment gets none of it.
+unset PWD OLDPWD
 # setpriv drops to the unprivileged user (real, effective and saved ids, no groups, no new privileges)
 # and only then sets the parent-death signal, which a change of user would clear: if the runner's
 # launcher dies, the package dies with it.

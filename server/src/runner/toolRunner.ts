@@ -373,7 +373,7 @@ export class CaploToolRunner implements ToolRunner {
     };
     const secrets = Object.fromEntries(target.secretNames.filter((name) => name in request.context.secrets).map((name) => [name, request.context.secrets[name]!]));
     const meta: CallMeta = {
-      ...this.contextMeta(request.context, target, deadline, secrets),
+      ...this.contextMeta(request.context, target, deadline, secrets, policy.subject !== undefined),
       ...(isWrite && request.context.idempotencyKey !== undefined && { idempotencyKey: request.context.idempotencyKey }),
       canElicit: route.onElicit !== undefined,
     };
@@ -436,7 +436,8 @@ export class CaploToolRunner implements ToolRunner {
     });
   }
 
-  private contextMeta(context: CallContextInput, target: Target, deadline: Date, secrets: Record<string, string>): CallMeta {
+  /** The per-call context in `_meta`. The verified customer goes only to tools that declare subject. */
+  private contextMeta(context: CallContextInput, target: Target, deadline: Date, secrets: Record<string, string>, withSubject: boolean): CallMeta {
     return {
       invocationId: context.invocationId,
       deadline: deadline.toISOString(),
@@ -446,7 +447,7 @@ export class CaploToolRunner implements ToolRunner {
       ...(context.conversationId !== undefined && { conversationId: context.conversationId }),
       ...(context.turnId !== undefined && { turnId: context.turnId }),
       ...(context.workspaceId !== undefined && { workspaceId: context.workspaceId }),
-      ...(context.subject !== undefined && { subject: context.subject }),
+      ...(withSubject && context.subject !== undefined && { subject: context.subject }),
     };
   }
 
@@ -486,7 +487,7 @@ export class CaploToolRunner implements ToolRunner {
     const timeoutMs = tool.policy.timeoutSeconds * 1000;
     const deadline = new Date(Date.now() + timeoutMs);
     const secrets = Object.fromEntries(target.secretNames.filter((name) => name in request.context.secrets).map((name) => [name, request.context.secrets[name]!]));
-    const meta = { ...this.contextMeta(request.context, target, deadline, secrets), canElicit: false };
+    const meta = { ...this.contextMeta(request.context, target, deadline, secrets, tool.policy.subject !== undefined), canElicit: false };
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error("timeout")), timeoutMs);
     const onOuterAbort = () => controller.abort(new Error("cancelled"));
