@@ -31,22 +31,21 @@ export function messageCost(message: ModelMessage): number {
   return cost;
 }
 
-/** Messages grouped so that a tool-calling assistant message and its tool results stay together. */
-function units(messages: readonly ModelMessage[]): ModelMessage[][] {
-  const grouped: ModelMessage[][] = [];
-  let open: { unit: ModelMessage[]; ids: Set<string> } | undefined;
-  for (const message of messages) {
-    if (message.role === "tool") {
-      // A result belongs to the open call that asked for it; one with no such call cannot be sent alone.
-      if (open?.ids.has(message.toolCallId)) open.unit.push(message);
-      continue;
-    }
-    open = undefined;
-    const unit = [message];
-    grouped.push(unit);
-    if (message.role === "assistant" && message.toolCalls?.length) open = { unit, ids: new Set(message.toolCalls.map((call) => call.id)) };
+/**
+ * The unit that starts at `messages[index]` (a message that is not a tool result), given that the messages
+ * from index + 1 up to `end` are tool results: a tool-calling assistant message takes the results that answer
+ * its calls; a result with no such call cannot be sent alone, so it belongs to no unit.
+ */
+function unitAt(messages: readonly ModelMessage[], index: number, end: number): ModelMessage[] {
+  const message = messages[index]!;
+  const calls = message.role === "assistant" ? message.toolCalls : undefined;
+  if (!calls?.length || end === index + 1) return [message];
+  const unit = [message];
+  for (let k = index + 1; k < end; k++) {
+    const result = messages[k]!;
+    if (result.role === "tool" && calls.some((call) => call.id === result.toolCallId)) unit.push(result);
   }
-  return grouped;
+  return unit;
 }
 
 /** Clip the longest contents of a unit until it fits the budget (the newest unit always goes). */
@@ -65,28 +64,42 @@ function clip(unit: ModelMessage[], budget: number): ModelMessage[] {
   return copy;
 }
 
-/** The transcript to send: the most recent whole units within `budgetChars`, and a note when older ones were left out. */
+/**
+ * The transcript to send: the most recent whole units within `budgetChars`, and a note when older ones were
+ * left out. Read from the newest message back, so a step costs the window, not the whole conversation.
+ */
 export function transcriptWindow(messages: readonly ModelMessage[], budgetChars = TRANSCRIPT_BUDGET_DEFAULT_CHARS): ModelMessage[] {
-  const all = units(messages);
-  if (all.length === 0) return [];
   const kept: ModelMessage[][] = [];
   let used = 0;
-  for (let index = all.length - 1; index >= 0; index--) {
-    const unit = all[index]!;
-    const cost = unit.reduce((sum, message) => sum + messageCost(message), 0);
+  let complete = true;
+  // The tool results after the message at `index` run up to `end`.
+  let end = messages.length;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    if (messages[index]!.role === "tool") continue;
+    const unit = unitAt(messages, index, end);
+    end = index;
+    let cost = 0;
+    for (const message of unit) cost += messageCost(message);
     if (kept.length === 0) {
-      kept.unshift(cost > budgetChars ? clip(unit, budgetChars) : unit);
+      kept.push(cost > budgetChars ? clip(unit, budgetChars) : unit);
       used = Math.min(cost, budgetChars);
       continue;
     }
-    if (used + cost > budgetChars) break;
-    kept.unshift(unit);
+    if (used + cost > budgetChars) {
+      complete = false;
+      break;
+    }
+    kept.push(unit);
     used += cost;
   }
-  const sent = kept.flat();
-  const left = messages.length - sent.length;
-  if (kept.length === all.length) return sent;
-  return [{ role: "system", content: `[${left} earlier message(s) of this conversation are not shown here, to keep within the context budget.]` }, ...sent];
+  if (kept.length === 0) return [];
+  let count = 0;
+  for (const unit of kept) count += unit.length;
+  const sent: ModelMessage[] = complete
+    ? []
+    : [{ role: "system", content: `[${messages.length - count} earlier message(s) of this conversation are not shown here, to keep within the context budget.]` }];
+  for (let unit = kept.length - 1; unit >= 0; unit--) for (const message of kept[unit]!) sent.push(message);
+  return sent;
 }
 
 export const TRANSCRIPT_BUDGET_MAX_CHARS = 2_000_000;
