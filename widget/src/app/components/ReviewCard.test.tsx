@@ -97,6 +97,12 @@ describe("review card", () => {
     expect(screen.queryByText("changed_mind")).toBeNull();
   });
 
+  test("after a decision an editable field left empty reads \"none\"", () => {
+    const empty = { ...review, fields: [{ ...review.fields[2]!, value: "" }] };
+    const { container } = renderInWidget(<ReviewCard view={view({ review: empty, state: "declined" })} autoFocus={false} />);
+    expect(container.querySelector("dd")!.textContent).toBe("none");
+  });
+
   test("Cancel sends a decline for the proposal", () => {
     const { sent } = renderInWidget(<ReviewCard view={view()} autoFocus={false} />);
     fireEvent.click(screen.getByRole("button", { name: "Cancel" }));

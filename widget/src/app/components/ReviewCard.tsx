@@ -101,6 +101,9 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
                 />
               ) : f.display === "last4" ? (
                 <Masked value={f.value} t={t} />
+              ) : (values[f.path] ?? f.value) === "" ? (
+                // An optional field left empty (no reason given) reads as "none", not as a missing line.
+                <span class="muted">{t.noValue}</span>
               ) : (
                 clampText(shownValue(f, values[f.path] ?? f.value))
               )}
