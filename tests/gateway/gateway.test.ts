@@ -31,6 +31,8 @@ afterEach(async () => {
 });
 
 const HS_SECRET = "a-test-identity-secret-of-at-least-32-bytes!!";
+/** The rate limit's clock: real time, unless a test holds it still. */
+let rateClock: number | undefined;
 
 beforeAll(async () => {
   const widgetDir = mkdtempSync(join(tmpdir(), "caplo-widget-"));
@@ -41,7 +43,7 @@ beforeAll(async () => {
   const schemasDir = mkdtempSync(join(tmpdir(), "caplo-schemas-"));
   writeFileSync(join(schemasDir, "caplo.schema.json"), JSON.stringify({ $id: "https://docs.caplo.si/schemas/caplo.schema.json" }));
   stack = await startStack({
-    gateway: { widgetDir, schemasDir, limits: { maxFrameBytes: 4096, framesPerSecond: 10, burst: 20 }, secrets: (name) => (name === "WIDGET_IDENTITY_SECRET" ? HS_SECRET : undefined) },
+    gateway: { widgetDir, schemasDir, limits: { maxFrameBytes: 4096, framesPerSecond: 10, burst: 20 }, now: () => rateClock ?? Date.now(), secrets: (name) => (name === "WIDGET_IDENTITY_SECRET" ? HS_SECRET : undefined) },
     releases: (version) => [
       releaseFromVersions({
         agent: "shop-agent",
@@ -192,16 +194,30 @@ describe("frames and limits", () => {
     await c.waitFor(isT("ack", (f) => f.ref === "edge"));
   });
 
-  it("frames beyond the per-connection rate get rate_limited and are dropped; the connection lives on", async () => {
+  it("a burst of exactly 20 frames is handled and the 21st gets rate_limited; 100 ms later (10 per second) one more is allowed; the connection lives on", async () => {
     const c = await client();
     await c.hello("shop-agent");
-    for (let i = 0; i < 25; i++) c.send({ t: "ping" });
-    await c.waitFor(isT("error", (frame) => frame.code === "rate_limited"));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const pongs = c.frames.filter((frame) => frame.t === "pong").length;
-    expect(pongs).toBeGreaterThanOrEqual(19);
-    expect(pongs).toBeLessThan(25);
-    expect(c.closed).toBeUndefined();
+    rateClock = Date.now() + 60_000; // a full bucket, then time stands still
+    try {
+      const pongs = () => c.frames.filter((frame) => frame.t === "pong").length;
+      const limited = () => c.frames.filter((frame) => frame.t === "error" && frame.code === "rate_limited").length;
+      for (let i = 0; i < 21; i++) c.send({ t: "ping" });
+      const refused = await c.waitFor(isT("error", (frame) => frame.code === "rate_limited"));
+      expect(refused.message).toBe("at most 10 frames per second; this frame was dropped");
+      // Frames are handled in order: every pong before the refusal has arrived.
+      expect(pongs()).toBe(20);
+      rateClock += 99;
+      c.send({ t: "ping" });
+      await c.waitFor(() => limited() === 2);
+      rateClock += 1;
+      c.send({ t: "ping" });
+      c.send({ t: "ping" });
+      await c.waitFor(() => limited() === 3);
+      expect(pongs()).toBe(21);
+      expect(c.closed).toBeUndefined();
+    } finally {
+      rateClock = undefined;
+    }
   });
 
   it("frames before hello are refused; a second hello is refused", async () => {

@@ -52,6 +52,8 @@ export type ConnectionDeps = {
   engine: Engine;
   releases: ReleaseSource;
   limits: ConnectionLimits;
+  /** The clock of the rate limit (milliseconds). */
+  now: () => number;
   verifyIdentity: (release: AgentRelease, token: string) => VerifyResult | Promise<VerifyResult>;
   log: (level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>) => void;
   /** Called when the connection joins a conversation (for typing indicators). */
@@ -87,7 +89,7 @@ export class Connection {
   private retry: NodeJS.Timeout | undefined;
   private stalledSince: number | undefined;
   private tokens: number;
-  private refilledAt = Date.now();
+  private refilledAt: number;
   private starting = false;
   private corked = false;
   alive = true;
@@ -99,6 +101,7 @@ export class Connection {
     this.origin = origin;
     this.deps = deps;
     this.tokens = deps.limits.burst;
+    this.refilledAt = deps.now();
     ws.on("message", (data, isBinary) => void this.receive(data as Buffer | Buffer[] | ArrayBuffer, isBinary));
     ws.on("pong", () => {
       this.alive = true;
@@ -130,7 +133,7 @@ export class Connection {
   }
 
   private allow(): boolean {
-    const now = Date.now();
+    const now = this.deps.now();
     const { framesPerSecond, burst } = this.deps.limits;
     this.tokens = Math.min(burst, this.tokens + ((now - this.refilledAt) / 1000) * framesPerSecond);
     this.refilledAt = now;

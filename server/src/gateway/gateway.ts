@@ -34,6 +34,8 @@ export type GatewayOptions = {
   /** Frames larger than this close the socket (1009) before they are read; below it they get an error frame. */
   hardMaxPayloadBytes?: number;
   log?: (level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>) => void;
+  /** The clock of the per-connection rate limit (milliseconds); default Date.now. */
+  now?: () => number;
 };
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..", "..");
@@ -174,6 +176,7 @@ export class Gateway {
         engine: this.options.engine,
         releases: this.options.releases,
         limits: this.limits,
+        now: this.options.now ?? Date.now,
         verifyIdentity: (release, token) => this.verifyIdentity(release, token),
         log: (level, message, data) => this.log(level, message, data),
         joined: (joined) => {
