@@ -1,7 +1,9 @@
 // WhatsApp webhooks spread over two real `caplo serve` nodes by the load balancer, with the channels'
 // state in the shared PostgreSQL: the customer keeps one conversation whichever node their messages
 // reach, each webhook event is processed by one node (a redelivery to the other node changes nothing),
-// and each reply is sent to Twilio once, although both nodes follow the conversation.
+// and each reply is sent to Twilio once, although both nodes follow the conversation. Then a node is
+// killed while it holds the claim of a webhook event: once its lease has run out, the other node claims the
+// event again and processes it, and the customer gets that reply once.
 import pg from "pg";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -62,12 +64,12 @@ async function deliver(node: CaploNode, messageSid: string, text: string): Promi
   return response.status;
 }
 
+const sid = () => `SM${randomBytes(16).toString("hex")}`;
 const replies = () => twilio.sent.filter((message) => message.to === CUSTOMER).map((message) => message.body ?? message.content?.body ?? "");
 
 describe("WhatsApp over two nodes", () => {
   it("keeps one conversation across nodes, processes each event once and sends each reply once", async () => {
     const [a, b] = nodes as [CaploNode, CaploNode];
-    const sid = () => `SM${randomBytes(16).toString("hex")}`;
     const first = sid();
     expect(await deliver(a, first, "say one")).toBe(200);
     await until("the first reply", () => replies().includes("You said: say one"), 30_000);
@@ -96,6 +98,44 @@ describe("WhatsApp over two nodes", () => {
       const customerTurns = await look.query("SELECT count(*)::int AS n FROM events WHERE conversation_id = $1 AND message->>'from' = 'customer'", [conversations.rows[0].id]);
       expect(customerTurns.rows[0].n).toBe(3);
     } finally {
+      await look.end();
+    }
+  });
+
+  it("has the other node process a webhook event whose claim a killed node held, once its lease ran out; one reply", async () => {
+    const [a, b] = nodes as [CaploNode, CaploNode];
+    const nodeId = (node: CaploNode) => /cluster: node (\S+),/.exec(node.lines.find((line) => line.includes("cluster: node ")) ?? "")?.[1];
+    const look = new pg.Client({ connectionString: db.url });
+    const blocker = new pg.Client({ connectionString: db.url });
+    await Promise.all([look.connect(), blocker.connect()]);
+    try {
+      // Node a will claim the next event and then wait on the customer's binding row, locked here: it is
+      // killed while it holds the claim, before the event reaches the engine.
+      await blocker.query("BEGIN");
+      await blocker.query("SELECT * FROM channel_binding WHERE external_id = $1 FOR UPDATE", [CUSTOMER]);
+      const held = sid();
+      expect(await deliver(a, held, "say four")).toBe(200);
+      const claim = await until("node a to claim the event", async () => {
+        const rows = await look.query("SELECT state, claimed_by FROM channel_inbox WHERE message_id = $1", [held]);
+        return rows.rows[0]?.state === "processing" ? rows.rows[0] : undefined;
+      });
+      expect(claim.claimed_by).toBe(nodeId(a));
+      await a.kill9();
+      await blocker.query("ROLLBACK");
+      expect(replies()).not.toContain("You said: say four");
+
+      // Node b takes a over when its lease runs out; the next webhook it receives drains the inbox, the
+      // lost node's event included, oldest first.
+      await until("node b to take node a over", () => b.lines.some((line) => line.includes("took over a lost node")), 30_000);
+      expect(await deliver(b, sid(), "say five")).toBe(200);
+      await until("the replies to both messages", () => replies().includes("You said: say five") && replies().includes("You said: say four"), 30_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(replies().filter((text) => text.startsWith("You said:"))).toEqual(["You said: say one", "You said: say two", "You said: say three", "You said: say four", "You said: say five"]);
+      const row = await look.query("SELECT state, claimed_by FROM channel_inbox WHERE message_id = $1", [held]);
+      expect(row.rows[0]).toEqual({ state: "done", claimed_by: nodeId(b) });
+      expect(twilio.violations).toEqual([]);
+    } finally {
+      await blocker.end().catch(() => undefined);
       await look.end();
     }
   });

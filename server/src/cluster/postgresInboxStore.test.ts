@@ -3,14 +3,20 @@
 // a customer bound to one conversation whichever node hears from them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../channels/ports.ts";
+import { NodeLeases } from "./nodeLeases.ts";
 import { PostgresInboxStore } from "./postgresInboxStore.ts";
 import { TEST_DATABASE_URL, TestSchema } from "./testSchema.ts";
 
 const schema = new TestSchema();
 const stores: PostgresInboxStore[] = [];
+const leases = new Map<string, NodeLeases>();
+/** A node: its channel state, and its liveness lease (a minute, renewed here only when a test says so). */
 const node = async (nodeId: string, claims: { inboundClaimMs?: number; outboxClaimMs?: number } = {}) => {
   const store = await PostgresInboxStore.open({ connectionString: TEST_DATABASE_URL, schema: schema.name, nodeId, max: 2, ...claims });
   stores.push(store);
+  const lease = new NodeLeases({ pool: schema.pool(1), schema: schema.name, nodeId, leaseMs: 60_000 });
+  await lease.heartbeat();
+  leases.set(nodeId, lease);
   return store;
 };
 let a: PostgresInboxStore;
@@ -50,6 +56,37 @@ describe("PostgresInboxStore", () => {
     expect(claimedBy.size).toBe(30);
     expect([...claimedBy.values()].filter((holders) => holders.length !== 1)).toEqual([]);
     expect(await a.listInbound("received")).toEqual([]);
+  });
+
+  it("gives an event claimed by a lost node to the next node that drains: its lease ran out, or it was taken over", async () => {
+    const doomed = await node("node-doomed");
+    await a.insertInbound({ platform: whatsapp, messageId: "SM-doomed-1", event: "{}", receivedAt: 6_000 });
+    await a.insertInbound({ platform: whatsapp, messageId: "SM-doomed-2", event: "{}", receivedAt: 6_001 });
+    expect((await doomed.claimInbound(2)).map((row) => row.messageId)).toEqual(["SM-doomed-1", "SM-doomed-2"]);
+    // Its lease is alive: nobody else claims them, and a node starting now leaves them alone.
+    expect(await b.claimInbound(5)).toEqual([]);
+    expect(await c.requeueProcessing()).toBe(0);
+
+    // The node stops renewing and its lease runs out (as a minute passing would do).
+    const look = schema.pool(1);
+    await look.query(`UPDATE "${schema.name}".cluster_nodes SET lease_until = now() - interval '1 second' WHERE node_id = 'node-doomed'`);
+    const taken = await Promise.all([b.claimInbound(5), c.claimInbound(5)]);
+    expect(taken.flat().map((row) => row.messageId).sort()).toEqual(["SM-doomed-1", "SM-doomed-2"]);
+    expect(taken.filter((rows) => rows.length > 0)).toHaveLength(1); // one claim of both rows, by one node
+    const holder = taken[0]!.length > 0 ? b : c;
+    const [row] = await look.query(`SELECT claimed_by FROM "${schema.name}".channel_inbox WHERE message_id = 'SM-doomed-1'`).then((result) => result.rows);
+    expect(row.claimed_by).toBe(holder.nodeId);
+    for (const id of ["SM-doomed-1", "SM-doomed-2"]) await holder.finishInbound(whatsapp, id, "done");
+
+    // A node taken over (its lease row removed by the survivor) holds nothing either; requeued at a start.
+    const gone = await node("node-gone");
+    await a.insertInbound({ platform: whatsapp, messageId: "SM-gone", event: "{}", receivedAt: 6_002 });
+    expect((await gone.claimInbound(1)).map((claimed) => claimed.messageId)).toEqual(["SM-gone"]);
+    expect(await a.requeueProcessing()).toBe(0);
+    await leases.get("node-gone")!.leave();
+    expect(await a.requeueProcessing()).toBe(1);
+    expect((await b.claimInbound(5)).map((claimed) => claimed.messageId)).toEqual(["SM-gone"]);
+    await b.finishInbound(whatsapp, "SM-gone", "done");
   });
 
   it("gives an event claimed by a node that went silent to another node once the claim is old, and never one a live node holds", async () => {

@@ -2,11 +2,16 @@
 // customers' bindings to conversations, button references and the outbox. Each received webhook event is
 // claimed by exactly one node (`FOR UPDATE SKIP LOCKED`), and each part of each outbound message is claimed
 // by exactly one node before it is sent, so several nodes subscribed to one conversation send it once.
+//
+// An inbound claim lasts as long as its node's liveness lease (`cluster_nodes`, see nodeLeases.ts): once the
+// node that claimed an event is lost (its lease ran out, or a survivor took it over and removed it), the next
+// node that drains the inbox claims the event again. INBOUND_CLAIM_MS bounds a claim even of a live node.
 import pg from "pg";
 import type { Binding, BindingKey, ButtonRef, InboxRow, InboxState, InboxStore, OpenQuestion, OutboxRecord, Platform } from "../channels/ports.ts";
 import { migrateOnce, SCHEMA_NAME_PATTERN, type Migration } from "./migrationLock.ts";
+import { NodeLeases } from "./nodeLeases.ts";
 
-/** A node that claimed an inbound event and went silent this long is presumed lost: the event is claimed again. */
+/** An inbound event claimed this long ago is claimed again even if its node's lease is alive (a stuck node). */
 export const INBOUND_CLAIM_MS = 120_000;
 /** A node sending one outbound part has this long before another node may send it instead. */
 export const OUTBOX_CLAIM_MS = 60_000;
@@ -87,6 +92,14 @@ CREATE TABLE channel_content (
 
 type Row = Record<string, unknown>;
 
+/**
+ * SQL condition on a `channel_inbox` row in state processing: its claim is no longer held, because the node
+ * that claimed it has no live lease (lost, taken over, or gone) or because it was claimed longer ago than
+ * `claimMs` (a bind parameter, in milliseconds).
+ */
+const claimLapsed = (claimMs: string) => `(claimed_at < now() - ${claimMs} * interval '1 millisecond'
+  OR NOT EXISTS (SELECT 1 FROM cluster_nodes live WHERE live.node_id = channel_inbox.claimed_by AND live.lease_until >= now()))`;
+
 const inboxRow = (r: Row): InboxRow => ({
   platform: r.platform as Platform,
   messageId: String(r.message_id),
@@ -146,14 +159,20 @@ export class PostgresInboxStore implements InboxStore {
     this.#pool.on("error", () => undefined); // an idle connection cut by a restart; the next query reconnects
   }
 
-  /** Migrate (once across nodes, under the advisory lock) and open. */
+  /**
+   * Migrate (once across nodes, under the advisory lock) and open. The node liveness table is migrated too:
+   * inbound claims are held by live nodes (`nodeId` must renew its lease, as a cluster node does).
+   */
   static async open(options: PostgresInboxStoreOptions): Promise<PostgresInboxStore> {
     const store = new PostgresInboxStore(options);
-    const migrated = await migrateOnce(store.#pool, { schema: store.schema, table: CHANNEL_MIGRATIONS_TABLE, migrations: CHANNEL_MIGRATIONS });
-    if (!migrated.ok) {
+    const failed = async (error: { code: string; message: string }) => {
       await store.#pool.end();
-      throw Object.assign(new Error(migrated.error.message), { code: migrated.error.code });
-    }
+      return Object.assign(new Error(error.message), { code: error.code });
+    };
+    const leases = await NodeLeases.migrate(store.#pool, store.schema);
+    if (!leases.ok) throw await failed(leases.error);
+    const migrated = await migrateOnce(store.#pool, { schema: store.schema, table: CHANNEL_MIGRATIONS_TABLE, migrations: CHANNEL_MIGRATIONS });
+    if (!migrated.ok) throw await failed(migrated.error);
     return store;
   }
 
@@ -174,13 +193,13 @@ export class PostgresInboxStore implements InboxStore {
     return result.rowCount === 1;
   }
 
-  /** Received events, and events a lost node claimed long ago, each to exactly one claiming node. */
+  /** Received events, and events claimed by a node that is lost (or stuck), each to exactly one claiming node. */
   async claimInbound(limit: number): Promise<InboxRow[]> {
     const rows = await this.#q(
       `UPDATE channel_inbox SET state = 'processing', claimed_by = $2, claimed_at = now()
        WHERE (platform, message_id) IN (
          SELECT platform, message_id FROM channel_inbox
-         WHERE state = 'received' OR (state = 'processing' AND claimed_at < now() - $3 * interval '1 millisecond')
+         WHERE state = 'received' OR (state = 'processing' AND ${claimLapsed("$3")})
          ORDER BY received_at LIMIT $1
          FOR UPDATE SKIP LOCKED)
        RETURNING *`,
@@ -196,10 +215,10 @@ export class PostgresInboxStore implements InboxStore {
     );
   }
 
-  /** At a node's start: only events whose claim is old (their node was lost) go back; live nodes' claims stay. */
+  /** At a node's start: events claimed by lost nodes (or long ago) go back; live nodes' claims stay. */
   async requeueProcessing(): Promise<number> {
     const result = await this.#pool.query(
-      `UPDATE channel_inbox SET state = 'received', claimed_by = NULL WHERE state = 'processing' AND claimed_at < now() - $1 * interval '1 millisecond'`,
+      `UPDATE channel_inbox SET state = 'received', claimed_by = NULL WHERE state = 'processing' AND ${claimLapsed("$1")}`,
       [this.#inboundClaimMs],
     );
     return result.rowCount ?? 0;
