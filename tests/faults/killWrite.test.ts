@@ -1,9 +1,14 @@
-// kill -9 of the node running a write: the write is unknown, a surviving node takes the lost node over
-// and its status check records the real outcome, the customer (reconnected to a survivor) is told, and
-// nothing runs twice. Three real `caplo serve` processes share one PostgreSQL database.
+// Three real `caplo serve` processes started together on one empty PostgreSQL database, without Redis:
+// every schema (the store's, the liveness leases', the channels') is migrated once and completely; events
+// travel between nodes over PostgreSQL LISTEN/NOTIFY. Then kill -9 of the node running a write: the write
+// is unknown, a surviving node takes the lost node over and its status check records the real outcome,
+// the customer (reconnected to a survivor) is told, and nothing runs twice.
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServerFrame } from "@caplo/shared";
+import { CHANNEL_MIGRATIONS, CHANNEL_MIGRATIONS_TABLE } from "../../server/src/cluster/postgresInboxStore.ts";
+import { NODE_LEASE_MIGRATIONS, NODE_MIGRATIONS_TABLE } from "../../server/src/cluster/nodeLeases.ts";
+import { POSTGRES_MIGRATIONS } from "../../server/src/store/migrations.ts";
 import { TestClient } from "../gateway/support/client.ts";
 import { AGENT, CaploNode, createDatabase, ORIGIN, publishAgent, scratch, Shop, stopAll, until } from "./support/cluster.ts";
 
@@ -16,8 +21,16 @@ beforeAll(async () => {
   db = await createDatabase();
   shop = await Shop.start();
   const published = await publishAgent(work.dir);
-  // All three start together: the schema is migrated once, under the lock.
-  nodes = await Promise.all(["a", "b", "c"].map((name) => CaploNode.start({ name, databaseUrl: db.url, shop, ...published })));
+  // All three start together: each schema is migrated once, under its lock. WhatsApp is switched on (made-up
+  // credentials, nothing is sent) so the channels' tables are migrated by three nodes at once too.
+  const whatsapp = {
+    CAPLO_TWILIO_ACCOUNT_SID: `AC${"0".repeat(32)}`,
+    CAPLO_TWILIO_AUTH_TOKEN: "1".repeat(32),
+    CAPLO_WHATSAPP_FROM: "whatsapp:+15550001111",
+    CAPLO_PUBLIC_URL: "https://faults.example",
+    CAPLO_TWILIO_API_BASE: "http://127.0.0.1:9",
+  };
+  nodes = await Promise.all(["a", "b", "c"].map((name) => CaploNode.start({ name, databaseUrl: db.url, shop, ...published, env: whatsapp })));
 });
 
 afterAll(async () => {
@@ -28,6 +41,58 @@ afterAll(async () => {
 });
 
 const outcome = (state: string) => (frame: ServerFrame) => frame.t === "event" && frame.message.type === "outcome" && frame.message.state === state;
+
+const said = (text: string) => (frame: ServerFrame) => frame.t === "event" && frame.message.type === "text" && frame.message.from === "agent" && frame.message.text === `You said: ${text}`;
+
+describe("three nodes started together, without Redis", () => {
+  it("migrated every schema once and completely, and every node listens on PostgreSQL for the others' events", async () => {
+    const look = new pg.Client({ connectionString: db.url });
+    await look.connect();
+    try {
+      for (const [table, migrations] of [
+        ["schema_migrations", POSTGRES_MIGRATIONS],
+        [NODE_MIGRATIONS_TABLE, NODE_LEASE_MIGRATIONS],
+        [CHANNEL_MIGRATIONS_TABLE, CHANNEL_MIGRATIONS],
+      ] as const) {
+        const applied = await look.query(`SELECT version FROM ${table} ORDER BY version`);
+        expect(applied.rows.map((row) => Number(row.version)), table).toEqual(migrations.map((migration) => migration.version));
+      }
+      const leases = await look.query("SELECT count(*)::int AS n FROM cluster_nodes");
+      expect(leases.rows[0].n).toBe(3);
+      // One LISTEN connection per node: the bus is PostgreSQL's, as no Redis is configured.
+      const listening = await look.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'caplo-bus-listen'", [db.name]);
+      expect(listening.rows[0].n).toBe(3);
+    } finally {
+      await look.end();
+    }
+    for (const node of nodes) {
+      expect(await node.ready()).toEqual({ ready: true, store: "ok", bus: "healthy" });
+      expect(node.lines.filter((line) => /migrat|error/i.test(line))).toEqual([]);
+    }
+  });
+
+  it("delivers a conversation's events to its tab on another node over LISTEN/NOTIFY, both ways, each once and in order", async () => {
+    const [, b, c] = nodes as [CaploNode, CaploNode, CaploNode];
+    const tab1 = await TestClient.open(b.wsUrl, ORIGIN);
+    const welcome = await tab1.hello(AGENT);
+    const tab2 = await TestClient.open(c.wsUrl, ORIGIN);
+    await tab2.hello(AGENT, { token: welcome.resumeToken, after: 0 });
+    for (const word of ["one", "two", "three"]) {
+      tab1.send({ t: "in", ref: word, event: { type: "message", text: `say ${word}` } });
+      await tab2.waitFor(said(`say ${word}`), 20_000); // produced on node b, delivered by node c
+    }
+    tab2.send({ t: "in", ref: "four", event: { type: "message", text: "say four" } });
+    await tab1.waitFor(said("say four"), 20_000); // produced on node c, delivered by node b
+    await tab2.waitFor(said("say four"), 20_000);
+    const seqs = tab2.events().map((frame) => frame.seq);
+    expect(seqs).toEqual(seqs.map((_, index) => index + 1));
+    expect(tab1.events().map((frame) => frame.message)).toEqual(tab2.events().map((frame) => frame.message));
+    // The bus stayed healthy: nothing came by the degraded path's polling.
+    for (const node of [b, c]) expect(node.lines.some((line) => /event bus degraded/.test(line))).toBe(false);
+    await tab1.close();
+    await tab2.close();
+  });
+});
 
 describe("kill -9 of the node running a write", () => {
   it("leaves the write unknown; a survivor's status check records that it applied, the customer is told on another node, and it ran once", async () => {

@@ -30,7 +30,7 @@ beforeAll(async () => {
   const published = await publishAgent(work.dir);
   [a, b] = (await Promise.all(
     ["a", "b"].map((name) =>
-      CaploNode.start({ name, databaseUrl: db.url, shop, redisUrl: "redis://127.0.0.1:6379", ...published, env: { ...WHATSAPP, CAPLO_CHANNELS_DB: `${work.dir}/channels-${name}.db` } }),
+      CaploNode.start({ name, databaseUrl: db.url, shop, redisUrl: "redis://127.0.0.1:6379", ...published, env: WHATSAPP }),
     ),
   )) as [CaploNode, CaploNode];
 });
