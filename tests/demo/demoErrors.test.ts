@@ -1,5 +1,6 @@
-// `caplo demo` fails with a clear message and exit code 1, never a stack trace, when its port is taken or
-// its database file is not a database; a wrong option exits 2; --help documents the options.
+// `caplo demo` fails with a clear message and exit code 1, never a stack trace, when its port is taken,
+// its database file is not a database or an install step is missing; a wrong option exits 2; --help
+// documents the options.
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -62,6 +63,18 @@ describe("caplo demo's clear messages", () => {
     expect(output).toContain("[database_corrupt]");
     noStack(output);
   }, 60_000);
+
+  test("a missing install step (no Node 24 for the tool packages) says to run npm install, exit code 1", async () => {
+    // What a checkout looks like where `npm install` did not finish: runtime/node24 is not there.
+    const demo = spawnDemo(["--port", String(await freePort()), "--shop-port", "0"], undefined, { CAPLO_NODE24: join(tmpdir(), "caplo-no-node24", "node") });
+    const code = await demo.exited;
+    const output = demo.output();
+    await demo.stop();
+    expect(code).toBe(1);
+    expect(output).toMatch(/Node 24 (is not installed|not found)[^\n]*run npm (install|ci)/);
+    expect(output).not.toContain("Open:");
+    noStack(output);
+  }, 120_000);
 
   test("an unknown option exits 2 and names it; --help lists every option", async () => {
     const wrong = spawnDemo(["--colour", "red"]);

@@ -19,15 +19,15 @@ export async function freePort(): Promise<number> {
 
 /** The environment without a model key, so the offline demo model answers. */
 export function offlineEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env, ...extra };
+  const env = { ...process.env };
   for (const name of ["OPENAI_API_KEY", "OPENAI_BASE_URL", "CAPLO_MODEL", "CAPLO_PORT", "CAPLO_REDIS_URL", "CAPLO_DATABASE_URL"]) delete env[name];
-  return env;
+  return { ...env, ...extra };
 }
 
 export type DemoProcess = { child: ChildProcess; output: () => string; exited: Promise<number | null>; dataDir: string; stop: () => Promise<number | null> };
 
-export function spawnDemo(args: string[], dataDir = mkdtempSync(join(tmpdir(), "caplo-demo-"))): DemoProcess {
-  const child = spawn(process.execPath, [join(ROOT, "bin/caplo.mjs"), "demo", "--data-dir", dataDir, ...args], { cwd: ROOT, env: offlineEnv(), stdio: ["ignore", "pipe", "pipe"] });
+export function spawnDemo(args: string[], dataDir = mkdtempSync(join(tmpdir(), "caplo-demo-")), env: Record<string, string> = {}): DemoProcess {
+  const child = spawn(process.execPath, [join(ROOT, "bin/caplo.mjs"), "demo", "--data-dir", dataDir, ...args], { cwd: ROOT, env: offlineEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   let text = "";
   child.stdout!.on("data", (chunk: Buffer) => (text += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (text += chunk.toString()));
