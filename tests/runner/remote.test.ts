@@ -121,6 +121,24 @@ describe("connecting", () => {
     const connected = await connectRemote({ url: base, authorization: "wrong", ...local });
     expect(connected).toMatchObject({ ok: false, error: { code: "remote_unauthorized" } });
   });
+  it("never follows a redirect to another origin (the reviewed URL is the server), and says so by code", async () => {
+    let followed = 0;
+    const target = createServer((_req, res) => {
+      followed += 1;
+      res.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+    const redirector = createServer((_req, res) => res.writeHead(307, { location: `http://127.0.0.1:${(target.address() as { port: number }).port}/mcp` }).end());
+    await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
+    try {
+      const connected = await connectRemote({ url: `http://127.0.0.1:${(redirector.address() as { port: number }).port}/mcp`, authorization: TOKEN, ...local });
+      expect(connected).toMatchObject({ ok: false, error: { code: "remote_redirect" } });
+      expect(followed).toBe(0);
+    } finally {
+      await new Promise((resolve) => target.close(resolve));
+      await new Promise((resolve) => redirector.close(resolve));
+    }
+  });
   it("refuses http and loopback URLs unless the operator allows private networks", async () => {
     expect(await connectRemote({ url: base, authorization: TOKEN })).toMatchObject({ ok: false, error: { code: "remote_url_insecure" } });
     expect(await connectRemote({ url: "https://127.0.0.1/mcp" })).toMatchObject({ ok: false, error: { code: "remote_url_ip_literal" } });

@@ -46,6 +46,19 @@ export async function checkRemoteUrl(endpoint: RemoteEndpoint): Promise<RemotePr
   return undefined;
 }
 
+/**
+ * Whether a connection failed because the server redirected elsewhere. The MCP SDK's transports follow
+ * a redirect only within the URL's origin (redirectPolicy 'same-origin', the default kept here): the
+ * reviewed URL is the server, and a redirect could lead to another server or a private address.
+ */
+function redirected(error: unknown): boolean {
+  for (let current = error as { message?: unknown; cause?: unknown } | undefined, depth = 0; current && depth < 5; current = current.cause as typeof current, depth++) {
+    if (typeof current.message === "string" && /redirect/i.test(current.message)) return true;
+    if (typeof current === "string" && /redirect/i.test(current)) return true;
+  }
+  return false;
+}
+
 function newClient(): Client {
   return new Client({ name: "caplo-remote", version: "1.0.0" }, { capabilities: {} });
 }
@@ -79,6 +92,9 @@ export async function connectRemote(endpoint: RemoteEndpoint): Promise<Connected
     return { ok: true, client: sse, transport: "sse" };
   } catch (error) {
     await sse.close().catch(() => undefined);
+    if (redirected(firstError) || redirected(error)) {
+      return { ok: false, error: { code: "remote_redirect", path: "/url", message: `${endpoint.url} redirects to another origin, which is never followed: list, review and publish the URL it points to instead` } };
+    }
     const message = `${(firstError as Error)?.message ?? firstError}; SSE: ${(error as Error)?.message ?? error}`;
     const unauthorized = /401|403|unauthori[sz]ed|forbidden/i.test(message);
     return { ok: false, error: { code: unauthorized ? "remote_unauthorized" : "remote_unreachable", path: "/url", message: `could not connect to ${endpoint.url}: ${message}` } };
