@@ -298,6 +298,68 @@ describe("backpressure", () => {
   });
 });
 
+describe("slow clients and huge frames", () => {
+  it("a client whose buffer stays full past the stall limit is closed with 1013; resuming from its last seq delivers the rest once, in order", async () => {
+    const { Gateway } = await import("../../server/src/gateway/index.ts");
+    const slow = new Gateway({ engine: stack.engine, releases: stack.releases, limits: { maxBufferedBytes: 64 * 1024, stallTimeoutMs: 300 } });
+    const address = await slow.listen(0, "127.0.0.1");
+    const url = `ws://127.0.0.1:${address.port}/v1/ws`;
+    try {
+      const c = await TestClient.open(url, ORIGIN);
+      clients.push(c);
+      const welcome = await c.hello("shop-agent");
+      const socket = (c.ws as unknown as { _socket: import("node:net").Socket })._socket;
+      socket.pause();
+      const big = "z".repeat(200_000);
+      for (let i = 0; i < 40; i++) await stack.engine.emit(welcome.conversationId, { type: "text", id: `m_stall_${i}`, from: "system", text: `${i} ${big}` });
+      const server = [...(slow as unknown as { connections: Set<{ ws: { readyState: number; OPEN: number } }> }).connections][0]!;
+      for (let i = 0; i < 400 && server.ws.readyState === server.ws.OPEN; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+      expect(server.ws.readyState).not.toBe(server.ws.OPEN);
+      socket.resume();
+      await c.waitFor(() => c.closed !== undefined).catch(() => undefined);
+      expect(c.closed).toEqual({ code: 1013, reason: "too slow; resume from the last event" });
+      const got = c.events();
+      expect(got.length).toBeLessThan(40);
+      const after = got.at(-1)?.seq ?? 0;
+      const again = await TestClient.open(url, ORIGIN);
+      clients.push(again);
+      await again.hello("shop-agent", { token: welcome.resumeToken, after });
+      await again.waitFor((frame) => frame.t === "event" && frame.message.type === "text" && frame.message.text.startsWith("39 "), 20_000);
+      const all = [...got, ...again.events()];
+      expect(all.map((event) => (event.message.type === "text" ? Number(event.message.text.split(" ")[0]) : -1))).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      expect(all.map((event) => event.seq)).toEqual(all.map((_, i) => all[0]!.seq + i));
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it("a frame over the hard payload limit closes its socket (1009) unread; one of exactly the limit gets frame_too_large; others live on", async () => {
+    const { Gateway } = await import("../../server/src/gateway/index.ts");
+    const strict = new Gateway({ engine: stack.engine, releases: stack.releases, limits: { maxFrameBytes: 1000 }, hardMaxPayloadBytes: 20_000 });
+    const address = await strict.listen(0, "127.0.0.1");
+    const url = `ws://127.0.0.1:${address.port}/v1/ws`;
+    try {
+      const open = async () => {
+        const opened = await TestClient.open(url, ORIGIN);
+        clients.push(opened);
+        await opened.hello("shop-agent");
+        return opened;
+      };
+      const [bystander, c] = [await open(), await open()];
+      c.send("x".repeat(20_000));
+      expect(await c.waitFor(isT("error", (frame) => frame.code === "frame_too_large"))).toMatchObject({ message: "frames are at most 1000 bytes; this one had 20000" });
+      c.send("x".repeat(20_001));
+      await c.waitFor(() => c.closed !== undefined).catch(() => undefined);
+      expect(c.closed?.code).toBe(1009);
+      bystander.send({ t: "in", ref: "still", event: { type: "message", text: "hello again" } });
+      await bystander.waitFor(isT("ack", (frame) => frame.ref === "still"));
+      expect(bystander.closed).toBeUndefined();
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
 describe("origins", () => {
   it("an upgrade from an origin no agent allows, or without an origin, is refused with 403", async () => {
     await expect(TestClient.open(stack.wsUrl, "https://evil.example")).rejects.toThrow("HTTP 403");
