@@ -15,7 +15,8 @@ import { PACKAGES_DIR } from "./testPackages.ts";
 const KEY = "sk_context_5e8d02";
 const subject: CallSubject = { id: "cust-9", ref: "acct-9", level: "high", authTime: "2026-12-01T10:00:00.000Z" };
 let http: Server;
-let hangClosed: Promise<void>;
+/** One promise per request to /hang, settled when its connection closes. */
+const hangsClosed: Promise<void>[] = [];
 let runner: CaploToolRunner;
 let read: PackageVersion;
 const variants: Record<string, PackageVersion> = {};
@@ -27,10 +28,8 @@ function variant(base: PackageVersion, name: string, policy: Partial<ToolPolicy>
 }
 
 beforeAll(async () => {
-  let closed: () => void = () => undefined;
-  hangClosed = new Promise((resolve) => (closed = resolve));
   http = createServer((request) => {
-    if (request.url === "/hang") request.socket.once("close", () => closed());
+    if (request.url === "/hang") hangsClosed.push(new Promise((resolve) => request.socket.once("close", () => resolve())));
   });
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
   const built = await buildPackage(join(PACKAGES_DIR, "context"));
@@ -39,6 +38,7 @@ beforeAll(async () => {
   variants.write = variant(read, "write", { effect: "write", confirmation: "required" });
   variants.subject = variant(read, "subject", { subject: { policy: "verified_required" } });
   variants.short = variant(read, "short", { timeoutSeconds: 1 });
+  variants.shortWrite = variant(read, "short-write", { effect: "write", confirmation: "required", timeoutSeconds: 1 });
   runner = new CaploToolRunner({ egressResolve: `allowed.test=127.0.0.1:${(http.address() as { port: number }).port}` });
   for (const version of [read, ...Object.values(variants)]) await runner.load(version);
 }, 120_000);
@@ -124,6 +124,14 @@ describe("a function package's call context through the runner", () => {
     const { result } = await probe(variants.short!, {}, { args: { hang: true } });
     expect(result).toMatchObject({ isError: true, modelText: "The tool timed out after 1 seconds." });
     expect(result.logs.map((line) => line.message)).toContain("fetching a host that never answers");
-    await hangClosed; // the upstream request ended because the sandboxed fetch was aborted
+    expect(hangsClosed).toHaveLength(1);
+    await hangsClosed[0]; // the upstream request ended because the sandboxed fetch was aborted
+  });
+
+  it("a write that times out is unknown (it may have happened), and its fetch is aborted too", async () => {
+    const { result } = await probe(variants.shortWrite!, { idempotencyKey: "key-slow" }, { args: { hang: true } });
+    expect(result).toMatchObject({ isError: true, outcome: { outcome: "unknown", reason: "The tool timed out after 1 seconds." } });
+    expect(hangsClosed).toHaveLength(2);
+    await hangsClosed[1];
   });
 });

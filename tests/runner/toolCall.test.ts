@@ -39,6 +39,8 @@ const outcomes = testVersion(
 // The same server under other tool names is not needed: ask_questions and echo_subject map onto
 // tools the server lists through an alias package directory below.
 const plain = testVersion("plain", [{ name: "write", policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" } }]);
+// The same server claiming a status check it does not advertise (OPERATION_STATUS_CAPABILITY).
+const plainWithStatus = testVersion("plain", [{ name: "write", policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" }, hasStatus: true }]);
 
 let runner: CaploToolRunner;
 let http: Server;
@@ -67,6 +69,7 @@ beforeAll(async () => {
   await runner.unload(outcomes.id);
   await runner.load({ ...outcomes, tools: outcomes.tools.filter((tool) => !["echo_subject", "ask_questions"].includes(tool.name)) });
   await runner.load(plain);
+  await runner.load(plainWithStatus);
 }, 60_000);
 
 afterAll(async () => {
@@ -189,6 +192,13 @@ describe("status checks", () => {
     expect(await check("op-applied")).toMatchObject({ outcome: "applied", structuredContent: { cancelled: true, key: "idem-orig" } });
     expect(await check("op-rejected")).toEqual({ outcome: "not_applied", message: "It was not cancelled." });
     expect(await check("op-pending")).toMatchObject({ outcome: "pending", operationRef: "op-pending" });
+  });
+  it("is asked only of a write tool with a status check on a server that advertises operation status", async () => {
+    const ask = (packageVersionId: string, tool: string) => runner.checkStatus({ packageVersionId, tool, operationRef: "op-applied", context: { invocationId: `st-${packageVersionId}-${tool}`, secrets: {}, idempotencyKey: "k" } });
+    expect(await ask(outcomes.id, "echo")).toEqual({ outcome: "unknown", reason: "status checks are for write tools" });
+    expect(await ask(plain.id, "write")).toEqual({ outcome: "unknown", reason: "the tool has no status check" });
+    expect(await ask(plainWithStatus.id, "write")).toEqual({ outcome: "unknown", reason: "the server does not advertise operation status" });
+    expect(await ask(outcomes.id, "missing")).toMatchObject({ outcome: "unknown", reason: expect.stringContaining("is not loaded") });
   });
   it("any other answer or a throw leaves the write unknown", async () => {
     expect(await check("op-weird")).toMatchObject({ outcome: "unknown" });
