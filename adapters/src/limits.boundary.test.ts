@@ -12,7 +12,7 @@ import { metaChoices } from "./meta/format.ts";
 import { MESSENGER_LIMITS, renderMessenger } from "./messenger/format.ts";
 import { INSTAGRAM_LIMITS } from "./instagram/format.ts";
 import { recordingRefs } from "./testkit.ts";
-import { choiceMessages, type WhatsAppMessage } from "./whatsapp/format.ts";
+import { choiceMessages, renderWhatsApp, type WhatsAppMessage } from "./whatsapp/format.ts";
 
 const s = (n: number, c = "a") => c.repeat(n);
 const opts = (n: number, label = (i: number) => `Option ${i + 1}`) => Array.from({ length: n }, (_, i) => ({ label: label(i), payload: `c1.${String(i).padStart(22, "0")}` }));
@@ -83,6 +83,17 @@ describe("WhatsApp limits", () => {
   it("free-form text: 1600 characters in one message, 1601 in two", () => {
     expect(splitText(s(1600), C.WHATSAPP_TEXT_MAX)).toHaveLength(1);
     expect(splitText(s(1601), C.WHATSAPP_TEXT_MAX)).toHaveLength(2);
+  });
+  it("media: JPEG and PNG up to 5 MB and PDF up to 16 MB are media; one byte more, or GIF and WebP, a link", () => {
+    const file = (mimeType: "image/jpeg" | "image/png" | "image/gif" | "image/webp" | "application/pdf", size: number) => renderWhatsApp({ type: "file", id: "f", name: "x", mimeType, size, url: "https://shop.example/v1/files/f_1" }, { refs: recordingRefs() });
+    const MB = 1024 * 1024;
+    for (const [mimeType, max] of [["image/jpeg", 5 * MB], ["image/png", 5 * MB], ["application/pdf", 16 * MB]] as const) {
+      expect(file(mimeType, max)).toEqual({ messages: [{ kind: "media", body: "x", mediaUrl: "https://shop.example/v1/files/f_1" }], warnings: [] });
+      const over = file(mimeType, max + 1);
+      expect(over.messages).toEqual([{ kind: "text", body: "x: https://shop.example/v1/files/f_1" }]);
+      expect(over.warnings[0]?.feature).toBe("files");
+    }
+    for (const mimeType of ["image/gif", "image/webp"] as const) expect(file(mimeType, 1024).messages).toEqual([{ kind: "text", body: "x: https://shop.example/v1/files/f_1" }]);
   });
   it("the fake Twilio's rules accept each limit and refuse one past it", () => {
     const qr = (n: number, title = "T") => ({ friendly_name: "x", language: "en", types: { "twilio/quick-reply": { body: "b", actions: Array.from({ length: n }, (_, i) => ({ title: `${title}${i}`, id: "x" })) } } });

@@ -97,7 +97,12 @@ export interface BenchOptions {
   agentFor?: (platform: Platform, account?: string) => string | undefined;
   /** The store the bench's service uses, around the real one (e.g. one that stops at a crash point). */
   storeFor?: (store: SqliteInboxStore) => InboxStore;
+  /** The server's public address files are sent under; default PUBLIC_BASE, null for none. */
+  publicUrl?: string | null;
 }
+
+/** The bench server's public address (behind a proxy, under a path). */
+export const PUBLIC_BASE = "https://shop.example/caplo";
 
 export async function channelBench(options: BenchOptions): Promise<Bench> {
   const { platform } = options;
@@ -146,6 +151,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
     alerts: { alert: (a) => void alerts.push(a) },
     log: (line) => void logs.push(line),
     retry: options.retry ?? { attempts: 4, baseMs: 5, maxMs: 20 },
+    ...(options.publicUrl === null ? {} : { publicUrl: options.publicUrl ?? PUBLIC_BASE }),
     ...(options.now ? { now: options.now } : {}),
   });
   const handler = service.webhook(platform);

@@ -33,6 +33,16 @@ export type WhatsAppMessage =
   | { kind: "media"; body?: string; mediaUrl: string }
   | { kind: "content"; template: ContentTemplate; variables: Record<string, string> };
 
+/**
+ * What Twilio sends as WhatsApp media, with its size limit in bytes: JPEG and PNG images up to 5 MB, PDF
+ * documents up to 16 MB. Other files (GIF, WebP, which WhatsApp takes only as stickers) go as a link.
+ */
+export const WHATSAPP_MEDIA: Readonly<Record<string, number>> = {
+  "image/jpeg": 5 * 1024 * 1024,
+  "image/png": 5 * 1024 * 1024,
+  "application/pdf": 16 * 1024 * 1024,
+};
+
 export interface ChoiceOption {
   label: string;
   description?: string;
@@ -158,8 +168,18 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
           warnings,
         );
       }
-      case "file":
+      case "file": {
+        const media = WHATSAPP_MEDIA[outbound.mimeType];
+        if (media === undefined || outbound.size > media) {
+          warnings.push({
+            type: "degraded",
+            feature: "files",
+            detail: media === undefined ? `WhatsApp does not send ${outbound.mimeType} as media; sent as a link` : `${outbound.size} bytes exceed WhatsApp's ${media} for ${outbound.mimeType}; sent as a link`,
+          });
+          return texts(`${outbound.name}: ${outbound.url}`);
+        }
         return [{ kind: "media", body: outbound.name, mediaUrl: outbound.url }];
+      }
       case "handoff":
         return texts(outbound.text);
       case "step_up":

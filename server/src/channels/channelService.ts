@@ -34,6 +34,11 @@ export interface ChannelServiceOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Operator log lines (an inbound no agent answers); console.warn by default. */
   log?: (line: string) => void;
+  /**
+   * This server's public https address (`https://caplo.shop.example`): a file the engine delivers at a path
+   * of this server (`/v1/files/…`) is sent to the platform at this address. Without it such a file is not sent.
+   */
+  publicUrl?: string;
 }
 
 export interface Retention {
@@ -68,6 +73,7 @@ export class ChannelService {
   #noticeSeq = 0;
   readonly #retention: Retention;
   readonly #log: (line: string) => void;
+  readonly #publicUrl: string | undefined;
   #pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(options: ChannelServiceOptions) {
@@ -80,6 +86,7 @@ export class ChannelService {
     this.#sleep = options.sleep;
     this.#retention = { ...DEFAULT_RETENTION, ...options.retention };
     this.#log = options.log ?? ((line) => console.warn(line));
+    this.#publicUrl = options.publicUrl?.replace(/\/$/, "");
   }
 
   /** The webhook handler of one platform: `(req, rawBody) → {status, headers, body}`. */
@@ -311,7 +318,7 @@ export class ChannelService {
     const { platform, conversationId } = staleBinding;
     const binding = (await this.#store.findBinding(staleBinding)) ?? staleBinding;
     if (event.seq <= binding.cursor) return;
-    const outbound = event.outbound;
+    const outbound = this.#reachable(binding, event.outbound);
     await this.#bookkeep(conversationId, outbound);
     const adapter = this.#adapter(platform);
     const refs: ButtonRef[] = [];
@@ -336,6 +343,20 @@ export class ChannelService {
     }
     await this.#deliver(binding, event.seq, 0, rendered.messages, fromTeam);
     await this.#store.setCursor(binding, event.seq);
+  }
+
+  /**
+   * A file the engine serves at a path of this server goes to the platform at the public address, which the
+   * platform fetches it from. Without a public address it cannot be fetched: the customer is told it could
+   * not be sent, the team is told why, and the conversation's history records it.
+   */
+  #reachable(binding: Binding, outbound: Outbound): Outbound {
+    if (outbound.type !== "file" || !outbound.url.startsWith("/")) return outbound;
+    if (this.#publicUrl) return { ...outbound, url: `${this.#publicUrl}${outbound.url}` };
+    const why = `Not sent: the file ${outbound.name} is served by this server, which has no public address for ${binding.platform} to fetch it from (set CAPLO_PUBLIC_URL).`;
+    this.#alerts.alert({ platform: binding.platform, conversationId: binding.conversationId, code: "file_unreachable", message: why });
+    this.#recordUndelivered(binding.platform, binding.conversationId, why);
+    return { type: "text", id: outbound.id, from: "system", text: `The file ${outbound.name} could not be sent here.` };
   }
 
   /** Keeps what the inbound policy needs to know: where each proposal stands, which question is open. */

@@ -20,6 +20,14 @@ describe("readChannelSettings", () => {
     expect(read).toMatchObject({ ok: true, settings: { whatsapp: { publicUrl: "https://caplo.shop.example/webhooks/whatsapp", from: "whatsapp:+14155238886" } } });
     expect(readChannelSettings({ ...whatsapp, CAPLO_WHATSAPP_WEBHOOK_URL: "https://proxy.example/wa" })).toMatchObject({ ok: true, settings: { whatsapp: { publicUrl: "https://proxy.example/wa" } } });
   });
+  it("files are sent under CAPLO_PUBLIC_URL, else under the WhatsApp webhook URL's base; without a channel nothing is set", () => {
+    expect(readChannelSettings(whatsapp)).toMatchObject({ ok: true, settings: { publicUrl: "https://caplo.shop.example" } });
+    const { CAPLO_PUBLIC_URL: _p, ...noBase } = whatsapp;
+    expect(readChannelSettings({ ...noBase, CAPLO_WHATSAPP_WEBHOOK_URL: "https://proxy.example/caplo/webhooks/whatsapp" })).toMatchObject({ ok: true, settings: { publicUrl: "https://proxy.example/caplo" } });
+    const elsewhere = readChannelSettings({ ...noBase, CAPLO_WHATSAPP_WEBHOOK_URL: "https://proxy.example/wa" });
+    expect(elsewhere.ok && elsewhere.settings.publicUrl).toBe(undefined);
+    expect(readChannelSettings({ CAPLO_PUBLIC_URL: "https://caplo.shop.example" })).toEqual({ ok: true, settings: {} });
+  });
   it("a missing or malformed credential is an error naming its variable", () => {
     const { CAPLO_TWILIO_AUTH_TOKEN: _drop, ...noToken } = whatsapp;
     expect(readChannelSettings(noToken)).toEqual({ ok: false, errors: [expect.objectContaining({ code: "channel_config_invalid", path: "CAPLO_TWILIO_AUTH_TOKEN" })] });

@@ -51,6 +51,11 @@ export interface ChannelSettings {
   instagram?: MetaSettings;
   /** Per-account agents; a platform without a map answers with its CAPLO_<PLATFORM>_AGENT or the server's first agent. */
   routes?: Partial<Record<Platform, AgentRoutes>>;
+  /**
+   * This server's public https address (CAPLO_PUBLIC_URL, else the WhatsApp webhook URL without its
+   * `/webhooks/whatsapp`): files the agent delivers are sent to the platforms as links under it.
+   */
+  publicUrl?: string;
 }
 
 const ACCOUNT_PATTERNS: Record<Platform, { pattern: RegExp; hint: string }> = {
@@ -197,6 +202,9 @@ export function readChannelSettings(env: Record<string, string | undefined>): { 
     }
     settings.routes = { ...settings.routes, [platform]: { byAccount: parsed.byAccount, ...(fallback ? { fallback } : {}) } };
   }
+  const whatsappBase = settings.whatsapp?.publicUrl.endsWith("/webhooks/whatsapp") ? settings.whatsapp.publicUrl.slice(0, -"/webhooks/whatsapp".length) : undefined;
+  const filesBase = publicBase ?? whatsappBase;
+  if (filesBase && (settings.whatsapp || settings.messenger || settings.instagram)) settings.publicUrl = filesBase;
   // The same variable is reported once.
   const unique = errors.filter((e, i) => errors.findIndex((x) => x.path === e.path) === i);
   return unique.length ? { ok: false, errors: unique } : { ok: true, settings };
@@ -267,7 +275,14 @@ export async function mountChannels(options: {
   });
   // Without a team inbox to tell, undelivered messages are at least logged (they are always in the store).
   const alerts: TeamAlerts = options.alerts ?? { alert: (a) => console.warn(`caplo channels: ${a.platform} ${a.code}${a.conversationId ? ` in ${a.conversationId}` : ""}: ${a.message}`) };
-  const service = new ChannelService({ store, port, adapters, alerts, ...(options.retention ? { retention: options.retention } : {}) });
+  const service = new ChannelService({
+    store,
+    port,
+    adapters,
+    alerts,
+    ...(options.retention ? { retention: options.retention } : {}),
+    ...(options.settings.publicUrl ? { publicUrl: options.settings.publicUrl } : {}),
+  });
   const platforms = adapters.map((a) => a.platform);
   registerChannelRoutes(options.gateway, service, platforms);
   // The team's follow-up list shows the messages that never reached their customer.
