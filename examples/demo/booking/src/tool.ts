@@ -4,16 +4,25 @@ import { applied, defineTool, pending, rejected } from "@caplo/tools";
 import { shopHeaders, shopUrl } from "./shop.ts";
 
 type Input = { slotId: string; customerName: string; reminder?: "email" | "sms" | "none" };
-type Output = { bookingId: string; slotId: string; start: string; storeName: string; service: string; reminder: string; status: string };
+type Output = { bookingId: string; slotId: string; start: string; time: string; storeName: string; service: string; reminder: string; reminderText: string; status: string };
+
+// The receipt shows values as they are: the time as the customer reads it, in the stores' own time, and
+// the reminder in the words the review card's select used.
+const REMINDERS: Record<string, string> = { email: "By email", sms: "By text message", none: "No reminder" };
+const timeFormat = new Intl.DateTimeFormat("en-GB", { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", timeZone: "Europe/Ljubljana" });
 
 function toOutput(body: Record<string, unknown>): Output {
+  const start = String(body.start);
+  const when = new Date(start);
   return {
     bookingId: String(body.bookingId),
     slotId: String(body.slotId),
-    start: String(body.start),
+    start,
+    time: Number.isNaN(when.getTime()) ? start : timeFormat.format(when),
     storeName: String(body.storeName),
     service: String(body.service),
     reminder: String(body.reminder),
+    reminderText: REMINDERS[String(body.reminder)] ?? String(body.reminder),
     status: String(body.status ?? "booked"),
   };
 }
@@ -37,12 +46,14 @@ export default defineTool<Input, Output>({
       bookingId: { type: "string" },
       slotId: { type: "string" },
       start: { type: "string", format: "date-time" },
+      time: { type: "string" },
       storeName: { type: "string" },
       service: { type: "string" },
       reminder: { type: "string" },
+      reminderText: { type: "string" },
       status: { type: "string" },
     },
-    required: ["bookingId", "slotId", "start", "storeName", "service", "reminder", "status"],
+    required: ["bookingId", "slotId", "start", "time", "storeName", "service", "reminder", "reminderText", "status"],
   },
   async handler({ slotId, customerName, reminder }, { secrets, signal, idempotencyKey, log }) {
     const response = await fetch(shopUrl(secrets, `/slots/${encodeURIComponent(slotId)}/book`), {
