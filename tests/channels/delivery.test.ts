@@ -219,6 +219,20 @@ describe("WhatsApp specifics", () => {
 });
 
 describe("stale taps", () => {
+  it("Instagram: a well-formed reference that was never issued changes nothing and gets a clear reply", async () => {
+    b = await channelBench({ platform: "instagram", rules });
+    const bench = b;
+    await bench.say("cancel my order");
+    await bench.waitFor(() => bench.received().some((m) => m.taps.some((t) => t.title === "Confirm")), "the review");
+    expect((await bench.post(bench.body({ payload: `c1.${"A".repeat(22)}`, title: "Confirm" }))).status).toBe(200);
+    await bench.waitFor(() => texts(bench).includes("That button is no longer valid. Nothing was changed."), "the unknown-button reply");
+    await bench.h.engine.idle();
+    expect(bench.h.backend.invocations.filter((i) => i.tool === "cancel_order")).toEqual([]);
+    const conversationId = await conversationOf(bench);
+    const proposalId = (await bench.h.ofType("review", conversationId)).at(-1)!.proposalId;
+    expect((await bench.h.store.getWrite(proposalId))?.state).toBe("proposed");
+  });
+
   it("WhatsApp: a Confirm tapped after the proposal expired runs nothing and the customer is told", async () => {
     b = await channelBench({ platform: "whatsapp", rules });
     const bench = b;

@@ -42,6 +42,13 @@ for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
       expect(review.text).toContain("Cancel order");
       expect(review.text).toContain("••••1234");
       expect(JSON.stringify(review.raw)).not.toContain("4111111111111234");
+      // Each button carries 128 random bits and nothing else: not the proposal's id, not the decision.
+      const reviewed = (await bench.h.ofType("review", (await bench.store.listBindings())[0]!.conversationId)).at(-1)!;
+      for (const tap of review.taps) {
+        expect(tap.payload).toMatch(/^c1\.[A-Za-z0-9_-]{22}$/);
+        expect(tap.payload).not.toContain(reviewed.proposalId);
+      }
+      expect(new Set(review.taps.map((t) => t.payload)).size).toBe(2);
       await bench.say("yes");
       await bench.say("Confirm");
       await bench.waitFor(() => texts(bench).filter((t) => t.includes("To go ahead, tap Confirm on the request above")).length === 2, "the channel's answer to a typed yes");
