@@ -209,6 +209,24 @@ describe("sandbox isolation (namespaces available here)", () => {
     }
   });
 
+  it("cannot reach the runner's files through a symlink in node_modules it may read (workspace links)", async () => {
+    // node_modules/@caplo/server -> ../../server: Node's permission model allows the path (under
+    // node_modules) and would follow the link, but the link's target is not in the sandbox's root.
+    const viaLink = join(REPO_ROOT, "node_modules", "@caplo", "server", "src", "runner", "toolRunner.ts");
+    const report = await attempt("read_runner", { path: viaLink });
+    expect(report.ok).toBe(false);
+    expect(report.code).toBe("ENOENT");
+    const manifest = await attempt("read_runner", { path: join(REPO_ROOT, "node_modules", "@caplo", "server", "package.json") });
+    expect(manifest.ok).toBe(false);
+    expect(manifest.code).toBe("ENOENT");
+    // The permission model follows the link (a known limit of it: the direct path is denied), so what
+    // stops it is the root: all the link shows is the empty folder the sandbox made to mount its preload.
+    const listing = await attempt("list_relative", { path: join(REPO_ROOT, "node_modules", "@caplo", "server") });
+    expect(listing.value).toEqual(["src"]);
+    const direct = await attempt("list_relative", { path: join(REPO_ROOT, "server", "src", "runner") });
+    expect(direct.code).toBe("ERR_ACCESS_DENIED");
+  });
+
   it("cannot write files, even in its own folder or /tmp, nor a heap snapshot", async () => {
     const report = await attempt("write_file", { path: join(PACKAGES_DIR, "escape", "pwned.txt") });
     expect(report.ok).toBe(false);
