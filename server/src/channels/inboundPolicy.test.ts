@@ -31,6 +31,12 @@ describe("typed text", () => {
     const yesNo: OpenQuestion = { elicitationId: "el-2", field: "gift", options: [{ value: "y", label: "Yes" }, { value: "n", label: "No" }] };
     expect(decideText("yes", yesNo, true)).toMatchObject({ kind: "forward", inbound: { type: "answer", content: { gift: "y" } } });
   });
+  it("an option whose label is a number is answered by that label; other numbers still count the options", () => {
+    const sizes: OpenQuestion = { elicitationId: "el-3", field: "size", options: ["38", "39", "40", "41"].map((n) => ({ value: `eu${n}`, label: n })) };
+    expect(matchTypedAnswer("39", sizes)).toBe("eu39");
+    expect(matchTypedAnswer("2", sizes)).toBe("eu39");
+    expect(matchTypedAnswer("5", sizes)).toBeUndefined();
+  });
   it("answers an open question by the option's number or its exact label, case aside", () => {
     expect(matchTypedAnswer("2", question)).toBe("M");
     expect(matchTypedAnswer(" large ", question)).toBe("L");

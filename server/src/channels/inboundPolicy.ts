@@ -22,12 +22,12 @@ const FINISHED: Record<string, string> = {
 /** Typed text against an open questions elicitation (or numbered replies): the option's number or its exact label (any case). */
 export function matchTypedAnswer(text: string, question: OpenQuestion): string | undefined {
   const typed = text.trim();
-  if (/^\d{1,2}$/.test(typed)) {
-    const option = question.options[Number(typed) - 1];
-    return option?.value;
-  }
   const lower = typed.toLowerCase();
-  return question.options.find((o) => o.label.trim().toLowerCase() === lower)?.value;
+  // A label first: options may be numbers themselves (sizes 38 to 44), and the label is what the customer saw.
+  const byLabel = question.options.find((o) => o.label.trim().toLowerCase() === lower);
+  if (byLabel) return byLabel.value;
+  if (/^\d{1,2}$/.test(typed)) return question.options[Number(typed) - 1]?.value;
+  return undefined;
 }
 
 /** A tap on a button: what it stands for, checked against the tapping customer's conversation. */
