@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
-import { SqliteInboxStore } from "./sqliteInboxStore.ts";
+import { inboxSynchronous, SqliteInboxStore } from "./sqliteInboxStore.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -33,6 +33,18 @@ function racer(file: string, count: number) {
 }
 
 describe("SqliteInboxStore", () => {
+  it("fsyncs every commit with synchronous full (CAPLO_SQLITE_SYNCHRONOUS=full, as the engine's store); normal by default", () => {
+    const level = (store: SqliteInboxStore) => Number(store.db.pragma("synchronous", { simple: true }));
+    const normal = new SqliteInboxStore(join(dir, "a.db"), { synchronous: "normal" });
+    const full = new SqliteInboxStore(join(dir, "b.db"), { synchronous: "full" });
+    expect([level(normal), level(full)]).toEqual([1, 2]);
+    normal.close();
+    full.close();
+    expect(inboxSynchronous({})).toBe("normal");
+    expect(inboxSynchronous({ CAPLO_SQLITE_SYNCHRONOUS: "full" })).toBe("full");
+    expect(() => inboxSynchronous({ CAPLO_SQLITE_SYNCHRONOUS: "fast" })).toThrow(/normal or full, not 'fast'/);
+  });
+
   it("stores a repeat of the same (platform, message id) once, and the same id on another platform separately", async () => {
     const store = new SqliteInboxStore(join(dir, "a.db"));
     const row = { platform: "whatsapp" as const, messageId: "SM1", event: "{}", receivedAt: 1 };

@@ -127,14 +127,26 @@ function outbox(r: OutboxDbRow): OutboxRecord {
   };
 }
 
+/**
+ * The engine store's durability setting applies here too (CAPLO_SQLITE_SYNCHRONOUS): `normal` keeps a stored
+ * webhook event through a killed process; `full` fsyncs each insert before the webhook is answered 200, so
+ * it survives an OS crash or power loss as well (the platform will not deliver it again after a 200).
+ */
+export function inboxSynchronous(env: Record<string, string | undefined> = process.env): "normal" | "full" {
+  const value = env.CAPLO_SQLITE_SYNCHRONOUS;
+  if (value === undefined || value === "" || value === "normal") return "normal";
+  if (value === "full") return "full";
+  throw new Error(`CAPLO_SQLITE_SYNCHRONOUS must be normal or full, not '${value}'`);
+}
+
 export class SqliteInboxStore implements InboxStore {
   readonly db: Database.Database;
 
-  constructor(file: string) {
+  constructor(file: string, options: { synchronous?: "normal" | "full" } = {}) {
     this.db = new Database(file);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("busy_timeout = 5000");
-    this.db.pragma("synchronous = NORMAL");
+    this.db.pragma(`synchronous = ${(options.synchronous ?? inboxSynchronous()) === "full" ? "FULL" : "NORMAL"}`);
     this.db.exec(SCHEMA);
     this.#addMissingColumns();
   }
