@@ -20,7 +20,7 @@ import { satisfiesStepUp } from "../identity/stepUp.ts";
 import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
 import type { DeliveredFile, ElicitRequest, ElicitResponse, ToolRunner } from "../runner/api.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
-import type { AppendBatch, AppendedBatch, ConversationRecord, Store, StoredEvent, TranscriptEntry, WriteChange, WriteRecord, WriteResult } from "../store/store.ts";
+import { WriteBlockedError, type AppendBatch, type AppendedBatch, type ConversationRecord, type NewWrite, type Store, type StoredEvent, type TranscriptEntry, type WriteChange, type WriteRecord, type WriteResult } from "../store/store.ts";
 import { questionFields } from "./elicitation.ts";
 import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
@@ -775,7 +775,7 @@ export class Engine {
     const issues = validateAgainst(tool.inputSchema, this.withSelector(tool, args, conversation.subject));
     if (issues.length > 0) return { modelText: `arguments_invalid: ${issues.map((issue) => `${issue.path || "/"} ${issue.message}`).join("; ")}` };
     const confirmation = tool.policy.effect === "write" ? tool.policy.confirmation : "required";
-    const write = await this.store.insertWrite({
+    const write = await this.insertWrite({
       id: randomId("p", 16),
       conversationId: conversation.id,
       turnId,
@@ -791,6 +791,11 @@ export class Engine {
       subjectId: conversation.subject?.id ?? null,
       createdAt: this.now(),
     });
+    // Another node stored a write in this conversation since the check above: the store kept only one.
+    if (!write) {
+      const other = blockingWrite(await this.store.listWrites(conversation.id));
+      return { modelText: other ? blockedMessage(other.state, other.toolRef) : blockedMessage("proposed", "another write") };
+    }
     if (confirmation === "none") {
       const confirmed = await this.store.transitionWrite(
         write.id,
@@ -964,6 +969,16 @@ export class Engine {
       await this.tell(expired, this.toolForWrite(expired));
       return true;
     });
+  }
+
+  /** Store a new write; undefined when the store refuses it because another write of the conversation is unresolved. */
+  private async insertWrite(write: NewWrite): Promise<WriteRecord | undefined> {
+    try {
+      return await this.store.insertWrite(write);
+    } catch (error) {
+      if (error instanceof WriteBlockedError) return undefined;
+      throw error;
+    }
   }
 
   // ---------------------------------------------------------------- status checks

@@ -120,15 +120,26 @@ CREATE INDEX handoff_notices_due ON handoff_notices (state, next_attempt_at);
 CREATE INDEX handoff_notices_conversation ON handoff_notices (conversation_id, created_at);
 `;
 
+/**
+ * At most one unresolved write per conversation, enforced by the database: two nodes proposing in one
+ * conversation at the same moment cannot both store a proposal (the engine's check alone would race).
+ */
+const oneUnresolvedWrite = `
+CREATE UNIQUE INDEX writes_one_unresolved ON writes (conversation_id)
+  WHERE state IN ('proposed', 'confirmed', 'running', 'pending', 'unknown', 'step_up_required');
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
   { version: 3, name: "inbound source ids accepted once", sql: inboundSources("INTEGER") },
   { version: 4, name: "file retention, proposal sweep, handoff notices", sql: retentionAndHandoff("INTEGER") },
+  { version: 5, name: "one unresolved write per conversation", sql: oneUnresolvedWrite },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
   { version: 2, name: "files delivered to customers", sql: files("BYTEA", "BIGINT") },
   { version: 3, name: "inbound source ids accepted once", sql: inboundSources("BIGINT") },
   { version: 4, name: "file retention, proposal sweep, handoff notices", sql: retentionAndHandoff("BIGINT") },
+  { version: 5, name: "one unresolved write per conversation", sql: oneUnresolvedWrite },
 ];

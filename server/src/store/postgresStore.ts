@@ -4,6 +4,7 @@ import pg from "pg";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+import { WriteBlockedError } from "./store.ts";
 import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
   AppendBatch,
@@ -234,6 +235,18 @@ export class PostgresStore implements Store {
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {
+    try {
+      return await this.insertWriteNow(w);
+    } catch (error) {
+      // The unique index writes_one_unresolved: another write of the conversation is still unresolved.
+      if ((error as { code?: string; constraint?: string }).code === "23505" && (error as { constraint?: string }).constraint === "writes_one_unresolved") {
+        throw new WriteBlockedError(w.conversationId);
+      }
+      throw error;
+    }
+  }
+
+  private insertWriteNow(w: NewWrite): Promise<WriteRecord> {
     return this.tx(async (client) => {
       const rows = await this.q(
         `INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)

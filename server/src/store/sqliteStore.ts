@@ -13,6 +13,7 @@ import { dirname } from "node:path";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
+import { WriteBlockedError } from "./store.ts";
 import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
   AppendBatch,
@@ -268,6 +269,19 @@ export class SqliteStore implements Store {
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {
+    try {
+      this.insertWriteNow(w);
+    } catch (error) {
+      // The unique index writes_one_unresolved: another write of the conversation is still unresolved.
+      if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE" && String((error as Error).message).includes("writes.conversation_id")) {
+        throw new WriteBlockedError(w.conversationId);
+      }
+      throw error;
+    }
+    return (await this.getWrite(w.id))!;
+  }
+
+  private insertWriteNow(w: NewWrite): void {
     this.tx(() => {
       this.sql(
           `INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)
@@ -276,7 +290,6 @@ export class SqliteStore implements Store {
         .run(w.id, w.conversationId, w.turnId, w.callId, w.toolRef, w.modelName, w.packageVersionId, w.tool, encode(w.args), w.state, w.confirmation, w.ownerId, w.subjectId, w.createdAt, w.createdAt);
       this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)").run(w.id, w.createdAt, w.state, w.state, "created");
     });
-    return (await this.getWrite(w.id))!;
   }
 
   async getWrite(id: string): Promise<WriteRecord | undefined> {

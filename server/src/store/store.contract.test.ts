@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChannelCapabilities, Outbound } from "@caplo/shared";
-import { PostgresStore, SqliteStore, type NewWrite, type Store } from "./index.ts";
+import { PostgresStore, SqliteStore, WriteBlockedError, type NewWrite, type Store } from "./index.ts";
 
 const capabilities: ChannelCapabilities = { editableFields: true, forms: true, questions: true, files: false, pages: false, richText: true };
 
@@ -269,11 +269,36 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
   it("an idempotency key cannot be used by two writes", async () => {
     const c = await conversation();
     const a = await store.insertWrite(newWrite(c.id));
-    const b = await store.insertWrite(newWrite(c.id));
+    const b = await store.insertWrite(newWrite((await conversation()).id));
     const key = uid("key");
     await store.transitionWrite(a.id, { states: ["proposed"] }, { state: "confirmed", idempotencyKey: key }, 2);
     await expect(store.transitionWrite(b.id, { states: ["proposed"] }, { state: "confirmed", idempotencyKey: key }, 2)).rejects.toThrow();
     expect((await store.getWrite(b.id))?.state).toBe("proposed");
+  });
+
+  it("a conversation holds one unresolved write: of two proposals stored at once by two store instances one is kept, the other refused with write_blocked; once it is resolved the next may be stored", async () => {
+    const c = await conversation();
+    const attempts = await Promise.allSettled([store.insertWrite(newWrite(c.id)), second.insertWrite(newWrite(c.id))]);
+    const kept = attempts.flatMap((attempt) => (attempt.status === "fulfilled" ? [attempt.value] : []));
+    const refused = attempts.flatMap((attempt) => (attempt.status === "rejected" ? [attempt.reason as unknown] : []));
+    expect(kept).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toBeInstanceOf(WriteBlockedError);
+    expect(refused[0]).toMatchObject({ code: "write_blocked", conversationId: c.id });
+    expect((await store.listWrites(c.id)).map((write) => write.id)).toEqual([kept[0]!.id]);
+    // Every unresolved state blocks; a resolved write does not.
+    const unresolved = ["confirmed", "running", "pending", "unknown", "step_up_required"] as const;
+    let current = kept[0]!;
+    for (const state of unresolved) {
+      const moved = await store.transitionWrite(current.id, { states: [current.state] }, { state }, 2);
+      current = moved!;
+      await expect(second.insertWrite(newWrite(c.id))).rejects.toBeInstanceOf(WriteBlockedError);
+    }
+    await store.transitionWrite(current.id, { states: ["step_up_required"] }, { state: "not_applied" }, 3);
+    const next = await second.insertWrite(newWrite(c.id));
+    expect(next.state).toBe("proposed");
+    // Another conversation was never blocked.
+    await expect(store.insertWrite(newWrite((await conversation()).id))).resolves.toMatchObject({ state: "proposed" });
   });
 
   it("a write's result, operationRef, check schedule and follow-up flag are kept", async () => {
@@ -296,8 +321,8 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
   it("due status checks are claimed once: a second claim before the lease ends gets nothing", async () => {
     const c = await conversation();
     const due = await store.insertWrite(newWrite(c.id));
-    const later = await store.insertWrite(newWrite(c.id));
-    const done = await store.insertWrite(newWrite(c.id));
+    const later = await store.insertWrite(newWrite((await conversation()).id));
+    const done = await store.insertWrite(newWrite((await conversation()).id));
     const now = 10_000_000_000_000 + counter;
     await store.transitionWrite(due.id, { states: ["proposed"] }, { state: "unknown", idempotencyKey: uid("k"), nextCheckAt: now - 5 }, 1);
     await store.transitionWrite(later.id, { states: ["proposed"] }, { state: "pending", idempotencyKey: uid("k"), nextCheckAt: now + 60_000 }, 1);
@@ -313,8 +338,8 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
   it("startup recovery turns this node's running writes into unknown with a check due, and leaves other nodes' alone", async () => {
     const c = await conversation();
     const mine = await store.insertWrite(newWrite(c.id));
-    const theirs = await store.insertWrite(newWrite(c.id));
-    const confirmed = await store.insertWrite(newWrite(c.id));
+    const theirs = await store.insertWrite(newWrite((await conversation()).id));
+    const confirmed = await store.insertWrite(newWrite((await conversation()).id));
     const node = uid("node");
     await store.transitionWrite(mine.id, { states: ["proposed"] }, { state: "running", idempotencyKey: uid("k"), nodeId: node }, 1);
     await store.transitionWrite(theirs.id, { states: ["proposed"] }, { state: "running", idempotencyKey: uid("k"), nodeId: uid("other") }, 1);
@@ -362,15 +387,17 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
   });
 
   it("the proposal sweep lists open proposals made at or before the cutoff, oldest first, and nothing decided", async () => {
-    const c = await conversation();
     const base = 50_000_000;
-    const old = await store.insertWrite(newWrite(c.id, { createdAt: base + 1 }));
-    const older = await store.insertWrite(newWrite(c.id, { createdAt: base }));
-    const atCutoff = await store.insertWrite(newWrite(c.id, { createdAt: base + 2 }));
-    const fresh = await store.insertWrite(newWrite(c.id, { createdAt: base + 3 }));
-    const decided = await store.insertWrite(newWrite(c.id, { createdAt: base }));
+    // One open write per conversation: each proposal in a conversation of its own.
+    const propose = async (createdAt: number) => store.insertWrite(newWrite((await conversation()).id, { createdAt }));
+    const old = await propose(base + 1);
+    const older = await propose(base);
+    const atCutoff = await propose(base + 2);
+    const fresh = await propose(base + 3);
+    const decided = await propose(base);
     await store.transitionWrite(decided.id, { states: ["proposed"] }, { state: "declined" }, base + 1);
-    const listed = (await second.listExpiredProposals(base + 2, 1000)).filter((write) => write.conversationId === c.id).map((write) => write.id);
+    const mine = new Set([old.id, older.id, atCutoff.id, fresh.id, decided.id]);
+    const listed = (await second.listExpiredProposals(base + 2, 1000)).filter((write) => mine.has(write.id)).map((write) => write.id);
     expect(listed).toEqual([older.id, old.id, atCutoff.id]);
     expect(listed).not.toContain(fresh.id);
     expect((await store.listExpiredProposals(base + 3, 2)).length).toBe(2);

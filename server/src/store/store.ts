@@ -22,6 +22,19 @@ export type WriteState = (typeof WRITE_STATES)[number];
 
 /** States in which a write blocks the conversation's next write ("still waits for a decision, or its outcome is unknown"). */
 export const UNRESOLVED_WRITE_STATES: readonly WriteState[] = ["proposed", "confirmed", "running", "pending", "unknown", "step_up_required"];
+/**
+ * insertWrite's refusal while another write of the conversation is unresolved (UNRESOLVED_WRITE_STATES): the
+ * database holds at most one, so two nodes proposing in one conversation at once store one proposal.
+ */
+export class WriteBlockedError extends Error {
+  readonly code = "write_blocked";
+  readonly conversationId: string;
+  constructor(conversationId: string) {
+    super(`conversation ${conversationId} already has an unresolved write`);
+    this.conversationId = conversationId;
+    this.name = "WriteBlockedError";
+  }
+}
 /** States a status check may ask about. */
 export const CHECKABLE_WRITE_STATES: readonly WriteState[] = ["pending", "unknown"];
 
@@ -208,6 +221,7 @@ export interface Store {
    */
   append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch>;
 
+  /** Stores a new write with its first transition; WriteBlockedError while another write of the conversation is unresolved. */
   insertWrite(write: NewWrite): Promise<WriteRecord>;
   getWrite(id: string): Promise<WriteRecord | undefined>;
   listWrites(conversationId: string): Promise<WriteRecord[]>;
