@@ -195,6 +195,13 @@ describe("more layouts and a phone", () => {
       await say(app, "Invoice for SO-1002");
       await app.getByText("invoice-SO-1002.pdf").waitFor();
       await shot(page, "09-phone-comparison-file");
+      // Screen-reader-only text deep in the conversation stays inside the log's scrolling: the app's page
+      // never scrolls, so bringing an early result into view (as focus does) keeps the header in place.
+      const layout = await app.locator("body").evaluate(() => {
+        document.querySelector(".layout-map")!.scrollIntoView({ block: "start" });
+        return { overflow: document.scrollingElement!.scrollHeight - document.scrollingElement!.clientHeight, barTop: document.querySelector("header.bar")!.getBoundingClientRect().top };
+      });
+      expect(layout).toEqual({ overflow: 0, barTop: 0 });
       await say(app, "My size details");
       const form = app.locator("form.question");
       await form.getByRole("button", { name: "Pošlji" }).click();
