@@ -286,9 +286,12 @@ describe("outcomes and status checks", () => {
     expect(h.runner.calls.filter((call) => call.kind === "status").every((call) => call.operationRef === pending!.operationRef)).toBe(true);
   });
 
-  it(`a write still pending after ${STATUS_CHECKS_MAX} checks with growing gaps is listed for the team, and checks stop`, async () => {
-    h = await engineHarness({ rules: cancelRules(ORDERS.pendingForever) });
-    const proposalId = await propose(ORDERS.pendingForever);
+  it.each([
+    ["pending", ORDERS.pendingForever],
+    ["unknown", ORDERS.unknownForever],
+  ])(`a write still %s after ${STATUS_CHECKS_MAX} checks with growing gaps is listed for the team, and checks stop`, async (state, orderId) => {
+    h = await engineHarness({ rules: cancelRules(orderId) });
+    const proposalId = await propose(orderId);
     await h.confirm(proposalId);
     const gaps: number[] = [];
     for (let check = 0; check < STATUS_CHECKS_MAX; check++) {
@@ -298,7 +301,7 @@ describe("outcomes and status checks", () => {
     }
     expect(gaps).toEqual([1000, 2000, 4000, 8000, 16000, 32000, 64000, 128000]);
     const write = await h.store.getWrite(proposalId);
-    expect(write).toMatchObject({ state: "pending", checkCount: STATUS_CHECKS_MAX, followUp: true, nextCheckAt: null });
+    expect(write).toMatchObject({ state, checkCount: STATUS_CHECKS_MAX, followUp: true, nextCheckAt: null });
     expect((await h.engine.followUps()).map((row) => row.id)).toEqual([proposalId]);
     expect(await h.advance(10_000_000)).toBe(0);
     expect(h.runner.calls.filter((call) => call.kind === "status")).toHaveLength(STATUS_CHECKS_MAX);

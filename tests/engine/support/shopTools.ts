@@ -27,6 +27,8 @@ export const ORDERS = {
   pendingForever: "SO-3002",
   throwsAfterApplying: "SO-4001",
   throwsWithoutApplying: "SO-4002",
+  /** Applies, then throws; its status check throws too (the provider cannot tell), every time. */
+  unknownForever: "SO-4003",
   stepUp: "SO-5001",
   /** Applies, records it, then never answers (the kill test stops the server meanwhile). */
   hangsAfterApplying: "SO-6001",
@@ -128,6 +130,7 @@ export function createShopServer(backend: ShopBackend): McpServer {
           return { content: [{ type: "text", text: "The cancellation is being processed." }], _meta: outcome("pending", ref) };
         }
         case ORDERS.throwsAfterApplying:
+        case ORDERS.unknownForever:
           backend.apply(key, args);
           throw new Error("upstream timed out");
         case ORDERS.throwsWithoutApplying:
@@ -218,6 +221,7 @@ export function createShopServer(backend: ShopBackend): McpServer {
       const application = backend.find(key);
       if (!application) return { content: [{ type: "text", text: "The order was not cancelled." }], isError: true, _meta: outcome("not_applied") };
       const checks = backend.countCheck(key);
+      if (application.args.orderId === ORDERS.unknownForever) throw new Error("status lookup failed with 503");
       if (application.args.orderId === ORDERS.pendingForever) return { content: [{ type: "text", text: "still processing" }], _meta: outcome("pending", application.operationRef) };
       if (application.args.orderId === ORDERS.pendingThenApplied && checks < 2) return { content: [{ type: "text", text: "still processing" }], _meta: outcome("pending", application.operationRef) };
       const result = { orderId: application.args.orderId, status: "cancelled" };
