@@ -3,7 +3,7 @@
 // through the examples: every result layout, an appointment booked through its review card (an edited
 // select), a write confirmed (receipt), a write declined, a pending write resolved by its status check, a
 // file downloaded, the demo customer signed in and verified again for a write that needs it. Then Ctrl-C
-// (SIGTERM) stops it cleanly. Screenshots of each step, and the downloaded PDF, go to tests/artifacts/demo/.
+// (SIGINT to its process group) stops it cleanly. Screenshots of each step, and the downloaded PDF, go to tests/artifacts/demo/.
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { Browser, FrameLocator, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -233,15 +233,16 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     await snap("receipt-address");
   }, 180_000);
 
-  test("Ctrl-C (SIGTERM) stops the demo and its tool processes, with exit code 0", async () => {
+  test("Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops the demo and its tool processes, with exit code 0", async () => {
     const pid = demo.child.pid!;
     const code = await demo.stop();
     expect(code).toBe(0);
     expect(demo.output()).toContain("Stopped.");
-    // No process of the demo is left: none has the demo's process as parent.
+    expect(demo.output()).not.toMatch(/\n\s+at .+\(.+:\d+:\d+\)/);
+    // No process of the demo is left: none has the demo's process as parent, none is in its group.
     const { execFileSync } = await import("node:child_process");
-    const orphans = execFileSync("ps", ["-eo", "ppid="]).toString().split("\n").filter((line) => Number(line.trim()) === pid);
-    expect(orphans).toHaveLength(0);
+    const rows = execFileSync("ps", ["-eo", "ppid=,pgid="]).toString().split("\n").map((line) => line.trim().split(/\s+/).map(Number));
+    expect(rows.filter(([ppid, pgid]) => ppid === pid || pgid === pid)).toHaveLength(0);
     // And the page no longer answers: its port is closed.
     await expect(fetch(url)).rejects.toThrow();
   }, 60_000);

@@ -1,5 +1,6 @@
 // Starts `caplo demo` exactly as `npm start` does (node bin/caplo.mjs demo), as a child process on a free
-// port with a temporary data folder, and stops it with SIGTERM as Ctrl-C would.
+// port with a temporary data folder, in a process group of its own, and stops it as Ctrl-C in a terminal
+// does: SIGINT to the whole group (the demo and every process it started receive it at once).
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -27,7 +28,7 @@ export function offlineEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
 export type DemoProcess = { child: ChildProcess; output: () => string; exited: Promise<number | null>; dataDir: string; stop: () => Promise<number | null> };
 
 export function spawnDemo(args: string[], dataDir = mkdtempSync(join(tmpdir(), "caplo-demo-")), env: Record<string, string> = {}): DemoProcess {
-  const child = spawn(process.execPath, [join(ROOT, "bin/caplo.mjs"), "demo", "--data-dir", dataDir, ...args], { cwd: ROOT, env: offlineEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [join(ROOT, "bin/caplo.mjs"), "demo", "--data-dir", dataDir, ...args], { cwd: ROOT, env: offlineEnv(env), stdio: ["ignore", "pipe", "pipe"], detached: true });
   let text = "";
   child.stdout!.on("data", (chunk: Buffer) => (text += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (text += chunk.toString()));
@@ -38,7 +39,13 @@ export function spawnDemo(args: string[], dataDir = mkdtempSync(join(tmpdir(), "
     output: () => text,
     exited,
     stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      if (child.exitCode === null && child.signalCode === null) {
+        try {
+          process.kill(-child.pid!, "SIGINT");
+        } catch {
+          child.kill("SIGINT"); // the group is already gone
+        }
+      }
       const code = await exited;
       rmSync(dataDir, { recursive: true, force: true });
       return code;
