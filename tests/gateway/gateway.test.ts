@@ -194,7 +194,9 @@ describe("frames and limits", () => {
     await c.waitFor(isT("ack", (f) => f.ref === "edge"));
   });
 
-  it("a burst of exactly 20 frames is handled and the 21st gets rate_limited; 100 ms later (10 per second) one more is allowed; the connection lives on", async () => {
+  it("a burst of exactly 20 frames is handled and the 21st gets rate_limited; 100 ms later (10 per second) one more is allowed; the connection and other connections live on", async () => {
+    const bystander = await client();
+    await bystander.hello("shop-agent");
     const c = await client();
     await c.hello("shop-agent");
     rateClock = Date.now() + 60_000; // a full bucket, then time stands still
@@ -215,6 +217,10 @@ describe("frames and limits", () => {
       await c.waitFor(() => limited() === 3);
       expect(pongs()).toBe(21);
       expect(c.closed).toBeUndefined();
+      // The limit is per connection: another connection's frames are handled meanwhile.
+      bystander.send({ t: "ping" });
+      await bystander.waitFor(isT("pong"));
+      expect(bystander.frames.some((frame) => frame.t === "error")).toBe(false);
     } finally {
       rateClock = undefined;
     }
