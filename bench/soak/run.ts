@@ -7,7 +7,9 @@
 //   npx tsx bench/soak/run.ts [--minutes 30] [--nodes 2] [--customers 20] [--rate 5] [--sample 30]
 //
 // --rate is actions per second over all customers (80 % reads, 20 % confirmed writes); every customer
-// reconnects after ~10 actions; --sample is seconds between memory samples.
+// reconnects after ~10 actions, each time to the next node (its turns move round the nodes); its second
+// tab reconnects every 25 actions, and whenever the main connection arrives on its node, to the node after
+// the main connection's; --sample is seconds between memory samples.
 import { execSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,7 +39,18 @@ const outcomes = new Map<string, number>();
 const failures = new Map<string, number>();
 const latencies = { read: [] as number[], write: [] as number[] };
 
-type Customer = { conversationId: string; token: string; main: BenchClient; tab: BenchClient; received: { main: number; tab: number }; gaps: number; repeats: number };
+type Customer = {
+  conversationId: string;
+  token: string;
+  main: BenchClient;
+  tab: BenchClient;
+  /** The nodes the main connection and the second tab are on (indexes, taken modulo the node count). */
+  mainNode: number;
+  tabNode: number;
+  received: { main: number; tab: number };
+  gaps: number;
+  repeats: number;
+};
 const customers: Customer[] = [];
 
 const fail = (why: string) => {
@@ -84,15 +97,18 @@ async function customerLoop(customer: Customer, index: number, nodes: ServeNode[
     // Every ~10 actions: reconnect to the next node with the resume token (no sticky sessions).
     if (action % 10 === index % 10 || customer.main.closed) {
       try {
-        await reopen(customer, "main", nodes, index + action);
+        customer.mainNode += 1;
+        await reopen(customer, "main", nodes, customer.mainNode);
         counts.reconnects += 1;
       } catch (error) {
         fail(`reconnect: ${(error as Error).message}`);
       }
     }
-    if (action % 25 === 0 || customer.tab.closed) {
+    const together = nodes.length > 1 && customer.tabNode % nodes.length === customer.mainNode % nodes.length;
+    if (action % 25 === 0 || together || customer.tab.closed) {
       try {
-        await reopen(customer, "tab", nodes, index + action + 1);
+        customer.tabNode = customer.mainNode + 1;
+        await reopen(customer, "tab", nodes, customer.tabNode);
         counts.reconnects += 1;
       } catch (error) {
         fail(`tab reconnect: ${(error as Error).message}`);
@@ -111,7 +127,7 @@ try {
     const token = main.welcome.resumeToken!;
     // The second tab: the same conversation on another node, so its events cross nodes over the bus.
     const tab = await BenchClient.open(nodes[(index + 1) % nodes.length]!.wsUrl, { resume: { token, after: 0 } });
-    customers.push({ conversationId: main.welcome.conversationId!, token, main, tab, received: { main: 0, tab: 0 }, gaps: 0, repeats: 0 });
+    customers.push({ conversationId: main.welcome.conversationId!, token, main, tab, mainNode: index, tabNode: index + 1, received: { main: 0, tab: 0 }, gaps: 0, repeats: 0 });
   }
   const started = Date.now();
   const until = started + MINUTES * 60_000;
