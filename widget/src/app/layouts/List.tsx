@@ -18,7 +18,8 @@ export function List({ result }: { result: ResultMessage }) {
             )}
             {rest.map((c) => (
               <span class="item-field" key={c.key}>
-                <span class="label">{c.label}: </span>
+                {/* A link's text is its label already: no "Return label: Return label". */}
+                {c.role !== "link" && <span class="label">{c.label}: </span>}
                 <Cell column={c} item={item} />
               </span>
             ))}

@@ -83,7 +83,7 @@ export function MapPlot({ result }: { result: ResultMessage }) {
               )}
               {rest.map((c) => (
                 <span class="item-field" key={c.key}>
-                  <span class="label">{c.label}: </span>
+                  {c.role !== "link" && <span class="label">{c.label}: </span>}
                   <Cell column={c} item={item} />
                 </span>
               ))}

@@ -28,6 +28,16 @@ describe("list", () => {
     expect(screen.getByText("1 more not shown")).toBeTruthy();
   });
 
+  test("a link column is its label as link text, not also a \"label:\" before it", () => {
+    const columns: R["columns"] = [
+      { key: "id", label: "Return", display: "plain", role: "title" },
+      { key: "labelUrl", label: "Return label", display: "plain", role: "link" },
+    ];
+    const { container } = renderInWidget(<Result result={result({ layout: "list", columns, items: [{ id: "RT-1", labelUrl: "https://shop.example/l/1" }] })} />);
+    expect(screen.getByRole("link").textContent).toBe("Return label (opens in a new tab)");
+    expect(container.querySelector("li")!.textContent).toBe("RT-1Return label (opens in a new tab)");
+  });
+
   test("exactly 20 items are all shown with no 'more' line", () => {
     const items = many(20, (i) => ({ orderId: `SO-${1000 + i}`, status: "shipped", total: 10, currency: "EUR" }));
     renderInWidget(<Result result={result({ layout: "list", columns: orderColumns, items })} />);
