@@ -80,6 +80,13 @@ describe("WhatsApp limits", () => {
     expect(over[0]).toEqual({ kind: "text", body: s(1025) });
     expect(lastContent(over)!.variables["1"]).toBe("Choose:");
   });
+  it("a body on several lines goes as text first; the buttons follow with one line (Twilio refuses a newline in a body variable)", () => {
+    const multi = wa("Cancel order\nOrder: SO-1002\nCard: ••••4242", 2);
+    expect(multi.messages[0]).toEqual({ kind: "text", body: "Cancel order\nOrder: SO-1002\nCard: ••••4242" });
+    expect(lastContent(multi.messages)!.variables["1"]).toBe("Choose:");
+    for (const body of ["five     spaces", "a\ttab"]) expect(wa(body, 2).messages[0]).toEqual({ kind: "text", body });
+    expect(wa("four    spaces", 2).messages).toHaveLength(1);
+  });
   it("free-form text: 1600 characters in one message, 1601 in two", () => {
     expect(splitText(s(1600), C.WHATSAPP_TEXT_MAX)).toHaveLength(1);
     expect(splitText(s(1601), C.WHATSAPP_TEXT_MAX)).toHaveLength(2);
@@ -116,6 +123,9 @@ describe("WhatsApp limits", () => {
     expect(checkResolvedContent(types, { "1": s(1024), "2": s(200) })).toEqual([]);
     expect(checkResolvedContent(types, { "1": s(1025), "2": "x" })).not.toEqual([]);
     expect(checkResolvedContent(types, { "1": "b", "2": s(201) })).not.toEqual([]);
+    // Twilio 21656: a body variable on two lines, with a tab, with five spaces in a row, or empty.
+    for (const body of ["two\nlines", "a\ttab", "five     spaces", " "]) expect(checkResolvedContent(types, { "1": body, "2": "x" }), JSON.stringify(body)).not.toEqual([]);
+    expect(checkResolvedContent(types, { "1": "four    spaces", "2": "x" })).toEqual([]);
   });
 });
 

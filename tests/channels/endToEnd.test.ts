@@ -40,7 +40,12 @@ for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
       const review = await bench.waitFor(() => bench.received().find((m) => m.taps.some((t) => t.title === "Confirm")), "the review");
       expect(review.taps.map((t) => t.title)).toEqual(["Confirm", "Cancel"]);
       expect(review.text).toContain("Cancel order");
-      expect(review.text).toContain("••••1234");
+      // The review's fields are shown (on WhatsApp as text just before the buttons: a body variable is one line).
+      const got = bench.received();
+      const shown = platform === "whatsapp" ? got[got.findIndex((m) => m.raw === review.raw) - 1]!.text : review.text;
+      expect(shown).toContain("Cancel order");
+      expect(shown).toContain(`Order: ${ORDERS.applied}`);
+      expect(shown).toContain("••••1234");
       expect(JSON.stringify(review.raw)).not.toContain("4111111111111234");
       // Each button carries 128 random bits and nothing else: not the proposal's id, not the decision.
       const reviewed = (await bench.h.ofType("review", (await bench.store.listBindings())[0]!.conversationId)).at(-1)!;

@@ -58,6 +58,12 @@ export function checkResolvedContent(types: Record<string, unknown>, variables: 
   const v: Violations = [];
   for (const [type, raw] of Object.entries(types)) {
     const t = raw as { body: string; actions?: Array<{ id: string }>; items?: Array<{ id: string }> };
+    // Twilio error 21656: a variable used in the body is empty, or holds a newline, a tab or 5+ spaces in a row.
+    for (const [, n] of t.body.matchAll(/\{\{(\d+)\}\}/g)) {
+      const value = variables[n!] ?? "";
+      if (value.trim() === "") v.push(`${type}: body variable {{${n}}} empty`);
+      if (/[\r\n\t]| {5,}/.test(value)) v.push(`${type}: body variable {{${n}}} holds a newline, a tab or more than four spaces in a row`);
+    }
     const body = resolveVariables(t.body, variables);
     if (chars(body) === 0) v.push(`${type}: empty body after variables`);
     if (chars(body) > C.WHATSAPP_INTERACTIVE_BODY_MAX) v.push(`${type}: body ${chars(body)} over ${C.WHATSAPP_INTERACTIVE_BODY_MAX}`);

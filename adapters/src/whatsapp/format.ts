@@ -43,6 +43,19 @@ export const WHATSAPP_MEDIA: Readonly<Record<string, number>> = {
   "application/pdf": 16 * 1024 * 1024,
 };
 
+/**
+ * Whether text can be the body variable of a Content API message: Twilio refuses (error 21656) a body
+ * variable that is empty or holds a newline, a tab or more than four spaces in a row; and at most 1024.
+ */
+export function fitsBodyVariable(text: string): boolean {
+  return text.trim() !== "" && !/[\r\n\t]| {5,}/.test(text) && lengthOf(text) <= C.WHATSAPP_INTERACTIVE_BODY_MAX;
+}
+
+/** Text on one line, every run of white space one space. */
+export function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
 export interface ChoiceOption {
   label: string;
   description?: string;
@@ -55,7 +68,8 @@ function texts(text: string): WhatsAppMessage[] {
 
 /**
  * A prompt with options: reply buttons for up to 3, a list picker for up to 10, numbered text beyond.
- * A body too long for an interactive message goes first as text, and the buttons follow with `shortPrompt`.
+ * A body that cannot be an interactive message's body variable (too long, or on several lines) goes first
+ * as text, and the buttons follow with `shortPrompt` made one line.
  */
 export function choiceMessages(
   body: string,
@@ -74,9 +88,9 @@ export function choiceMessages(
     });
     return texts(`${body}\n\n${numberedOptions(options)}\n\nReply with a number.`);
   }
-  if (lengthOf(prompt) > C.WHATSAPP_INTERACTIVE_BODY_MAX) {
+  if (!fitsBodyVariable(prompt)) {
     out.push(...texts(body));
-    prompt = shortPrompt;
+    prompt = shorten(oneLine(shortPrompt), C.WHATSAPP_INTERACTIVE_BODY_MAX);
   }
   if (options.length <= C.WHATSAPP_BUTTONS_MAX) {
     const titles = uniqueLabels(options.map((o) => o.label), C.WHATSAPP_BUTTON_TITLE_MAX);
@@ -133,6 +147,7 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
         if (outbound.fields.some((f) => f.editable)) {
           warnings.push({ type: "degraded", feature: "editableFields", detail: "fields cannot be edited on WhatsApp; shown as text" });
         }
+        // The fields are several lines: they go as text, and the buttons follow with one line naming the request.
         const body = `${reviewText(outbound)}\n\nTap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`;
         return choiceMessages(
           body,
@@ -140,7 +155,7 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
             { label: CONFIRM_LABEL, payload: context.refs.proposal(outbound.proposalId, "confirm") },
             { label: CANCEL_LABEL, payload: context.refs.proposal(outbound.proposalId, "decline") },
           ],
-          shorten(`Confirm or cancel: ${outbound.title}?`, C.WHATSAPP_INTERACTIVE_BODY_MAX),
+          `${outbound.title}: tap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`,
           warnings,
         );
       }
@@ -160,7 +175,10 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
           return texts(`${outbound.message}\n${names}`);
         }
         const options = field.options;
-        const body = options.length > C.WHATSAPP_BUTTONS_MAX ? `${outbound.message}\n\n${numberedOptions(options)}` : outbound.message;
+        // Past the buttons, the options are numbered in the body too, so a typed number answers: on one line
+        // when it fits (one message), else as lines of text before the list.
+        const inline = `${outbound.message} ${options.map((o, i) => `${i + 1}. ${o.label}`).join(" · ")}`;
+        const body = options.length <= C.WHATSAPP_BUTTONS_MAX ? outbound.message : fitsBodyVariable(inline) ? inline : `${outbound.message}\n\n${numberedOptions(options)}`;
         return choiceMessages(
           body,
           options.map((o) => ({ label: o.label, payload: context.refs.answer(outbound.elicitationId, field.name, o.value) })),
