@@ -12,7 +12,8 @@ export const DEMO_CUSTOMER = { id: "CUS-1001", name: "Ana Novak", email: "ana.no
 export const DEMO_TRY_TEXT =
   "This is Caplo's **offline demo**: no AI model is connected, so I understand only the demo's phrases. Try:\n" +
   "- *where is my order SO-1002*\n- *track my order*\n- *cancel order SO-1001* (or SO-1002, which takes a few seconds, or SO-1003, which has shipped)\n" +
-  "- *stores near me*\n- *book an appointment*\n- *compare plans*\n- *show products*\n- *my invoice*\n- *my returns*\n- *how do refunds work*\n" +
+  "- *add a note to order SO-1003: leave it with the neighbour* (a write that needs no confirmation)\n" +
+  "- *stores near me*\n- *book an appointment* (then pick a time)\n- *compare plans*\n- *show products*\n- *my invoice*\n- *my returns*\n- *how do refunds work*\n" +
   "- *change my address to Slovenska cesta 1, 1000 Ljubljana* (after **Sign in as demo customer** on the page)\n\n" +
   "Set OPENAI_API_KEY before `npm start` to talk to a real model.";
 
