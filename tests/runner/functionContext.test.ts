@@ -15,8 +15,12 @@ import { PACKAGES_DIR } from "./testPackages.ts";
 const KEY = "sk_context_5e8d02";
 const subject: CallSubject = { id: "cust-9", ref: "acct-9", level: "high", authTime: "2026-12-01T10:00:00.000Z" };
 let http: Server;
-/** One promise per request to /hang, settled when its connection closes. */
-const hangsClosed: Promise<void>[] = [];
+/** Requests to /hang, in order: each settles when its connection closes (the fetch was aborted). */
+const hangs = Array.from({ length: 2 }, () => {
+  let closed: () => void = () => undefined;
+  return { closed: new Promise<void>((resolve) => (closed = resolve)), close: () => closed() };
+});
+let hangCount = 0;
 let runner: CaploToolRunner;
 let read: PackageVersion;
 const variants: Record<string, PackageVersion> = {};
@@ -29,7 +33,9 @@ function variant(base: PackageVersion, name: string, policy: Partial<ToolPolicy>
 
 beforeAll(async () => {
   http = createServer((request) => {
-    if (request.url === "/hang") hangsClosed.push(new Promise((resolve) => request.socket.once("close", () => resolve())));
+    if (request.url !== "/hang") return;
+    const hang = hangs[hangCount++];
+    request.socket.once("close", () => hang?.close());
   });
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
   const built = await buildPackage(join(PACKAGES_DIR, "context"));
@@ -124,14 +130,12 @@ describe("a function package's call context through the runner", () => {
     const { result } = await probe(variants.short!, {}, { args: { hang: true } });
     expect(result).toMatchObject({ isError: true, modelText: "The tool timed out after 1 seconds." });
     expect(result.logs.map((line) => line.message)).toContain("fetching a host that never answers");
-    expect(hangsClosed).toHaveLength(1);
-    await hangsClosed[0]; // the upstream request ended because the sandboxed fetch was aborted
+    await hangs[0]!.closed; // the upstream request ended because the sandboxed fetch was aborted
   });
 
   it("a write that times out is unknown (it may have happened), and its fetch is aborted too", async () => {
     const { result } = await probe(variants.shortWrite!, { idempotencyKey: "key-slow" }, { args: { hang: true } });
     expect(result).toMatchObject({ isError: true, outcome: { outcome: "unknown", reason: "The tool timed out after 1 seconds." } });
-    expect(hangsClosed).toHaveLength(2);
-    await hangsClosed[1];
+    await hangs[1]!.closed;
   });
 });
