@@ -2,6 +2,7 @@
 // memory (a package that exceeds its heap cap dies, its call fails, and the next call restarts it).
 import { afterAll, describe, expect, it } from "vitest";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
+import type { ToolCallResult } from "../../server/src/runner/api.ts";
 import { TEST_HOST, testVersion } from "./testPackages.ts";
 
 const plain = testVersion("plain", [{ name: "write", policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" } }]);
@@ -34,4 +35,53 @@ describe("process pool", () => {
     expect(echo.isError).toBe(false);
     expect(runner.starts(outcomes.id)).toBe(2);
   }, 120_000);
+});
+
+describe("process pool at its cap with every process busy", () => {
+  // One place; a call in another version waits for it (at most its own timeout), never a second process.
+  const busy = new CaploToolRunner({ hostModule: TEST_HOST, maxProcesses: 1 });
+  const slow = testVersion("outcomes", [{ name: "slow", policy: { effect: "read", timeoutSeconds: 2 } }]);
+  const quick = testVersion("plain", [{ name: "write", policy: { effect: "write", timeoutSeconds: 1, confirmation: "required" } }]);
+  const patient = testVersion("plain", [{ name: "write", policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" } }]);
+  let most = 0;
+  const sampler = setInterval(() => (most = Math.max(most, busy.processCount)), 2);
+  afterAll(async () => {
+    clearInterval(sampler);
+    await busy.close();
+  });
+
+  /** Starts the slow call and resolves (with its result to come) once it runs in its process. */
+  async function startSlow(order: string[], id: string): Promise<{ done: Promise<ToolCallResult> }> {
+    const done = busy.call({ packageVersionId: slow.id, tool: "slow", args: {}, context: { invocationId: id, secrets: {} } }).then((result) => {
+      order.push("slow");
+      return result;
+    });
+    for (;;) {
+      const process = await busy.processOf(slow.id);
+      if (process?.routes.has(id)) return { done };
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  it("a call that gets no place within its timeout is refused (not applied); one that may wait runs once a process is idle", async () => {
+    for (const version of [quick, patient, slow]) await busy.load(version);
+    const order: string[] = [];
+    const { done: slowDone } = await startSlow(order, "busy-1");
+    const call = (version: typeof quick, id: string) =>
+      busy.call({ packageVersionId: version.id, tool: "write", args: { mode: "ok" }, context: { invocationId: id, secrets: {}, idempotencyKey: `k-${id}` } }).then((result) => {
+        order.push(id);
+        return result;
+      });
+    // quick may wait 1 s (its timeout), patient 5 s; the slow call holds the one place for 2 s.
+    const [refused, waited, slowResult] = await Promise.all([call(quick, "quick"), call(patient, "patient"), slowDone]);
+    expect(refused.isError).toBe(true);
+    expect(refused.modelText).toContain("all 1 package processes are busy");
+    expect(refused.outcome).toMatchObject({ outcome: "not_applied" });
+    expect(slowResult.modelText).toContain("timed out");
+    expect(waited.outcome).toMatchObject({ outcome: "applied" });
+    expect(order).toEqual(["quick", "slow", "patient"]);
+    expect(await busy.processOf(slow.id)).toBeUndefined();
+    expect(busy.starts(quick.id)).toBe(1); // started by load only: the refused call started nothing
+    expect(most).toBe(1);
+  }, 60_000);
 });

@@ -88,6 +88,11 @@ export class PackageProcess {
   exited = false;
   exitReason = "";
   lastUsed = Date.now();
+  /**
+   * Handed out by the pool and not yet carrying its call's route: busy until the next macrotask (the
+   * runner registers the route in the microtasks that follow), so it is not stopped to make room.
+   */
+  claims = 0;
   private sandbox?: SandboxProcess;
   private group?: SandboxGroup;
   private groupRemoved?: Promise<void>;

@@ -107,7 +107,8 @@ export type Target = {
   effectOutcomes: boolean;
   /** Secret names the target may receive. */
   secretNames: string[];
-  session: () => Promise<Session>;
+  /** A connected session; `waitMs`: how long a package version may wait for a free process place. */
+  session: (waitMs?: number) => Promise<Session>;
   close: () => Promise<void>;
 };
 
@@ -193,6 +194,11 @@ export class CaploToolRunner implements ToolRunner {
     this.processMemoryMb = limit.kind === "cgroup" ? processMb : undefined;
   }
 
+  /** How many package processes are running or starting now (at most maxProcesses). */
+  get processCount(): number {
+    return this.pool.size;
+  }
+
   /** The pool's start count for a version (how often its process was started). */
   starts(versionId: string): number {
     return this.pool.starts.get(versionId) ?? 0;
@@ -227,8 +233,8 @@ export class CaploToolRunner implements ToolRunner {
       ...(this.processMemoryMb !== undefined && { processMemoryMb: this.processMemoryMb, pidsMax: this.options.pidsMax ?? 128 }),
       startTimeoutMs: this.options.startTimeoutMs ?? 30_000,
     });
-    const session = async (): Promise<Session> => {
-      const process = await this.pool.get(version.id, processOptions);
+    const session = async (waitMs?: number): Promise<Session> => {
+      const process = await this.pool.get(version.id, processOptions, waitMs ?? this.options.startTimeoutMs ?? 30_000);
       return {
         client: process.client,
         routes: process.routes,
@@ -331,14 +337,16 @@ export class CaploToolRunner implements ToolRunner {
     const issues = validateAgainst(tool.inputSchema, args);
     if (issues.length) return refuse(`Invalid arguments: ${issues.map((issue) => issue.message).join("; ")}`);
 
+    // A call waits for a free process place at most as long as it may run: past that it is refused
+    // (nothing ran, so a write is not applied).
+    const timeoutMs = policy.timeoutSeconds * 1000;
     let session: Session;
     try {
-      session = await target.session();
+      session = await target.session(timeoutMs);
     } catch (error) {
       return refuse(`The tool could not be started: ${describeError(error)}`);
     }
 
-    const timeoutMs = policy.timeoutSeconds * 1000;
     const deadline = new Date(Date.now() + timeoutMs);
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error("timeout")), timeoutMs);
@@ -400,6 +408,7 @@ export class CaploToolRunner implements ToolRunner {
       clearTimeout(timer);
       request.signal?.removeEventListener("abort", onOuterAbort);
       session.routes.delete(invocationId);
+      this.pool.notify();
     }
     if (failure !== undefined || !raw) return fail(failure ?? "The tool returned nothing.");
 
@@ -477,7 +486,7 @@ export class CaploToolRunner implements ToolRunner {
     if (!tool.hasStatus) return record({ outcome: "unknown", reason: "the tool has no status check" });
     let session: Session;
     try {
-      session = await target.session();
+      session = await target.session(tool.policy.timeoutSeconds * 1000);
     } catch (error) {
       return record({ outcome: "unknown", reason: `the tool could not be started: ${describeError(error)}` });
     }
@@ -523,6 +532,7 @@ export class CaploToolRunner implements ToolRunner {
       clearTimeout(timer);
       request.signal?.removeEventListener("abort", onOuterAbort);
       session.routes.delete(request.context.invocationId);
+      this.pool.notify();
     }
   }
 
