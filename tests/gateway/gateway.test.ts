@@ -422,6 +422,20 @@ describe("resume", () => {
     expect(again.events().map((event) => event.seq)).toEqual([lastSeen + 1, lastSeen + 2, lastSeen + 3]);
   });
 
+  it("a resume after more events than one read (200) delivers every one of them once, in order, from the seq asked for", async () => {
+    const c = await client();
+    const welcome = await c.hello("shop-agent");
+    await c.close();
+    for (let i = 0; i < 450; i++) await stack.engine.emit(welcome.conversationId, { type: "text", id: `m_many_${i}`, from: "system", text: `n${i}` });
+    const last = (await stack.store.getConversation(welcome.conversationId))!.lastSeq;
+    const after = last - 401; // 401 missed: two full reads and one more
+    const again = await client();
+    await again.hello("shop-agent", { token: welcome.resumeToken, after });
+    await again.waitFor(isT("event", (frame) => frame.seq === last));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(again.events().map((event) => event.seq)).toEqual(Array.from({ length: 401 }, (_, i) => after + 1 + i));
+  });
+
   it("a resume token that is unknown, or of another agent, starts a new conversation and says so", async () => {
     const c = await client();
     c.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {}, resume: { token: "nope", after: 3 } });
