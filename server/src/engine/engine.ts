@@ -794,7 +794,7 @@ export class Engine {
     // Another node stored a write in this conversation since the check above: the store kept only one.
     if (!write) {
       const other = blockingWrite(await this.store.listWrites(conversation.id));
-      return { modelText: other ? blockedMessage(other.state, other.toolRef) : blockedMessage("proposed", "another write") };
+      return { modelText: other ? blockedMessage(other.state, other.toolRef) : "write_blocked: another write of this conversation was started at the same moment and has just ended; you may try again." };
     }
     if (confirmation === "none") {
       const confirmed = await this.store.transitionWrite(
