@@ -130,11 +130,11 @@ export const ORDERS: Order[] = [
 ];
 
 export const STORES: Store[] = [
-  { storeId: "ST-LJ1", name: "Caplo Shop Ljubljana Center", address: "Copova ulica 5, 1000 Ljubljana", city: "Ljubljana", latitude: 46.0514, longitude: 14.5049, phone: "+38612345670", opens: "Mon-Sat 9:00-20:00", url: "/stores/ST-LJ1" },
-  { storeId: "ST-LJ2", name: "Caplo Shop BTC", address: "Smartinska cesta 152, 1000 Ljubljana", city: "Ljubljana", latitude: 46.0659, longitude: 14.5422, phone: "+38612345671", opens: "Mon-Sun 9:00-21:00", url: "/stores/ST-LJ2" },
+  { storeId: "ST-LJ1", name: "Caplo Shop Ljubljana Center", address: "Čopova ulica 5, 1000 Ljubljana", city: "Ljubljana", latitude: 46.0514, longitude: 14.5049, phone: "+38612345670", opens: "Mon-Sat 9:00-20:00", url: "/stores/ST-LJ1" },
+  { storeId: "ST-LJ2", name: "Caplo Shop BTC", address: "Šmartinska cesta 152, 1000 Ljubljana", city: "Ljubljana", latitude: 46.0659, longitude: 14.5422, phone: "+38612345671", opens: "Mon-Sun 9:00-21:00", url: "/stores/ST-LJ2" },
   { storeId: "ST-MB1", name: "Caplo Shop Maribor", address: "Gosposka ulica 20, 2000 Maribor", city: "Maribor", latitude: 46.5582, longitude: 15.6457, phone: "+38622345672", opens: "Mon-Sat 9:00-19:00", url: "/stores/ST-MB1" },
   { storeId: "ST-KR1", name: "Caplo Shop Kranj", address: "Maistrov trg 8, 4000 Kranj", city: "Kranj", latitude: 46.2389, longitude: 14.3556, phone: "+38642345673", opens: "Mon-Fri 9:00-19:00", url: "/stores/ST-KR1" },
-  { storeId: "ST-KP1", name: "Caplo Shop Koper", address: "Pristaniska ulica 2, 6000 Koper", city: "Koper", latitude: 45.5481, longitude: 13.7302, phone: "+38656345674", opens: "Mon-Sat 8:00-20:00", url: "/stores/ST-KP1" },
+  { storeId: "ST-KP1", name: "Caplo Shop Koper", address: "Pristaniška ulica 2, 6000 Koper", city: "Koper", latitude: 45.5481, longitude: 13.7302, phone: "+38656345674", opens: "Mon-Sat 8:00-20:00", url: "/stores/ST-KP1" },
 ];
 
 export const PLANS: Plan[] = [
