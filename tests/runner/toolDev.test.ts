@@ -1,5 +1,5 @@
-// `caplo tool dev DIR --no-inspector` starts the package's src/stdio.ts on Node 24: an MCP client on
-// its stdio gets the package's tools. Without --no-inspector and MCP Inspector not installed, it serves
+// `caplo tool dev DIR --no-inspector` starts the package's src/stdio.ts on Node 24 (packages/devprobe
+// reports its version): an MCP client on its stdio gets the package's tools. Without --no-inspector and MCP Inspector not installed, it serves
 // the same and tells (on stderr) the exact npx command that attaches the inspector.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -60,6 +60,19 @@ describe("caplo tool dev", () => {
     const { out, err } = await runDev(ORDERS, handshake, []);
     expect(toolNames(out)).toContain("get_order");
     expect(err).toContain(`  npx @modelcontextprotocol/inspector ${node.path} ${join(ORDERS, "src", "stdio.ts")}\n`);
+  }, 90_000);
+
+  it("runs it on Node 24, with the listed secrets from same-named environment variables", async () => {
+    const call = { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "runtime", arguments: {} } };
+    process.env.DEV_KEY = "dev-key-value";
+    try {
+      const { out } = await runDev(join(PACKAGES_DIR, "devprobe"), [handshake[0]!, handshake[1]!, JSON.stringify(call)]);
+      const answer = out.split("\n").filter(Boolean).map((line) => JSON.parse(line) as { id?: number; result?: { structuredContent?: { node: string; hasKey: boolean } } }).find((message) => message.id === 2);
+      expect(answer?.result?.structuredContent?.node).toMatch(/^v24\./);
+      expect(answer?.result?.structuredContent?.hasKey).toBe(true);
+    } finally {
+      delete process.env.DEV_KEY;
+    }
   }, 90_000);
 
   it("refuses an unknown option by code", async () => {
