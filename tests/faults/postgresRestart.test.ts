@@ -98,7 +98,27 @@ describe("PostgreSQL restarted mid-traffic", () => {
     const slowId = (slowReview as { message: { proposalId: string } }).message.proposalId;
     slow.send({ t: "in", ref: "slow-confirm", event: { type: "confirm", proposalId: slowId } });
     await until("the shop to receive SLOW-1", () => shop.keysFor("SLOW-1").length === 1);
-    await server.restart(1_500);
+    // While PostgreSQL is down: every node's /readyz says so (a load balancer stops sending new customers),
+    // and a widget reconnecting to the other node is told clearly, not left hanging; its socket stays open.
+    const reconnecting = customers[0]!;
+    const resumeAfter = reconnecting.client.events().at(-1)!.seq;
+    let early: TestClient | undefined;
+    let readyWhileDown: { status: number; body: unknown }[] = [];
+    let helloWhileDown: ServerFrame | undefined;
+    await server.restart(1_500, async () => {
+      readyWhileDown = await Promise.all(nodes.map(async (node) => {
+        const response = await fetch(`${node.url}/readyz`);
+        return { status: response.status, body: await response.json() };
+      }));
+      early = await TestClient.open(nodes[1]!.wsUrl, ORIGIN);
+      early.send({ t: "hello", v: 1, agent: AGENT, capabilities: {}, resume: { token: reconnecting.token, after: resumeAfter } });
+      helloWhileDown = await early.waitFor((frame) => frame.t === "welcome" || frame.t === "error", 20_000);
+    });
+    for (const ready of readyWhileDown) expect(ready).toMatchObject({ status: 503, body: { ready: false, store: "unavailable" } });
+    expect(helloWhileDown).toMatchObject({ t: "error", code: "internal_error" });
+    // Once the store is back, the same socket says hello again and resumes right after its last event.
+    const resumedEarly = await early!.hello(AGENT, { token: reconnecting.token, after: resumeAfter });
+    expect(resumedEarly.conversationId).toBe(reconnecting.conversationId);
     const afterRestart = answered.slice();
     await until("every customer answered again after the restart", () => unanswered.length > 0 || answered.every((count, i) => count >= afterRestart[i]! + 3), 60_000);
     stop = true;
@@ -146,6 +166,14 @@ describe("PostgreSQL restarted mid-traffic", () => {
         await resumed.close();
         await customer.client.close();
       }
+      // The widget that reconnected during the outage got every event after its last one, once, in order.
+      const lastSeq0 = Number((await look.query("SELECT last_seq FROM conversations WHERE id = $1", [reconnecting.conversationId])).rows[0].last_seq);
+      await until("the early reconnect to catch up", () => early!.events().at(-1)?.seq === lastSeq0);
+      expect(early!.events().map((frame) => frame.seq)).toEqual(Array.from({ length: lastSeq0 - resumeAfter }, (_, index) => resumeAfter + 1 + index));
+      await early!.close();
+      // No conversation was started by the hello refused while the store was away.
+      const conversations = await look.query("SELECT count(*)::int AS n FROM conversations");
+      expect(conversations.rows[0].n).toBe(customers.length + 1);
       // Messages refused while PostgreSQL was down got an error frame naming their ref; the rest an answer.
       expect(answered.every((count) => count >= 5)).toBe(true);
       const retried = nodes[0]!.lines.some((line) => line.includes("a write's outcome could not be stored yet; retrying"));

@@ -70,11 +70,12 @@ export class PostgresServer {
 
   /**
    * Restart without blocking the test's event loop (its clients keep talking): an immediate stop cuts
-   * every connection (as a crash or a failover does), the server stays down `downMs`, then accepts again.
+   * every connection (as a crash or a failover does), the server stays down `downMs` and until `whileDown`
+   * (what the test does meanwhile) has finished, then accepts again.
    */
-  async restart(downMs = 0): Promise<void> {
+  async restart(downMs = 0, whileDown?: () => Promise<void>): Promise<void> {
     await this.runAsync("pg_ctl", ["-D", join(this.dir, "data"), "-m", "immediate", "-w", "stop"]);
-    await new Promise((resolve) => setTimeout(resolve, downMs));
+    await Promise.all([new Promise((resolve) => setTimeout(resolve, downMs)), whileDown?.()]);
     await this.runAsync("pg_ctl", [
       "-D",
       join(this.dir, "data"),
