@@ -7,7 +7,10 @@ import { twilioSignature } from "@caplo/adapters/testkit";
 import { CANCEL } from "../engine/support/harness.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
 import { ChannelService } from "../../server/src/channels/channelService.ts";
-import { channelBench, type Bench } from "./support.ts";
+import { memoryContentCache, TwilioWhatsAppApi } from "@caplo/adapters/whatsapp/api";
+import type { ContentTemplate } from "@caplo/adapters/whatsapp/format";
+import { startFakeTwilio } from "./fakeTwilio.ts";
+import { BUSINESS_NUMBER, channelBench, type Bench } from "./support.ts";
 
 const rules = [
   { when: /where is my order/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: ORDERS.applied } }] }, { text: "Your order is on its way." }] },
@@ -192,6 +195,23 @@ describe("WhatsApp specifics", () => {
     const [first, second] = bench.received().filter((m) => m.taps.length > 0);
     expect((first!.raw as { contentSid: string }).contentSid).toBe((second!.raw as { contentSid: string }).contentSid);
     expect(first!.taps[0]!.payload).not.toBe(second!.taps[0]!.payload);
+  });
+
+  it("a ContentSid belongs to its Twilio account: another account sharing the channel state creates its own template", async () => {
+    const [one, two] = await Promise.all([startFakeTwilio(), startFakeTwilio()]);
+    try {
+      const cache = memoryContentCache();
+      const template: ContentTemplate = { type: "twilio/quick-reply", body: "{{1}}", actions: [{ title: "Confirm", id: "{{2}}" }, { title: "Cancel", id: "{{3}}" }] };
+      const api = (fake: typeof one) => new TwilioWhatsAppApi({ accountSid: fake.accountSid, authToken: fake.authToken, from: BUSINESS_NUMBER, apiBaseUrl: fake.url }, cache);
+      const first = await api(one).contentSid(template);
+      expect(await api(one).contentSid(template)).toBe(first);
+      const second = await api(two).contentSid(template);
+      expect(second).not.toBe(first);
+      expect([one.contentCreates, two.contentCreates]).toEqual([1, 1]);
+      expect(two.contents.has(second)).toBe(true);
+    } finally {
+      await Promise.all([one.close(), two.close()]);
+    }
   });
 
   it("verifies against the public URL behind a proxy, with unknown extra parameters signed too", async () => {

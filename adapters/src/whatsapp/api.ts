@@ -79,17 +79,23 @@ export class TwilioWhatsAppApi {
   readonly client: twilio.Twilio;
   readonly #from: string;
   readonly #cache: ContentCache;
+  readonly #accountSid: string;
 
   constructor(config: TwilioApiConfig, cache: ContentCache = memoryContentCache()) {
     this.client = createTwilioClient(config);
     this.#from = config.from;
     this.#cache = cache;
+    this.#accountSid = config.accountSid;
   }
 
-  /** The ContentSid of a template, created on first use and cached by its content hash. */
+  /**
+   * The ContentSid of a template, created on first use and cached by its content hash. A ContentSid belongs
+   * to one Twilio account, so the cache key names the account too: another account creates its own.
+   */
   async contentSid(template: ContentTemplate): Promise<string> {
     const hash = contentHash(template);
-    const cached = await this.#cache.get(hash);
+    const key = `${this.#accountSid}:${hash}`;
+    const cached = await this.#cache.get(key);
     if (cached) return cached;
     const { type, ...body } = template;
     const created = await this.client.content.v1.contents.create({
@@ -98,7 +104,7 @@ export class TwilioWhatsAppApi {
       language: "en",
       types: { [type]: body } as never,
     });
-    await this.#cache.put(hash, created.sid);
+    await this.#cache.put(key, created.sid);
     return created.sid;
   }
 
