@@ -27,7 +27,7 @@ export const DEMO_RULES: DemoRule[] = [
   // Outcomes of writes, as the engine notes them for the model.
   { whenNote: ci("outcome: applied"), replies: [{ text: "Done. The shop confirmed it." }] },
   { whenNote: ci("outcome: not applied"), replies: [{ text: "The shop did not make that change, so nothing happened." }] },
-  { whenNote: ci("outcome: (pending|unknown)"), replies: [{ text: "The shop has not confirmed it yet. Please don't send it again: I'm checking and will tell you here." }] },
+  { whenNote: ci("outcome: (pending|unknown)"), replies: [{ text: "The shop has not confirmed it yet. Please don't send it again: I'm checking, and the card above will show the result as soon as the shop answers." }] },
   { whenNote: ci("declined"), replies: [{ text: "All right, I left it as it was." }] },
   { when: ci("^\\s*(help|hi|hello|hey|what can you do|\\?)\\s*[.!?]*\\s*$"), replies: [{ text: DEMO_TRY_TEXT }] },
   { when: ci("cancel(?:\\s+my)?(?:\\s+order)?\\s*#?(SO-\\d{4})"), replies: [{ text: "Here is the cancellation. Please check it and confirm.", toolCalls: [{ name: "orders__cancel_order", args: { orderId: "$1" } }] }] },
