@@ -2,7 +2,7 @@
 // so kill -9 takes its sandboxes too, as losing the machine would), a PostgreSQL database of the test's
 // own, the fault fixture packages built and published as one agent, and a shop that counts applications
 // by idempotency key.
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -111,7 +111,11 @@ export async function createDatabase(adminUrl = ADMIN_URL): Promise<{ url: strin
   };
 }
 
-/** A shop API: applies each idempotency key once, counts every request per key, may hold its answer. */
+/**
+ * A shop API: applies each idempotency key once, counts every request per key, may hold its answer.
+ * Refs starting HOLD: the change is applied and the answer held. HOLDCHECK: also the first status lookup
+ * of the key is held (recorded in `heldLookups` with the asking connection's port).
+ */
 export class Shop {
   readonly server: Server;
   port = 0;
@@ -121,6 +125,8 @@ export class Shop {
   readonly lookups = new Map<string, number>();
   /** Changes applied, per key: what the shop did. */
   readonly applied = new Map<string, string>();
+  /** Status lookups held (HOLDCHECK refs): the key and the client port of the connection that asked. */
+  readonly heldLookups: { key: string; port: number }[] = [];
   private held: ServerResponse[] = [];
 
   private constructor() {
@@ -163,6 +169,11 @@ export class Shop {
       const key = url.searchParams.get("key") ?? "";
       this.lookups.set(key, (this.lookups.get(key) ?? 0) + 1);
       const ref = this.applied.get(key);
+      if (ref?.startsWith("HOLDCHECK") && this.lookups.get(key) === 1) {
+        this.heldLookups.push({ key, port: req.socket.remotePort ?? 0 });
+        this.held.push(res);
+        return;
+      }
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(ref ? { status: "applied", ref } : { status: "not_found" }));
       return;
@@ -291,6 +302,23 @@ export class CaploNode {
 }
 
 const running = new Set<CaploNode>();
+
+/**
+ * The node whose process (or one of its descendants, such as a sandbox) holds the loopback TCP connection
+ * with local port `port` (`ss -tnp`, then up the parent chain in /proc).
+ */
+export function nodeOwningPort(port: number, nodes: CaploNode[]): CaploNode | undefined {
+  const out = execFileSync("ss", ["-tnpH", "state", "established", `( sport = :${port} )`], { encoding: "utf8" });
+  for (const match of out.matchAll(/pid=(\d+)/g)) {
+    for (let pid = Number(match[1]); pid > 1; ) {
+      const node = nodes.find((candidate) => candidate.child.pid === pid);
+      if (node) return node;
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      pid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+    }
+  }
+  return undefined;
+}
 
 /** Stop every node still running (afterAll). */
 export async function stopAll(): Promise<void> {
