@@ -268,6 +268,36 @@ describe("stale taps", () => {
   });
 });
 
+describe("the store failing while processing", () => {
+  it("a stored event is processed after the store comes back, without waiting for another webhook, and the process carries on", async () => {
+    let failures = 2;
+    b = await channelBench({
+      platform: "messenger",
+      rules,
+      storeFor: (store) =>
+        new Proxy(store, {
+          get(target, name, receiver) {
+            if (name === "claimInbound") {
+              return async (limit: number) => {
+                if (failures-- > 0) throw new Error("SQLITE_BUSY: database is locked");
+                return target.claimInbound(limit);
+              };
+            }
+            const value = Reflect.get(target, name, receiver);
+            return typeof value === "function" ? value.bind(target) : value;
+          },
+        }),
+    });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the reply after the store came back");
+    expect(bench.logs.filter((l) => l.includes("processing stored events failed (SQLITE_BUSY: database is locked)"))).toHaveLength(2);
+    // The pause doubles (the bench's pauses are 10 ms doubling to 40 ms; the server's 500 ms to 30 s).
+    expect(bench.logs.filter((l) => l.includes("trying again in")).map((l) => /in (\d+) ms/.exec(l)![1])).toEqual(["10", "20"]);
+    expect((await bench.store.listInbound()).map((r) => r.state)).toEqual(["done"]);
+  });
+});
+
 describe("restart", () => {
   it("a new service on the same store resumes: nothing sent twice, later events delivered, crashed rows processed", async () => {
     b = await channelBench({ platform: "instagram", rules });

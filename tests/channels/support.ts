@@ -152,6 +152,7 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
     log: (line) => void logs.push(line),
     retry: options.retry ?? { attempts: 4, baseMs: 5, maxMs: 20 },
     ...(options.publicUrl === null ? {} : { publicUrl: options.publicUrl ?? PUBLIC_BASE }),
+    drainRetryMs: { first: 10, max: 40 },
     ...(options.now ? { now: options.now } : {}),
   });
   const handler = service.webhook(platform);

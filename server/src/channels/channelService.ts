@@ -15,6 +15,10 @@ import { handleWebhook, toWebhookRequest, type WebhookAnswer } from "./webhook.t
 /** Button payloads are `c1.` and 128 random bits: unguessable, and meaningless without the store. */
 const TOKEN_PATTERN = /^c1\.[A-Za-z0-9_-]{22}$/;
 
+/** Pauses before processing is tried again after the store failed: the first, and the longest. */
+const DRAIN_RETRY_FIRST_MS = 500;
+const DRAIN_RETRY_MAX_MS = 30_000;
+
 /** Where the latest proposed proposal's id is kept among the proposal states (`*` begins no proposal id). */
 const LATEST_PROPOSAL_KEY = "*latest";
 
@@ -39,6 +43,8 @@ export interface ChannelServiceOptions {
    * of this server (`/v1/files/…`) is sent to the platform at this address. Without it such a file is not sent.
    */
   publicUrl?: string;
+  /** Pauses before processing is tried again after the store failed (first, longest); 500 ms doubling to 30 s. */
+  drainRetryMs?: { first: number; max: number };
 }
 
 export interface Retention {
@@ -74,6 +80,10 @@ export class ChannelService {
   readonly #retention: Retention;
   readonly #log: (line: string) => void;
   readonly #publicUrl: string | undefined;
+  readonly #drainRetry: { first: number; max: number };
+  #closed = false;
+  #drainTimer: NodeJS.Timeout | undefined;
+  #drainBackoffMs = 0;
   #pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(options: ChannelServiceOptions) {
@@ -87,12 +97,37 @@ export class ChannelService {
     this.#retention = { ...DEFAULT_RETENTION, ...options.retention };
     this.#log = options.log ?? ((line) => console.warn(line));
     this.#publicUrl = options.publicUrl?.replace(/\/$/, "");
+    this.#drainRetry = options.drainRetryMs ?? { first: DRAIN_RETRY_FIRST_MS, max: DRAIN_RETRY_MAX_MS };
   }
 
   /** The webhook handler of one platform: `(req, rawBody) → {status, headers, body}`. */
   webhook(platform: Platform): WebhookHandler {
     const adapter = this.#adapter(platform);
-    return (req, rawBody) => handleWebhook(adapter, this.#store, toWebhookRequest(req, rawBody), () => void this.drain(), this.#now);
+    return (req, rawBody) => handleWebhook(adapter, this.#store, toWebhookRequest(req, rawBody), () => this.#kick(), this.#now);
+  }
+
+  /**
+   * Starts processing in the background. If the store fails meanwhile (unreachable, busy), the stored
+   * events stay received and processing is tried again after a growing pause (0.5 s doubling to 30 s):
+   * they do not wait for the next webhook, and the failure never ends the process.
+   */
+  #kick(): void {
+    if (this.#closed) return;
+    this.drain().then(
+      () => {
+        this.#drainBackoffMs = 0;
+      },
+      (error: unknown) => {
+        if (this.#drainTimer || this.#closed) return;
+        this.#drainBackoffMs = Math.min(this.#drainRetry.max, this.#drainBackoffMs === 0 ? this.#drainRetry.first : this.#drainBackoffMs * 2);
+        this.#log(`caplo channels: processing stored events failed (${String((error as Error)?.message ?? error)}); trying again in ${this.#drainBackoffMs} ms`);
+        this.#drainTimer = setTimeout(() => {
+          this.#drainTimer = undefined;
+          this.#kick();
+        }, this.#drainBackoffMs);
+        this.#drainTimer.unref?.();
+      },
+    );
   }
 
   /** After a restart: rows a crash left in processing are processed again, and every binding resubscribes. */
@@ -136,6 +171,9 @@ export class ChannelService {
   }
 
   close(): void {
+    this.#closed = true;
+    if (this.#drainTimer) clearTimeout(this.#drainTimer);
+    this.#drainTimer = undefined;
     this.stopPruning();
     for (const unsubscribe of this.#subscriptions.values()) unsubscribe();
     this.#subscriptions.clear();
@@ -288,6 +326,10 @@ export class ChannelService {
         } else if (inbound.type === "answer") {
           await this.#notice(binding, "That answer could not be used. Nothing was changed.");
         }
+      })
+      // Recording the refusal may fail too (the store away): told, never an unhandled rejection.
+      .catch((error: unknown) => {
+        this.#alerts.alert({ platform, conversationId, code: "inbound_failed", message: `Could not record a refused ${platform} event: ${String((error as Error)?.message ?? error)}` });
       })
       .finally(() => this.#inflight.delete(handed));
     this.#inflight.add(handed);
