@@ -254,6 +254,29 @@ describe("confirmation none and blocking", () => {
   });
 });
 
+describe("a write racing another in the same conversation", () => {
+  it("the store keeps one; when the other has ended by the time the model is told, it hears write_blocked and that it may try again", async () => {
+    h = await engineHarness({ rules: cancelRules(ORDERS.applied) });
+    const insertWrite = h.store.insertWrite.bind(h.store);
+    // Another node stores its proposal between this node's check and its insert; it is declined at once.
+    let rivalId: string | undefined;
+    h.store.insertWrite = async (write) => {
+      const rival = await insertWrite({ ...write, id: `${write.id}_rival`, callId: "call_rival" });
+      rivalId = rival.id;
+      try {
+        return await insertWrite(write);
+      } finally {
+        await h.store.transitionWrite(rival.id, { states: ["proposed"] }, { state: "declined", note: "declined by the customer" }, h.clock.now);
+      }
+    };
+    await h.say("please cancel my order");
+    expect((await h.modelNotes()).at(-1)).toBe("write_blocked: another write of this conversation was started at the same moment and has just ended; you may try again.");
+    expect((await h.store.listWrites(h.conversation.id)).map((write) => [write.id, write.state])).toEqual([[rivalId, "declined"]]);
+    expect(await h.ofType("review")).toEqual([]);
+    expect(h.backend.invocations).toEqual([]);
+  });
+});
+
 describe("outcomes and status checks", () => {
   it("rejected: the customer is told it did not go through, with the reason; no status check", async () => {
     h = await engineHarness({ rules: cancelRules(ORDERS.rejected) });
