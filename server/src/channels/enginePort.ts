@@ -42,6 +42,10 @@ export interface EnginePortOptions {
   /** The agent that answers on our `account` (number, page, Instagram account) of a platform; undefined: none. */
   agentFor: (platform: Platform, account?: string) => string | undefined;
   capabilities: (platform: Platform) => ChannelCapabilities;
+  /** Pause before reading a conversation's events again after the read failed (default 1 s). */
+  catchUpRetryMs?: number;
+  /** Operator log lines; console.warn by default. */
+  log?: (line: string) => void;
 }
 
 /** The owner of a channel conversation: the customer's platform identity, the only one whose taps count. */
@@ -88,22 +92,38 @@ export class EnginePort implements ConversationPort {
     let cursor = afterSeq;
     let chain = Promise.resolve();
     let closed = false;
+    let retry: NodeJS.Timeout | undefined;
+    const log = this.#options.log ?? ((line: string) => console.warn(line));
     // Every notice (and the subscription itself) catches up from the store, so nothing is missed or repeated.
+    // A failed read (the store away) is logged and read again after a pause: the chain stays usable and the
+    // events not yet handed on are read again from the cursor.
     const catchUp = () => {
-      chain = chain.then(async () => {
-        if (closed) return;
-        for (const event of await engine.store.listEvents(conversationId, cursor)) {
-          if (event.seq <= cursor) continue;
-          cursor = event.seq;
-          if (isUndeliveredNote(event.message)) continue;
-          listener({ seq: event.seq, outbound: event.message });
-        }
-      });
+      chain = chain
+        .then(async () => {
+          if (closed) return;
+          for (const event of await engine.store.listEvents(conversationId, cursor)) {
+            if (event.seq <= cursor) continue;
+            cursor = event.seq;
+            if (isUndeliveredNote(event.message)) continue;
+            listener({ seq: event.seq, outbound: event.message });
+          }
+        })
+        .catch((error: unknown) => {
+          if (closed || retry) return;
+          const pause = this.#options.catchUpRetryMs ?? 1000;
+          log(`caplo channels: reading the events of ${conversationId} failed (${String((error as Error)?.message ?? error)}); reading again in ${pause} ms`);
+          retry = setTimeout(() => {
+            retry = undefined;
+            catchUp();
+          }, pause);
+          retry.unref?.();
+        });
     };
     const unsubscribe = engine.subscribe(conversationId, catchUp);
     catchUp();
     return () => {
       closed = true;
+      if (retry) clearTimeout(retry);
       unsubscribe();
     };
   }
