@@ -19,6 +19,7 @@ const files: Record<string, string> = {
   "node_modules/zod/package.json": JSON.stringify({ name: "zod", version: "0.0.0-own", type: "module", exports: { ".": "./index.js" } }),
   "node_modules/zod/index.js": "export const own = true;\n",
   "server.mjs": `import { readFileSync } from "node:fs";
+import https from "node:https";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { defineTool } from "@caplo/tools";
 import { own } from "zod";
@@ -37,6 +38,7 @@ export function createServer() {
       zod: import.meta.resolve("zod"),
       unlisted: await attempt(() => fetch("https://unlisted.test/")),
       passwd: await attempt(async () => readFileSync("/etc/passwd", "utf8").slice(0, 20)),
+      httpsUnlisted: await attempt(() => new Promise((resolve, reject) => https.get("https://unlisted.test/", resolve).on("error", reject))),
     };
     return { content: [{ type: "text", text: JSON.stringify(report) }], structuredContent: report };
   });
@@ -95,12 +97,15 @@ describe("prebuilt host bundle", () => {
     expect(report.tools).toMatch(/\/caplo-tools\.mjs$/);
   });
 
-  it("keeps the sandbox: an unlisted host is refused and /etc/passwd is unreadable", async () => {
+  it("keeps the sandbox: an unlisted host is refused (fetch and node:https) and /etc/passwd is unreadable", async () => {
     const result = await runner.call({ packageVersionId: version.id, tool: "where", args: {}, context: { invocationId: "w2", secrets: {} } });
-    const report = result.structuredContent as { unlisted: { ok: boolean; cause: string }; passwd: { ok: boolean } };
+    const report = result.structuredContent as { unlisted: { ok: boolean; cause: string }; passwd: { ok: boolean }; httpsUnlisted: { ok: boolean; message: string } };
     expect(report.unlisted.ok).toBe(false);
     expect(report.unlisted.cause).toContain("egress refused");
     expect(report.passwd.ok).toBe(false);
+    // node:https goes through the same proxy (the bundled preload's agents).
+    expect(report.httpsUnlisted.ok).toBe(false);
+    expect(report.httpsUnlisted.message).toContain("egress refused: unlisted.test refused");
   });
 
   it("routes a WebSocket opened before any fetch through the egress proxy, which refuses it", async () => {

@@ -174,6 +174,22 @@ describe("sandbox isolation (namespaces available here)", () => {
     expect(direct.code).toBe("ENETUNREACH");
   });
 
+  it("node:http and node:https go through the egress proxy under the same rule as fetch", async () => {
+    expect(await attempt("http_module_get", { url: "http://allowed.test/hello" })).toEqual({ ok: true, value: "internal /hello" });
+    for (const [url, reason] of [
+      ["https://unlisted.example.org/", "not in the package's egress list"],
+      [`http://127.0.0.1:${port}/`, "IP literal"],
+      ["http://localhost/", "private, loopback or link-local"],
+      [`http://allowed.test:${port}/`, "port"],
+      ["https://suffix.test/", "not in the package's egress list"],
+    ] as const) {
+      const report = await attempt("http_module_get", { url });
+      expect(report.ok, url).toBe(false);
+      expect(report.message, url).toContain("egress refused");
+      expect(report.message, url).toContain(reason);
+    }
+  });
+
   it("cannot bypass fetch with node:http, node:net or node:tls", async () => {
     for (const kind of ["http_get_direct", "net_loopback", "tls_direct"]) {
       const report = await attempt(kind, { port });

@@ -6,7 +6,9 @@
 // Lazily: loading undici costs a package process about 60 ms of CPU at start, and most packages make
 // no request before their first call (many make none). So the dispatcher is installed on the first use
 // of `fetch` or `WebSocket`, or as soon as anything else loads undici or reads its global dispatcher.
+import type { RequestOptions } from "node:http";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 
 type ConnectOptions = { hostname: string; host?: string; protocol: string; port: string | number; servername?: string };
 type ConnectCallback = (error: Error | null, socket: Socket | null) => void;
@@ -106,6 +108,52 @@ Object.defineProperty(globalThis, "WebSocket", {
   },
   set(value: unknown) {
     Object.defineProperty(globalThis, "WebSocket", { value, writable: true, configurable: true, enumerable: false });
+  },
+});
+
+// node:http and node:https (axios, got, SDKs built on https.request): their global agents open each
+// connection as a tunnel through the same proxy (TLS end to end, as for fetch). Installed when the
+// package first imports or requires either module, so a package that never does pays nothing for it.
+type Created = ((error: Error | null, stream: Duplex) => void) | undefined;
+let agentsInstalled = false;
+
+function installAgents(): void {
+  if (agentsInstalled) return;
+  agentsInstalled = true;
+  const http = process.getBuiltinModule("node:http");
+  const https = process.getBuiltinModule("node:https");
+  const target = (options: RequestOptions, secure: boolean) => ({
+    host: String(options.hostname ?? options.host ?? "localhost").replace(/^\[|\]$/g, ""),
+    port: Number(options.port) || (secure ? 443 : 80),
+  });
+  class TunnelAgent extends http.Agent {
+    override createConnection(options: RequestOptions, callback?: Created): undefined {
+      const { host, port } = target(options, false);
+      openTunnel(host, port).then((tunnel) => callback?.(null, tunnel), (error: Error) => callback?.(error, undefined as never));
+      return undefined;
+    }
+  }
+  class SecureTunnelAgent extends https.Agent {
+    override createConnection(options: RequestOptions, callback?: Created): undefined {
+      const { host, port } = target(options, true);
+      const servername = (options as { servername?: string }).servername || host;
+      openTunnel(host, port).then(
+        (tunnel) => callback?.(null, process.getBuiltinModule("node:tls").connect({ ...(options as object), socket: tunnel, servername })),
+        (error: Error) => callback?.(error, undefined as never),
+      );
+      return undefined;
+    }
+  }
+  http.globalAgent = new TunnelAgent({ keepAlive: true });
+  https.globalAgent = new SecureTunnelAgent({ keepAlive: true });
+}
+
+type ResolveHook = (specifier: string, context: object, next: (specifier: string, context: object) => unknown) => unknown;
+const moduleApi = process.getBuiltinModule("node:module") as unknown as { registerHooks?: (hooks: { resolve: ResolveHook }) => void };
+moduleApi.registerHooks?.({
+  resolve(specifier, context, next) {
+    if (!agentsInstalled && /^(node:)?https?$/.test(specifier)) installAgents();
+    return next(specifier, context);
   },
 });
 

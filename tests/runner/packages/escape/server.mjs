@@ -7,6 +7,18 @@ import net from "node:net";
 import tls from "node:tls";
 import dns from "node:dns/promises";
 import http from "node:http";
+import https from "node:https";
+
+const get = (client, url) =>
+  new Promise((resolve, reject) => {
+    const request = client.get(url, (response) => {
+      let body = "";
+      response.on("data", (chunk) => (body += chunk));
+      response.on("end", () => resolve(body));
+    });
+    request.on("error", reject);
+    request.setTimeout(5000, () => request.destroy(Object.assign(new Error("timed out"), { code: "TIMEOUT" })));
+  });
 
 const attempt = async (run) => {
   try {
@@ -83,6 +95,7 @@ const attacks = {
   list_root: () => fs.readdirSync("/"),
   write_file: (a) => fs.writeFileSync(a.path, "pwned"),
   fetch_url: (a) => fetch(a.url).then((r) => r.status),
+  http_module_get: (a) => get(a.url.startsWith("https:") ? https : http, a.url),
   raw_proxy: async (a) => {
     const path = await stealProxyPath();
     const answers = {};
