@@ -55,7 +55,8 @@ Environment only:
                       LISTEN/NOTIFY with a postgres:// store, else in-process)
   CAPLO_BUS_POLL_MS   how often a degraded bus reads the store instead (default 1000)
   CAPLO_WEBHOOKS_PER_SECOND  webhook requests accepted per second per platform on this node (default 50,
-                      burst twice that); more get 429 with Retry-After, and the platform retries
+                      burst twice that); more get 429 with Retry-After (Meta retries them; Twilio only
+                      with connection overrides on the webhook URL, docs/operators-multi-node.md)
   CAPLO_SECRET_<NAME> the value of workspace secret NAME (tool secrets, HS256 identity keys)
   CAPLO_TWILIO_*, CAPLO_META_*, CAPLO_PUBLIC_URL  messaging channels (docs/channels.md); webhooks at
                       /webhooks/<platform>; CAPLO_<PLATFORM>_AGENT picks the agent (default: the first)
@@ -167,7 +168,8 @@ const isPostgres = (db: string) => /^postgres(ql)?:\/\//.test(db);
 /**
  * Webhook routes behind a token bucket per route (rate per second, burst twice that): a flood from one
  * platform (or someone replaying signed requests) gets 429 with Retry-After before any body is read, so
- * the gateway's sockets and the store stay free for everyone else. Platforms retry a 429.
+ * the gateway's sockets and the store stay free for everyone else. Meta retries a 429; Twilio does not
+ * unless the webhook URL asks for retries (connection overrides), so set the rate above real traffic.
  */
 export function limitRoutes(gateway: { route(method: string, path: string, handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): void }, perSecond: number) {
   const buckets = new Map<string, { tokens: number; at: number }>();
@@ -335,6 +337,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
       log(`cluster: node ${options.nodeId}, liveness lease ${cluster.leaseMs} ms`);
     }
   } catch (error) {
+    await handoffDelivery?.stop();
     await engine.stop();
     await runner.close();
     await store.close();
@@ -354,6 +357,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   const channelSettings = readChannelSettings(options.env);
   if (!channelSettings.ok) {
     await cluster?.stop();
+    await handoffDelivery?.stop();
     await engine.stop();
     await runner.close();
     await store.close();
@@ -364,20 +368,42 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   const channelsOn = Object.keys(channelSettings.settings).length > 0;
   // On PostgreSQL the channels' state is shared by the nodes: each webhook event is processed by one node
   // and a customer keeps one conversation whichever node their messages reach.
-  const sharedChannelState =
-    channelsOn && isPostgres(options.db)
-      ? await PostgresInboxStore.open({ connectionString: options.db, schema: (store as { schema?: string }).schema ?? "public", nodeId: options.nodeId })
-      : undefined;
-  const channels = !channelsOn
-    ? undefined
-    : await mountChannels({
-        ...(sharedChannelState && { store: sharedChannelState }),
-        settings: channelSettings.settings,
-        engine,
-        gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),
-        agentFor: (platform) => options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] ?? options.agents[0]!,
-        file: options.env.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
-      });
+  let sharedChannelState: PostgresInboxStore | undefined;
+  let channels: Awaited<ReturnType<typeof mountChannels>> | undefined;
+  try {
+    sharedChannelState =
+      channelsOn && isPostgres(options.db)
+        ? await PostgresInboxStore.open({ connectionString: options.db, schema: (store as { schema?: string }).schema ?? "public", nodeId: options.nodeId })
+        : undefined;
+    channels = !channelsOn
+      ? undefined
+      : await mountChannels({
+          ...(sharedChannelState && { store: sharedChannelState }),
+          settings: channelSettings.settings,
+          engine,
+          gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),
+          agentFor: (platform) => options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] ?? options.agents[0]!,
+          file: options.env.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
+        });
+  } catch (error) {
+    // Nothing half-started is left behind: the channels' store, the node's lease and every process.
+    try {
+      sharedChannelState?.close();
+    } catch {
+      // already unusable
+    }
+    await cluster?.stop();
+    await handoffDelivery?.stop();
+    await engine.stop();
+    await runner.close();
+    await store.close();
+    await bus.close();
+    const typed = error as { code?: string; path?: string; message?: string };
+    return {
+      ok: false,
+      error: { code: typed.code ?? "channels_unavailable", path: typed.path ?? "", message: `the messaging channels could not start: ${typed.message ?? String(error)}` },
+    };
+  }
   if (channels) log(`channels: ${channels.platforms.join(", ")} (webhooks at /webhooks/<platform>)`);
   const address = await gateway.listen(options.port, options.host);
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
