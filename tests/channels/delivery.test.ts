@@ -298,6 +298,47 @@ describe("the store failing while processing", () => {
   });
 });
 
+describe("the store failing while sending", () => {
+  it("a reply whose sent record fails to store is recorded on the next attempt, sent once; one failing before the send is sent once too", async () => {
+    const failNext = { recordOutbox: 0, findBinding: 0 };
+    b = await channelBench({
+      platform: "messenger",
+      rules,
+      storeFor: (store) =>
+        new Proxy(store, {
+          get(target, name, receiver) {
+            const value = Reflect.get(target, name, receiver);
+            if (typeof value !== "function") return value;
+            return async (...args: unknown[]) => {
+              if ((name === "recordOutbox" || name === "findBinding") && failNext[name] > 0) {
+                failNext[name]--;
+                throw new Error(`${name}: connection lost`);
+              }
+              return (value as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          },
+        }),
+    });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+    await bench.service.idle();
+    const conversationId = await conversationOf(bench);
+    failNext.recordOutbox = 1;
+    await bench.h.engine.emit(conversationId, { type: "text", id: "m-rec", from: "agent", text: "Recorded late." });
+    await bench.waitFor(() => bench.logs.some((l) => l.includes("recordOutbox: connection lost")), "the retried event");
+    await bench.service.idle();
+    failNext.findBinding = 1;
+    await bench.h.engine.emit(conversationId, { type: "text", id: "m-find", from: "agent", text: "Found late." });
+    await bench.waitFor(() => texts(bench).includes("Found late."), "the second message");
+    await bench.service.idle();
+    expect(texts(bench).filter((t) => t === "Recorded late.")).toHaveLength(1);
+    expect(texts(bench).filter((t) => t === "Found late.")).toHaveLength(1);
+    expect(await bench.store.listFailures()).toEqual([]);
+    expect(bench.alerts.filter((a) => a.code === "send_failed")).toEqual([]);
+  });
+});
+
 describe("restart", () => {
   it("a new service on the same store resumes: nothing sent twice, later events delivered, crashed rows processed", async () => {
     b = await channelBench({ platform: "instagram", rules });

@@ -8,7 +8,7 @@ import { AGENT_DISCLOSURE } from "@caplo/adapters/common/text";
 import { META_HUMAN_AGENT_WINDOW_MS, TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
 import { decideTap, decideText, isTypedConsent, type Decision } from "./inboundPolicy.ts";
-import type { Binding, BindingKey, ButtonRef, ConversationEvent, ConversationPort, InboxRow, InboxStore, Platform, TeamAlert, TeamAlerts } from "./ports.ts";
+import type { Binding, BindingKey, ButtonRef, ConversationEvent, ConversationPort, InboxRow, InboxStore, OutboxRecord, Platform, TeamAlert, TeamAlerts } from "./ports.ts";
 import { DEFAULT_RETRY, sendWithRetry, type RetryPolicy } from "./retry.ts";
 import { handleWebhook, toWebhookRequest, type WebhookAnswer } from "./webhook.ts";
 
@@ -18,6 +18,9 @@ const TOKEN_PATTERN = /^c1\.[A-Za-z0-9_-]{22}$/;
 /** Pauses before processing is tried again after the store failed: the first, and the longest. */
 const DRAIN_RETRY_FIRST_MS = 500;
 const DRAIN_RETRY_MAX_MS = 30_000;
+
+/** Attempts at handling one outbound event while the store fails (pauses as for processing: 0.5 s doubling). */
+const OUTBOUND_ATTEMPTS = 5;
 
 /** Where the latest proposed proposal's id is kept among the proposal states (`*` begins no proposal id). */
 const LATEST_PROPOSAL_KEY = "*latest";
@@ -43,7 +46,7 @@ export interface ChannelServiceOptions {
    * of this server (`/v1/files/…`) is sent to the platform at this address. Without it such a file is not sent.
    */
   publicUrl?: string;
-  /** Pauses before processing is tried again after the store failed (first, longest); 500 ms doubling to 30 s. */
+  /** Pauses before processing (or handling an outbound event) is tried again after the store failed (first, longest); 500 ms doubling to 30 s. */
   drainRetryMs?: { first: number; max: number };
 }
 
@@ -81,6 +84,8 @@ export class ChannelService {
   readonly #log: (line: string) => void;
   readonly #publicUrl: string | undefined;
   readonly #drainRetry: { first: number; max: number };
+  /** Parts sent whose outbox record could not be stored yet, by platform|conversation|seq|part. */
+  readonly #unrecorded = new Map<string, OutboxRecord>();
   #closed = false;
   #drainTimer: NodeJS.Timeout | undefined;
   #drainBackoffMs = 0;
@@ -346,7 +351,7 @@ export class ChannelService {
     const key = binding.conversationId;
     const previous = this.#chains.get(key) ?? Promise.resolve();
     const next = previous
-      .then(() => this.#outbound(binding, event))
+      .then(() => this.#outboundRetried(binding, event))
       .catch((error) => {
         this.#alerts.alert({ platform: binding.platform, conversationId: key, code: "send_failed", message: String((error as Error)?.message ?? error) });
       })
@@ -354,6 +359,24 @@ export class ChannelService {
         if (this.#chains.get(key) === next) this.#chains.delete(key);
       });
     this.#chains.set(key, next);
+  }
+
+  /**
+   * One outbound event, handled again if the store fails meanwhile (the parts already sent are in the outbox
+   * and are not sent twice): a passing store failure does not lose the message. After the last attempt the
+   * team is told (send_failed).
+   */
+  async #outboundRetried(binding: Binding, event: ConversationEvent): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#outbound(binding, event);
+      } catch (error) {
+        if (attempt >= OUTBOUND_ATTEMPTS || this.#closed) throw error;
+        const pause = this.#drainRetry.first * 2 ** (attempt - 1);
+        this.#log(`caplo channels: handling event ${event.seq} of ${binding.conversationId} failed (${String((error as Error)?.message ?? error)}); again in ${pause} ms`);
+        await new Promise((resolve) => setTimeout(resolve, pause).unref?.());
+      }
+    }
   }
 
   async #outbound(staleBinding: Binding, event: ConversationEvent): Promise<void> {
@@ -463,6 +486,14 @@ export class ChannelService {
       if (done?.state === "sent") continue;
       const message = messages[i];
       const base = { platform: binding.platform, conversationId: binding.conversationId, seq, part };
+      // Sent, but its record failed to store (the store away): recorded now, never sent twice.
+      const partKey = `${binding.platform}|${binding.conversationId}|${seq}|${part}`;
+      const unrecorded = this.#unrecorded.get(partKey);
+      if (unrecorded) {
+        await this.#store.recordOutbox(unrecorded);
+        this.#unrecorded.delete(partKey);
+        continue;
+      }
       if (!windowOpen && !mayTag) {
         if (typeof message === "object" && message !== null && (message as { kind?: string }).kind === "action") continue;
         const text =
@@ -483,7 +514,10 @@ export class ChannelService {
         ...(this.#sleep ? [this.#sleep] : []),
       );
       if (result.ok) {
-        await this.#store.recordOutbox({ ...base, state: "sent", attempts, platformId: result.platformId, at: this.#now() });
+        const record: OutboxRecord = { ...base, state: "sent", attempts, platformId: result.platformId, at: this.#now() };
+        this.#unrecorded.set(partKey, record);
+        await this.#store.recordOutbox(record);
+        this.#unrecorded.delete(partKey);
       } else {
         await this.#store.recordOutbox({ ...base, state: "failed", attempts, code: result.code, message: result.message, at: this.#now() });
         const alert: TeamAlert = { platform: binding.platform, conversationId: binding.conversationId, code: result.code, message: `Not delivered after ${attempts} attempt(s): ${result.message}` };
