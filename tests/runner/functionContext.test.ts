@@ -83,6 +83,14 @@ describe("a function package's call context through the runner", () => {
     expect(seen.env).toEqual(["LANG", "NODE_ENV", "TZ"]);
   });
 
+  it("results: a plain object is structured content plus its JSON text, a string is text", async () => {
+    const { result, seen } = await probe(read);
+    expect(result.modelText).toBe(JSON.stringify(seen));
+    const text = await probe(read, {}, { args: { say: "just words" } });
+    expect(text.result).toMatchObject({ isError: false, modelText: "just words" });
+    expect(text.result.structuredContent).toBeUndefined();
+  });
+
   it("secrets: get returns a declared value, throws for a declared name without one and for an undeclared name; has checks", async () => {
     const { seen } = await probe(read);
     expect(seen.secrets).toEqual({

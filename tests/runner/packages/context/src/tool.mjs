@@ -13,8 +13,9 @@ const attempt = (run) => {
 export default defineTool({
   name: "probe",
   description: "Reports its call context.",
-  inputSchema: { type: "object", properties: { hang: { type: "boolean" } }, additionalProperties: false },
-  async handler({ hang }, ctx) {
+  inputSchema: { type: "object", properties: { hang: { type: "boolean" }, say: { type: "string" } }, additionalProperties: false },
+  async handler({ hang, say }, ctx) {
+    if (say !== undefined) return say;
     // Log calls that cannot be serialised or are misused never fail the tool.
     const hostile = { toJSON() { throw new Error("toJSON fails"); } };
     ctx.log.info("probe started", hostile);
