@@ -25,8 +25,8 @@ export interface FakeGraph {
   sent: SendBody[];
   violations: string[];
   failNext(n: number, status: number, code: number, subcode?: number): void;
-  /** Another page (or Instagram account) with its own token; `accessToken` is page 105000000000001. */
-  addPage(pageId: string): string;
+  /** Another page (or Instagram account) with its own token (given, or made `EAA…`); `accessToken` is page 105000000000001. */
+  addPage(pageId: string, token?: string): string;
   /** The page whose token sent a body of `sent`. */
   pageOf(body: SendBody): string | undefined;
   close(): Promise<void>;
@@ -84,8 +84,8 @@ export async function startFakeGraph(rules: MetaRules): Promise<FakeGraph> {
     failNext: (n: number, status: number, code: number, subcode?: number) => {
       for (let i = 0; i < n; i++) failures.push({ status, code, ...(subcode ? { subcode } : {}) });
     },
-    addPage: (pageId: string) => {
-      const token = `EAA${randomBytes(12).toString("hex")}`;
+    addPage: (pageId: string, given?: string) => {
+      const token = given ?? `EAA${randomBytes(12).toString("hex")}`;
       pages.set(token, pageId);
       return token;
     },

@@ -5,10 +5,10 @@ import { metaSigned } from "@caplo/adapters/testkit";
 import { StaticReleases } from "../../server/src/engine/release.ts";
 import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { registerChannelRoutes, WEBHOOK_BODY_MAX } from "../../server/src/channels/routes.ts";
-import { mountChannels } from "../../server/src/channels/channelSetup.ts";
+import { mountChannels, readChannelSettings } from "../../server/src/channels/channelSetup.ts";
 import { engineHarness } from "../engine/support/harness.ts";
 import { startFakeGraph } from "./fakeGraph.ts";
-import { MESSENGER_RULES } from "./platformRules.ts";
+import { INSTAGRAM_RULES, MESSENGER_RULES } from "./platformRules.ts";
 import { channelBench, type Bench } from "./support.ts";
 
 let b: Bench | undefined;
@@ -37,6 +37,36 @@ describe("channel webhooks on the gateway", () => {
     const huge = Buffer.alloc(WEBHOOK_BODY_MAX + 1, 32);
     const refused = await fetch(`${base}/webhooks/messenger`, { method: "POST", headers: { "content-type": "application/json" }, body: huge });
     expect(refused.status).toBe(413);
+  });
+
+  it("Instagram through Business Login, from the environment: webhooks checked with the Instagram app secret, replies sent with the IG token to the Instagram API base", async () => {
+    const h = await engineHarness({ rules: [{ when: /hello/i, replies: [{ text: "Hello on Instagram." }] }] });
+    const graph = await startFakeGraph(INSTAGRAM_RULES);
+    const account = "17841400000000001";
+    const token = graph.addPage(account, `IGAA${"q".repeat(40)}`);
+    const instagramSecret = "e".repeat(32);
+    const read = readChannelSettings({ CAPLO_INSTAGRAM_TOKEN: token, CAPLO_INSTAGRAM_APP_SECRET: instagramSecret, CAPLO_META_VERIFY_TOKEN: "verify-token-for-tests", CAPLO_INSTAGRAM_API_BASE: graph.url });
+    if (!read.ok) throw new Error(JSON.stringify(read.errors));
+    const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]) });
+    const mounted = await mountChannels({ settings: read.settings, engine: h.engine, gateway: gw, agentFor: () => "shop-agent", file: `${h.dir}/channels.db` });
+    try {
+      const { port } = await gw.listen(0, "127.0.0.1");
+      const raw = Buffer.from(JSON.stringify({ object: "instagram", entry: [{ id: account, time: 1, messaging: [{ sender: { id: "1780000000000042" }, recipient: { id: account }, timestamp: 1, message: { mid: "m_ig_login_1", text: "hello" } }] }] }));
+      const post = (secret: string) => fetch(`http://127.0.0.1:${port}/webhooks/instagram`, { method: "POST", headers: metaSigned(raw, "/", secret).headers as Record<string, string>, body: new Uint8Array(raw) });
+      // Signed with the Meta app secret of the tests, not the Instagram app secret: refused, nothing stored.
+      expect((await post("meta-app-secret-for-tests")).status).toBe(403);
+      expect(await mounted.store.listInbound()).toEqual([]);
+      expect((await post(instagramSecret)).status).toBe(200);
+      for (let i = 0; i < 400 && !graph.sent.some((s) => s.message?.text === "Hello on Instagram."); i++) await new Promise((r) => setTimeout(r, 10));
+      const reply = graph.sent.find((s) => s.message?.text === "Hello on Instagram.");
+      expect(reply && graph.pageOf(reply)).toBe(account);
+      expect(graph.violations).toEqual([]);
+    } finally {
+      await gw.close();
+      mounted.close();
+      await graph.close();
+      await h.close();
+    }
   });
 
   it("mountChannels builds the configured adapters, mounts their webhooks and answers through the engine", async () => {
