@@ -35,7 +35,15 @@ export type EgressOptions = {
   connectTimeoutMs?: number;
   /** Resolver, replaceable in tests of the address rule. */
   resolve?: (host: string) => Promise<string[]>;
+  /**
+   * Connections to the proxy open at once (each tunnel holds two of the server's file descriptors);
+   * beyond it a new connection is closed at once. Default EGRESS_CONNECTIONS_MAX.
+   */
+  maxConnections?: number;
 };
+
+/** How many tunnels one package process may hold open at once. */
+export const EGRESS_CONNECTIONS_MAX = 64;
 
 const HEADER_MAX = 8 * 1024;
 
@@ -146,6 +154,8 @@ export async function openEgressSocket(options: EgressOptions): Promise<EgressSo
     socket.once("close", () => connections.delete(socket));
     handle(socket, options);
   });
+  // A package cannot hold more of the server's sockets than this, however many it opens.
+  server.maxConnections = options.maxConnections ?? EGRESS_CONNECTIONS_MAX;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(socketPath, () => resolve());

@@ -1,0 +1,56 @@
+// The egress proxy's socket as a package meets it: CONNECT only, refusals by code, and a cap on how many
+// connections one package process may hold open (each would hold the server's file descriptors).
+import { connect, type Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { EGRESS_CONNECTIONS_MAX, openEgressSocket, type EgressSocket } from "./egressProxy.ts";
+
+let proxy: EgressSocket | undefined;
+afterEach(async () => {
+  await proxy?.close();
+  proxy = undefined;
+});
+
+/** Opens a connection; resolves with it once connected, and records whether the proxy closed it. */
+function open(path: string): Promise<{ socket: Socket; closed: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ path });
+    const closed = new Promise<void>((done) => socket.once("close", () => done()));
+    socket.once("error", reject);
+    socket.once("connect", () => resolve({ socket, closed }));
+  });
+}
+
+/** Sends a request head and reads the proxy's answer (status line and refusal code). */
+function ask(socket: Socket, head: string): Promise<{ status: string; code?: string }> {
+  return new Promise((resolve) => {
+    let data = "";
+    socket.on("data", (chunk: Buffer) => {
+      data += chunk.toString("latin1");
+      if (data.includes("\r\n\r\n")) resolve({ status: data.split("\r\n")[0]!, code: /x-caplo-egress: (\S+)/.exec(data)?.[1] });
+    });
+    socket.write(`${head}\r\n\r\n`);
+  });
+}
+
+describe("egress proxy socket", () => {
+  it("answers each connection with the rule's refusal code", async () => {
+    proxy = await openEgressSocket({ egress: ["api.shop.example"] });
+    const { socket } = await open(proxy.socketPath);
+    expect(await ask(socket, "CONNECT 10.0.0.1:443 HTTP/1.1")).toEqual({ status: "HTTP/1.1 403 Forbidden", code: "egress_ip_literal" });
+    const other = await open(proxy.socketPath);
+    expect(await ask(other.socket, "GET http://api.shop.example/ HTTP/1.1")).toEqual({ status: "HTTP/1.1 405 Method Not Allowed", code: "egress_method" });
+  });
+
+  it(`holds at most maxConnections open (default ${EGRESS_CONNECTIONS_MAX}); one more is closed at once, and a freed place is usable again`, async () => {
+    proxy = await openEgressSocket({ egress: [], maxConnections: 3 });
+    const held = await Promise.all([1, 2, 3].map(() => open(proxy!.socketPath)));
+    const extra = await open(proxy.socketPath);
+    await extra.closed; // closed by the proxy without an answer
+    // The three held connections still work.
+    for (const { socket } of held) expect((await ask(socket, "CONNECT 127.0.0.1:80 HTTP/1.1")).code).toBe("egress_ip_literal");
+    // Each answered refusal ended its connection: places are free again.
+    await Promise.all(held.map(({ closed }) => closed));
+    const again = await open(proxy.socketPath);
+    expect((await ask(again.socket, "CONNECT api.shop.example:443 HTTP/1.1")).code).toBe("egress_host_not_listed");
+  });
+});
