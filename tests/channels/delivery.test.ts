@@ -368,6 +368,26 @@ describe("restart", () => {
   });
 });
 
+describe("sweeping", () => {
+  it("an event stored without a webhook to start it (a lost node's, a stopped node's) is processed by the next sweep, once", async () => {
+    b = await channelBench({ platform: "instagram", rules });
+    const bench = b;
+    await bench.say("hello");
+    await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
+    await bench.service.idle();
+    // Stored as another node would have, with nothing to tell this service.
+    await bench.store.insertInbound({ platform: "instagram", messageId: "m_unnoticed", event: JSON.stringify({ kind: "message", messageId: "m_unnoticed", from: bench.customer, to: "105000000000001", timestamp: Date.now(), text: "hello again" }), receivedAt: Date.now() });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(texts(bench).filter((t) => t === "Hello there.")).toHaveLength(1); // nothing looks for it yet
+    bench.service.startSweeping(20);
+    await bench.waitFor(() => texts(bench).filter((t) => t === "Hello there.").length === 2, "the reply to the unnoticed event");
+    await new Promise((resolve) => setTimeout(resolve, 150)); // several more sweeps
+    await bench.service.idle();
+    expect(texts(bench).filter((t) => t === "Hello there.")).toHaveLength(2);
+    expect((await bench.store.listInbound()).find((row) => row.messageId === "m_unnoticed")?.state).toBe("done");
+  });
+});
+
 describe("numbered replies", () => {
   // 14 cards with a reply action: more than WhatsApp's list picker (10) and Meta's quick replies (13) hold.
   const stores = Array.from({ length: 14 }, (_, i) => ({ name: `Store ${i + 1}`, city: "Ljubljana" }));

@@ -88,6 +88,7 @@ export class ChannelService {
   readonly #unrecorded = new Map<string, OutboxRecord>();
   #closed = false;
   #drainTimer: NodeJS.Timeout | undefined;
+  #sweepTimer: NodeJS.Timeout | undefined;
   #drainBackoffMs = 0;
   #pruneTimer: NodeJS.Timeout | undefined;
 
@@ -179,6 +180,8 @@ export class ChannelService {
     this.#closed = true;
     if (this.#drainTimer) clearTimeout(this.#drainTimer);
     this.#drainTimer = undefined;
+    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
+    this.#sweepTimer = undefined;
     this.stopPruning();
     for (const unsubscribe of this.#subscriptions.values()) unsubscribe();
     this.#subscriptions.clear();
@@ -205,6 +208,20 @@ export class ChannelService {
     run();
     this.#pruneTimer = setInterval(run, this.#retention.everyMs);
     this.#pruneTimer.unref?.();
+  }
+
+  /**
+   * Looks for stored events every `everyMs` even when no webhook arrives: an event whose claim a lost node
+   * held (PostgreSQL: claimable again when that node's liveness lease ends) or one stored by a node that
+   * stopped before processing it is processed without waiting for the next message. The timer never keeps
+   * the process alive; a failing pass is retried as after a webhook.
+   */
+  startSweeping(everyMs: number): void {
+    if (this.#sweepTimer || this.#closed) return;
+    this.#sweepTimer = setInterval(() => {
+      if (!this.#draining) this.#kick();
+    }, everyMs);
+    this.#sweepTimer.unref?.();
   }
 
   stopPruning(): void {

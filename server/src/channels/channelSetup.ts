@@ -260,6 +260,8 @@ export async function mountChannels(options: {
   store?: InboxStore & { close(): void };
   alerts?: TeamAlerts;
   retention?: Partial<Retention>;
+  /** How often stored events are looked for without a webhook (a lost node's claim ended); 5 s by default. */
+  sweepMs?: number;
 }): Promise<MountedChannels> {
   const store = options.store ?? new SqliteInboxStore(options.file);
   const adapters: ChannelAdapter[] = [];
@@ -289,6 +291,7 @@ export async function mountChannels(options: {
   const removeSource = options.engine.addUndeliveredSource?.(async () => undeliveredFor(await store.listFailures()));
   await service.resume(await store.listBindings());
   service.startPruning();
+  service.startSweeping(options.sweepMs ?? 5_000);
   return {
     service,
     store,
