@@ -41,6 +41,19 @@ describe("egress proxy socket", () => {
     expect(await ask(other.socket, "GET http://api.shop.example/ HTTP/1.1")).toEqual({ status: "HTTP/1.1 405 Method Not Allowed", code: "egress_method" });
   });
 
+  it("refuses a request head over 8 KiB (without its end) as a bad request, once", async () => {
+    proxy = await openEgressSocket({ egress: ["api.shop.example"] });
+    const { socket, closed } = await open(proxy.socketPath);
+    let data = "";
+    socket.on("data", (chunk: Buffer) => (data += chunk.toString("latin1")));
+    socket.write(`CONNECT api.shop.example:443 HTTP/1.1\r\nx-pad: ${"a".repeat(8 * 1024)}`);
+    socket.write("b".repeat(4096));
+    await closed;
+    expect(data.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
+    expect(data.match(/HTTP\/1\.1/g)).toHaveLength(1);
+    expect(data).toContain("x-caplo-egress: egress_bad_request");
+  });
+
   it(`holds at most maxConnections open (default ${EGRESS_CONNECTIONS_MAX}); one more is closed at once, and a freed place is usable again`, async () => {
     proxy = await openEgressSocket({ egress: [], maxConnections: 3 });
     const held = await Promise.all([1, 2, 3].map(() => open(proxy!.socketPath)));

@@ -89,10 +89,12 @@ export async function decideTarget(
   return { ok: true, host, address, port };
 }
 
+const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 405: "Method Not Allowed", 502: "Bad Gateway" };
+
 function refuse(socket: Socket, status: number, refusal: EgressRefusal): void {
   const body = `${refusal.message}\n`;
   socket.end(
-    `HTTP/1.1 ${status} ${status === 403 ? "Forbidden" : status === 405 ? "Method Not Allowed" : "Bad Gateway"}\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? "Bad Gateway"}\r\n` +
       `x-caplo-egress: ${refusal.code}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
 }
@@ -104,7 +106,10 @@ function handle(client: Socket, options: EgressOptions): void {
     head = Buffer.concat([head, chunk]);
     const end = head.indexOf("\r\n\r\n");
     if (end === -1) {
-      if (head.length > HEADER_MAX) refuse(client, 400, { code: "egress_bad_request", message: "request head too large" });
+      if (head.length > HEADER_MAX) {
+        client.off("data", onData);
+        refuse(client, 400, { code: "egress_bad_request", message: "request head too large" });
+      }
       return;
     }
     client.off("data", onData);
