@@ -58,8 +58,12 @@ Environment only:
                       burst twice that); more get 429 with Retry-After (Meta retries them; Twilio only
                       with connection overrides on the webhook URL, docs/operators-multi-node.md)
   CAPLO_SECRET_<NAME> the value of workspace secret NAME (tool secrets, HS256 identity keys)
-  CAPLO_TWILIO_*, CAPLO_META_*, CAPLO_PUBLIC_URL  messaging channels (docs/channels.md); webhooks at
-                      /webhooks/<platform>; CAPLO_<PLATFORM>_AGENT picks the agent (default: the first)
+  CAPLO_TWILIO_*, CAPLO_META_*, CAPLO_INSTAGRAM_*, CAPLO_MESSENGER_*  messaging channels
+                      (docs/channels.md); webhooks at /webhooks/<platform>; CAPLO_<PLATFORM>_AGENTS maps
+                      each number/page/account to an agent, CAPLO_<PLATFORM>_AGENT for the rest (default:
+                      the first)
+  CAPLO_PUBLIC_URL    this server's public https address: signed webhook URLs, and files sent to
+                      messaging customers (without it a file is not sent and the customer is told)
   CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db); with a postgres:// store
                       the channels' state is in PostgreSQL, shared by every node
   CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
