@@ -1,6 +1,11 @@
 // The widget's WebSocket client: says hello with its capabilities and resume point, hands every frame
 // it can read to the app, keeps the line alive with pings, and reconnects with growing, jittered gaps
 // when the line drops, resuming after the last event the app has so nothing is lost or shown twice.
+// A hello the gateway refuses for a passing reason (its store is away: `internal_error`) is treated as a
+// dropped line: the socket is closed and the hello said again on a new one after the same growing gaps.
+// So is an `internal_error` without a ref after the welcome: only the hello sends one, when the store
+// failed while reading the events the widget missed; a new hello reads them again from its last seq.
+// A hello refused for good (wrong protocol version, unknown agent, origin not allowed) is not retried.
 import type { ClientFrame, ServerFrame } from "@caplo/shared";
 import { PROTOCOL_VERSION, readServerFrame } from "./frames.ts";
 import type { ConnectionView } from "./conversation.ts";
@@ -26,6 +31,21 @@ export const RECONNECT_MAX_MS = 30_000;
 const PING_EVERY_MS = 25_000;
 const PONG_WITHIN_MS = 10_000;
 
+/**
+ * Error codes that answer a hello for a reason that passes: the gateway could not read or write its store
+ * (`internal_error`, as during a PostgreSQL restart) or the hello came too fast (`rate_limited`).
+ */
+export const HELLO_RETRYABLE = new Set(["internal_error", "rate_limited"]);
+/** Error codes sent before the welcome that do not refuse the hello: the welcome still follows. */
+const HELLO_NOTICES = new Set(["resume_invalid"]);
+
+/** What an error frame answering a hello means: say it again later, wait for the welcome, or give up. */
+export function helloErrorKind(code: string): "retry" | "notice" | "refused" {
+  if (HELLO_RETRYABLE.has(code)) return "retry";
+  if (HELLO_NOTICES.has(code)) return "notice";
+  return "refused";
+}
+
 /** The gap before attempt `attempt` (1-based): exponential, capped, with up to half of it as jitter. */
 export function backoff(attempt: number, random: () => number = Math.random): number {
   const full = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** Math.max(0, attempt - 1));
@@ -35,6 +55,8 @@ export function backoff(attempt: number, random: () => number = Math.random): nu
 export class Connection {
   private socket: WebSocket | undefined;
   private attempt = 0;
+  /** The failed attempts before the last welcome, counted on if the hello fails after its welcome. */
+  private attemptBeforeWelcome = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
   private pongTimer: ReturnType<typeof setTimeout> | undefined;
@@ -102,16 +124,37 @@ export class Connection {
       socket.send(JSON.stringify(hello));
     };
     socket.onmessage = (event: MessageEvent) => {
-      if (typeof event.data !== "string") return;
+      if (this.socket !== socket || typeof event.data !== "string") return;
       const frame = readServerFrame(event.data);
       if (!frame) return;
       if (frame.t === "welcome") {
         this.welcomed = true;
+        this.attemptBeforeWelcome = this.attempt;
         this.attempt = 0;
         this.startPings();
         this.options.onView({ phase: "open", attempt: 0 });
       }
       if (frame.t === "pong") clearTimeout(this.pongTimer);
+      // An error without a ref answers the hello (before the welcome, or its backlog read after it).
+      if (frame.t === "error" && frame.ref === undefined) {
+        const kind = this.welcomed ? (frame.code === "internal_error" ? "retry" : "notice") : helloErrorKind(frame.code);
+        if (kind === "retry") {
+          // Shown as a dropped line (reconnecting), not as an error: this socket is dropped and a new one
+          // says hello again, with the resume token and last seq read afresh at that time. The gaps keep
+          // growing even when a welcome came in between.
+          if (this.welcomed) this.attempt = this.attemptBeforeWelcome;
+          this.drop(socket, 4000);
+          if (!this.stopped) this.scheduleRetry();
+          return;
+        }
+        if (kind === "refused") {
+          // Saying hello again would get the same answer: stop, and let the app show why.
+          this.drop(socket, 1000);
+          this.options.onView({ phase: "refused", attempt: this.attempt });
+          this.options.onFrame(frame);
+          return;
+        }
+      }
       this.options.onFrame(frame);
     };
     socket.onclose = () => {
@@ -124,6 +167,18 @@ export class Connection {
     socket.onerror = () => {
       // onclose follows and schedules the retry.
     };
+  }
+
+  /** Forget `socket` (its close no longer schedules anything) and close it. */
+  private drop(socket: WebSocket, code: number): void {
+    if (this.socket === socket) this.socket = undefined;
+    this.welcomed = false;
+    this.clearTimers();
+    try {
+      socket.close(code);
+    } catch {
+      // Already closing.
+    }
   }
 
   private scheduleRetry(): void {

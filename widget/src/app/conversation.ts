@@ -9,7 +9,8 @@ export interface Entry {
   message: Outbound;
 }
 
-export type Phase = "connecting" | "open" | "waiting" | "offline";
+/** `refused`: the gateway refused the hello for good (see the error); the widget does not say it again. */
+export type Phase = "connecting" | "open" | "waiting" | "offline" | "refused";
 export interface ConnectionView {
   phase: Phase;
   /** When the next attempt starts (ms since epoch), while waiting. */

@@ -273,7 +273,8 @@ function ConnectionBanner({ state, onRetry }: { state: ConversationState; onRetr
     const timer = setInterval(() => setNow(Date.now()), 1000);
     return () => clearInterval(timer);
   }, [phase, retryAt]);
-  if (phase === "open") return null;
+  // Refused for good: the error banner says why; there is nothing to wait for or retry.
+  if (phase === "open" || phase === "refused") return null;
   if (phase === "connecting") {
     return (
       <p class="conn connecting" role="status">
