@@ -16,6 +16,15 @@ export const WHATSAPP_LIST_BUTTON_MAX = 20;
 export const WHATSAPP_INTERACTIVE_BODY_MAX = 1024;
 /** Body of a free-form text message sent with Body (Twilio's message body limit). */
 export const WHATSAPP_TEXT_MAX = 1600;
+/**
+ * What Twilio sends as WhatsApp media, with its size limit in bytes: JPEG and PNG images up to 5 MB, PDF
+ * documents up to 16 MB. Other files (GIF, WebP, which WhatsApp takes only as stickers) go as a link.
+ */
+export const WHATSAPP_MEDIA_MAX_BYTES: Readonly<Record<string, number>> = {
+  "image/jpeg": 5 * 1024 * 1024,
+  "image/png": 5 * 1024 * 1024,
+  "application/pdf": 16 * 1024 * 1024,
+};
 /** Outside 24 hours after the customer's last message, no free-form message may be sent. */
 export const WHATSAPP_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Twilio's error for a free-form message outside the 24-hour window. */

@@ -33,15 +33,6 @@ export type WhatsAppMessage =
   | { kind: "media"; body?: string; mediaUrl: string }
   | { kind: "content"; template: ContentTemplate; variables: Record<string, string> };
 
-/**
- * What Twilio sends as WhatsApp media, with its size limit in bytes: JPEG and PNG images up to 5 MB, PDF
- * documents up to 16 MB. Other files (GIF, WebP, which WhatsApp takes only as stickers) go as a link.
- */
-export const WHATSAPP_MEDIA: Readonly<Record<string, number>> = {
-  "image/jpeg": 5 * 1024 * 1024,
-  "image/png": 5 * 1024 * 1024,
-  "application/pdf": 16 * 1024 * 1024,
-};
 
 /**
  * Whether text can be the body variable of a Content API message: Twilio refuses (error 21656) a body
@@ -187,7 +178,7 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
         );
       }
       case "file": {
-        const media = WHATSAPP_MEDIA[outbound.mimeType];
+        const media = C.WHATSAPP_MEDIA_MAX_BYTES[outbound.mimeType];
         if (media === undefined || outbound.size > media) {
           warnings.push({
             type: "degraded",
