@@ -82,12 +82,13 @@ export class ProcessPool {
 
   /** One step towards a free place: stop the least recently used idle process, or wait for one. */
   private async makeRoom(until: number): Promise<void> {
-    const idle: Array<[string, PackageProcess]> = [];
+    const live: Array<[string, PackageProcess]> = [];
     for (const [key, pending] of [...this.processes]) {
       const process = await pending.catch(() => undefined);
-      if (process && !process.exited && this.processes.get(key) === pending) idle.push([key, process]);
+      if (process && !process.exited && this.processes.get(key) === pending) live.push([key, process]);
     }
-    const candidates = idle.filter(([key, process]) => this.processes.has(key) && process.routes.size === 0 && process.claims === 0);
+    // Idle: no call in flight and none just handed out (checked after the awaits above).
+    const candidates = live.filter(([key, process]) => this.processes.has(key) && process.routes.size === 0 && process.claims === 0);
     if (candidates.length > 0) {
       candidates.sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
       const [key, oldest] = candidates[0]!;
