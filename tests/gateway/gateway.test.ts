@@ -436,6 +436,42 @@ describe("resume", () => {
     expect(again.events().map((event) => event.seq)).toEqual(Array.from({ length: 401 }, (_, i) => after + 1 + i));
   });
 
+  it("a socket closed while its hello waits on the store leaves nothing behind: no subscription, no joined connection", async () => {
+    const engine = stack.engine;
+    const gateway = stack.gateway as unknown as { byConversation: Map<string, Set<unknown>> };
+    const open = engine.openConversation.bind(engine);
+    const subscribe = engine.subscribe.bind(engine);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let subscribed = 0;
+    let opened = "";
+    engine.openConversation = async (...args: Parameters<typeof open>) => {
+      await held;
+      const conversation = await open(...args);
+      opened = conversation.id;
+      return conversation;
+    };
+    engine.subscribe = (...args: Parameters<typeof subscribe>) => {
+      subscribed += 1;
+      return subscribe(...args);
+    };
+    try {
+      const c = await client();
+      c.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {} });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await c.close();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      release();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(opened).not.toBe(""); // the hello did carry on after the close
+      expect(subscribed).toBe(0);
+      expect(gateway.byConversation.has(opened)).toBe(false);
+    } finally {
+      engine.openConversation = open;
+      engine.subscribe = subscribe;
+    }
+  });
+
   it("a resume token that is unknown, or of another agent, starts a new conversation and says so", async () => {
     const c = await client();
     c.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {}, resume: { token: "nope", after: 3 } });

@@ -241,6 +241,9 @@ export class Connection {
           resumeHash: tokenHash,
         });
       }
+      // The socket may have closed while the store answered: dispose() has run, so nothing may be joined or
+      // subscribed for it now (it would never be removed).
+      if (this.closed) return;
       this.release = release;
       this.conversationId = conversation.id;
       this.ownerId = conversation.ownerId;
@@ -251,6 +254,10 @@ export class Connection {
         if (seq > this.sentSeq) void this.flush();
       });
       await this.unsubscribe.ready;
+      if (this.closed) {
+        this.unsubscribe();
+        return;
+      }
       this.deps.joined(this);
       this.send({ t: "welcome", v: PROTOCOL_VERSION, conversationId: conversation.id, resumeToken: token!, verified: conversation.subject !== null });
       await this.flush();
