@@ -42,6 +42,19 @@ const RECENT_EVENTS_PER_CONVERSATION = 32;
 const RECENT_CONVERSATIONS = 2000;
 const RECENT_OWNERS = 10_000;
 
+/** Owed turns claimed per store call at recovery. */
+const OWED_TURN_CLAIM_LIMIT = 100;
+/** How many of a conversation's latest events a resumed turn looks through for its step's progress and review card. */
+const RESUME_EVENTS_LOOKBACK = 64;
+/** Tool results that end a turn (a resumed turn that stored one is not run again). */
+const PROPOSED_PREFIX = "proposed:";
+const HANDED_OFF_PREFIX = "handed_off:";
+const HANDED_OFF_NOTE = `${HANDED_OFF_PREFIX} the conversation is now with the team. Say nothing more.`;
+/** The result of a tool call whose node was killed before it finished (a read; no write was stored for it). */
+export const INTERRUPTED_NOTE = "interrupted: this call did not finish (the server restarted) and its result is lost; nothing was proposed or changed. You may call it again.";
+const proposedNote = (toolRef: string, writeId: string) =>
+  `${PROPOSED_PREFIX} the customer sees a review card for ${toolRef} (proposal ${writeId}). It runs only if the customer confirms it on the card; their typed text cannot confirm it. Do not call it again.`;
+
 /** The model-facing name of the built-in handoff tool (no `__`, so it never clashes with a package tool). */
 export const HANDOFF_TOOL = "handoff_to_team";
 
@@ -198,7 +211,30 @@ export class Engine {
       await this.tell(write, tool);
       if (write.state === "unknown" && tool && !tool.hasStatus) await this.markFollowUp(write);
     }
+    // Then the turns that node owed (after its writes are unknown, so a resumed turn sees where they stand).
+    await this.recoverTurns(nodeId);
     return recovered;
+  }
+
+  /**
+   * Turns owed by `nodeId` (its process was killed, or it was lost, mid-turn) are claimed by this node in
+   * the store (compare-and-set: of several survivors each turn goes to one) and run again in the
+   * background, each after what is queued for its conversation. Returns how many were claimed.
+   */
+  async recoverTurns(nodeId: string = this.nodeId): Promise<number> {
+    let claimed = 0;
+    for (;;) {
+      const owed = await this.store.claimOwedTurns(nodeId, this.nodeId, OWED_TURN_CLAIM_LIMIT);
+      claimed += owed.length;
+      for (const turn of owed) {
+        this.log("warn", "resuming a turn that was interrupted", { conversationId: turn.conversationId, lostNodeId: nodeId });
+        void this.serial(turn.conversationId, () => this.resumeTurn(turn.conversationId, turn.seq)).catch((error: unknown) =>
+          this.log("error", "an interrupted turn could not be resumed", { conversationId: turn.conversationId, error: String(error) }),
+        );
+      }
+      // The same node id at restart: what it claimed stays owed by it, so one pass takes them all.
+      if (owed.length < OWED_TURN_CLAIM_LIMIT || nodeId === this.nodeId) return claimed;
+    }
   }
 
   async stop(): Promise<void> {
@@ -432,14 +468,84 @@ export class Engine {
   }
 
   private async customerMessage(conversationId: string, text: string): Promise<EngineResult> {
-    // The event and the transcript entry in one transaction, which also reads the conversation as it now stands.
-    const { conversation } = await this.record(conversationId, {
+    // The event and the transcript entry in one transaction, which also reads the conversation as it now
+    // stands and records the turn this node owes the message (a restart or a survivor runs it if this dies).
+    const { conversation, transcript } = await this.record(conversationId, {
       events: [{ type: "text", id: randomId("m"), from: "customer", text }],
       transcript: [{ role: "user", content: text }],
+      owedBy: this.nodeId,
     });
-    if (conversation.handoff) return { ok: true }; // the team holds it: the agent stays silent
-    await this.runTurn(conversation, true);
+    const seq = transcript[0]!.seq;
+    if (!conversation.handoff) await this.runTurn(conversation, true); // the team holds it: the agent stays silent
+    // A turn that ended by throwing (the store away) stays owed, for a restart or a survivor.
+    await this.store.finishTurn(conversationId, this.nodeId, seq);
     return { ok: true };
+  }
+
+  /**
+   * Run again a turn that was interrupted (its node was killed mid-turn), from where its stored steps end. A
+   * tool call of the last stored step without a stored result did not finish: a write it stored is never
+   * run again, the model is told where it stands (a proposal not yet shown is shown, and ends the turn as it
+   * would have); any other call is recorded as interrupted (its progress ended), and the model continues.
+   * A turn that had finished (its last stored step answered, proposed or handed off) is not run again.
+   */
+  private async resumeTurn(conversationId: string, seq: number): Promise<void> {
+    const conversation = await this.store.getConversation(conversationId);
+    const release = conversation && this.releaseOf(conversation);
+    if (!conversation || !release) return;
+    const entries = await this.store.listTranscript(conversationId, seq - 1);
+    if (entries[0]?.seq !== seq || entries[0].message.role !== "user") {
+      await this.store.finishTurn(conversationId, this.nodeId, seq);
+      return;
+    }
+    const steps = entries.slice(1);
+    const stepAt = steps.findLastIndex((entry) => entry.message.role === "assistant");
+    const step = steps[stepAt];
+    const calls = step?.message.role === "assistant" ? (step.message.toolCalls ?? []) : [];
+    const answered = new Set(steps.slice(stepAt + 1).flatMap((entry) => (entry.message.role === "tool" ? [entry.message.toolCallId] : [])));
+    const endedBy = (content: string) => content.startsWith(PROPOSED_PREFIX) || content.startsWith(HANDED_OFF_PREFIX);
+    let finished = step !== undefined && calls.length === 0; // the model's answer is stored
+    for (const entry of steps.slice(stepAt + 1)) if (entry.message.role === "tool" && endedBy(entry.message.content)) finished = true;
+    const carry: Carry = { events: [], transcript: [] };
+    const missing = calls.filter((call) => !answered.has(call.id));
+    if (!finished && missing.length > 0) {
+      const writes = await this.store.listWrites(conversationId);
+      const recent = await this.store.listEvents(conversationId, Math.max(0, conversation.lastSeq - RESUME_EVENTS_LOOKBACK));
+      for (const call of missing) {
+        const write = writes.find((candidate) => candidate.callId === call.id && candidate.createdAt >= step!.at);
+        if (write) {
+          const tool = this.toolForWrite(write);
+          if (write.state === "proposed") {
+            finished = true;
+            const shown = recent.some((event) => event.message.type === "review" && event.message.proposalId === write.id);
+            if (!shown && tool) {
+              const card = reviewCard(tool, write.args, conversation.capabilities);
+              carry.events.push({ type: "review", id: randomId("m"), proposalId: write.id, tool: tool.ref, title: card.title, fields: card.fields, state: "proposed" });
+            }
+            carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: proposedNote(write.toolRef, write.id) });
+          } else {
+            carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: modelNote(write) });
+          }
+          continue;
+        }
+        if (call.name === HANDOFF_TOOL && conversation.handoff) {
+          finished = true;
+          carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: HANDED_OFF_NOTE });
+          continue;
+        }
+        const started = recent.some((event) => event.message.type === "progress" && event.message.callId === call.id && event.message.state === "start");
+        const ended = recent.some((event) => event.message.type === "progress" && event.message.callId === call.id && event.message.state === "end");
+        const tool = findTool(release, call.name);
+        if (started && !ended && tool) carry.events.push(progressEvent(tool, call.id, "end"));
+        carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: INTERRUPTED_NOTE });
+      }
+    }
+    await this.flushCarry(conversationId, carry);
+    if (!finished) {
+      const current = (await this.store.getConversation(conversationId))!;
+      if (!current.handoff) await this.runTurn(current);
+    }
+    await this.store.finishTurn(conversationId, this.nodeId, seq);
   }
 
   private async decideProposal(conversationId: string, ownerId: string, inbound: Extract<Inbound, { type: "confirm" | "decline" }>): Promise<EngineResult> {
@@ -618,7 +724,7 @@ export class Engine {
     if (call.name === HANDOFF_TOOL && release.config.channels[conversation.channel]?.handoff) {
       await this.flushCarry(conversation.id, carry);
       await this.handOff(conversation, release, handoffReason(call.arguments));
-      return { modelText: "handed_off: the conversation is now with the team. Say nothing more.", endTurn: true };
+      return { modelText: HANDED_OFF_NOTE, endTurn: true };
     }
     const tool = findTool(release, call.name);
     if (!tool) return { modelText: `tool_unknown: there is no tool named ${call.name}.` };
@@ -808,10 +914,7 @@ export class Engine {
     }
     const card = reviewCard(tool, args, conversation.capabilities);
     await this.emit(conversation.id, { type: "review", id: randomId("m"), proposalId: write.id, tool: tool.ref, title: card.title, fields: card.fields, state: "proposed" });
-    return {
-      modelText: `proposed: the customer sees a review card for ${tool.ref} (proposal ${write.id}). It runs only if the customer confirms it on the card; their typed text cannot confirm it. Do not call it again.`,
-      endTurn: true,
-    };
+    return { modelText: proposedNote(tool.ref, write.id), endTurn: true };
   }
 
   /**

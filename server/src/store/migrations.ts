@@ -129,12 +129,25 @@ CREATE UNIQUE INDEX writes_one_unresolved ON writes (conversation_id)
   WHERE state IN ('proposed', 'confirmed', 'running', 'pending', 'unknown', 'step_up_required');
 `;
 
+/**
+ * A customer input whose turn has not finished is recorded on its conversation (the node that owes the turn
+ * and the input's transcript seq), in the transaction that stores the input; the turn's end clears it. A
+ * node restarting, or a survivor taking over a lost node, claims the owed turns (compare-and-set on the node)
+ * and runs them again.
+ */
+const owedTurns = (bigint: string) => `
+ALTER TABLE conversations ADD COLUMN turn_node TEXT;
+ALTER TABLE conversations ADD COLUMN turn_seq ${bigint};
+CREATE INDEX conversations_turn_node ON conversations (turn_node) WHERE turn_node IS NOT NULL;
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
   { version: 3, name: "inbound source ids accepted once", sql: inboundSources("INTEGER") },
   { version: 4, name: "file retention, proposal sweep, handoff notices", sql: retentionAndHandoff("INTEGER") },
   { version: 5, name: "one unresolved write per conversation", sql: oneUnresolvedWrite },
+  { version: 6, name: "turns owed to customer inputs", sql: owedTurns("INTEGER") },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
@@ -142,4 +155,5 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 3, name: "inbound source ids accepted once", sql: inboundSources("BIGINT") },
   { version: 4, name: "file retention, proposal sweep, handoff notices", sql: retentionAndHandoff("BIGINT") },
   { version: 5, name: "one unresolved write per conversation", sql: oneUnresolvedWrite },
+  { version: 6, name: "turns owed to customer inputs", sql: owedTurns("BIGINT") },
 ];

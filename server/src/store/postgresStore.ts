@@ -5,7 +5,7 @@ import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@c
 import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
   AppendBatch,
   AppendedBatch,
@@ -13,6 +13,7 @@ import type {
   HandoffAttempt,
   HandoffNotice,
   HandoffState,
+  OwedTurn,
   NewHandoffNotice,
   NewConversation,
   NewWrite,
@@ -212,7 +213,9 @@ export class PostgresStore implements Store {
     // appends to the conversation, and the inserts take the seqs it reserved (all or nothing).
     const rows = await this.q(
       `WITH c AS (
-         UPDATE conversations SET last_seq = last_seq + $2, last_transcript_seq = last_transcript_seq + $3 WHERE id = $1 RETURNING *
+         UPDATE conversations SET last_seq = last_seq + $2, last_transcript_seq = last_transcript_seq + $3,
+           turn_node = COALESCE($7::text, turn_node), turn_seq = CASE WHEN $7::text IS NULL THEN turn_seq ELSE last_transcript_seq + $3 END
+         WHERE id = $1 RETURNING *
        ), e AS (
          INSERT INTO events (conversation_id, seq, at, message)
          SELECT c.id, c.last_seq - $2 + x.ord, $4, x.message FROM c, unnest($5::jsonb[]) WITH ORDINALITY AS x(message, ord)
@@ -221,7 +224,7 @@ export class PostgresStore implements Store {
          SELECT c.id, c.last_transcript_seq - $3 + x.ord, $4, x.message FROM c, unnest($6::jsonb[]) WITH ORDINALITY AS x(message, ord)
        )
        SELECT * FROM c`,
-      [conversationId, messages.length, entries.length, at, eventTexts, entryTexts],
+      [conversationId, messages.length, entries.length, at, eventTexts, entryTexts, batch.owedBy !== undefined && entries.length > 0 ? batch.owedBy : null],
     );
     if (!rows[0]) throw new Error(`append: no conversation ${conversationId}`);
     const conversation = toConversation(rows[0]);
@@ -232,6 +235,27 @@ export class PostgresStore implements Store {
       events: messages.map((message, index) => ({ conversationId, seq: firstEvent + index, at, message })),
       transcript: entries.map((message, index) => ({ conversationId, seq: firstEntry + index, at, message })),
     };
+  }
+
+  async finishTurn(conversationId: string, nodeId: string, seq: number): Promise<boolean> {
+    const rows = await this.q("UPDATE conversations SET turn_node = NULL, turn_seq = NULL WHERE id = $1 AND turn_node = $2 AND turn_seq = $3 RETURNING id", [conversationId, nodeId, seq]);
+    return rows.length === 1;
+  }
+
+  async listOwedTurns(nodeId: string, limit: number): Promise<OwedTurn[]> {
+    return (await this.q("SELECT id, turn_node, turn_seq FROM conversations WHERE turn_node = $1 ORDER BY created_at, id LIMIT $2", [nodeId, limit])).map(toOwedTurn);
+  }
+
+  async claimOwedTurns(fromNodeId: string, toNodeId: string, limit: number): Promise<OwedTurn[]> {
+    // Rows another node is claiming are skipped, and the condition is checked again on the locked row:
+    // of two nodes taking over one lost node, each turn moves to exactly one.
+    const rows = await this.q(
+      `UPDATE conversations SET turn_node = $2
+       WHERE id IN (SELECT id FROM conversations WHERE turn_node = $1 ORDER BY created_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) AND turn_node = $1
+       RETURNING id, turn_node, turn_seq`,
+      [fromNodeId, toNodeId, limit],
+    );
+    return rows.map(toOwedTurn);
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {

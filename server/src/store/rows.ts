@@ -7,6 +7,7 @@ import type {
   HandoffNotice,
   HandoffNoticeState,
   HandoffState,
+  OwedTurn,
   StoredEvent,
   StoredFile,
   TranscriptEntry,
@@ -67,6 +68,10 @@ export function toConversation(row: Row): ConversationRecord {
     lastSeq: num(row.last_seq),
     lastTranscriptSeq: num(row.last_transcript_seq),
   };
+}
+
+export function toOwedTurn(row: Row): OwedTurn {
+  return { conversationId: String(row.id), nodeId: String(row.turn_node), seq: num(row.turn_seq) };
 }
 
 export function toEvent(row: Row): StoredEvent {

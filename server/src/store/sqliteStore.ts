@@ -14,7 +14,7 @@ import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@c
 import type { ModelMessage } from "../model/model.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
 import type {
   AppendBatch,
   AppendedBatch,
@@ -22,6 +22,7 @@ import type {
   HandoffAttempt,
   HandoffNotice,
   HandoffState,
+  OwedTurn,
   NewHandoffNotice,
   NewConversation,
   NewWrite,
@@ -247,8 +248,13 @@ export class SqliteStore implements Store {
   private appendNow(conversationId: string, batch: AppendBatch, at: number): AppendedBatch {
     const messages = batch.events ?? [];
     const entries = batch.transcript ?? [];
-    const row = this.sql("UPDATE conversations SET last_seq = last_seq + ?, last_transcript_seq = last_transcript_seq + ? WHERE id = ? RETURNING *")
-      .get(messages.length, entries.length, conversationId) as Row | undefined;
+    const owed = batch.owedBy !== undefined && entries.length > 0 ? batch.owedBy : null;
+    const row = this.sql(
+        `UPDATE conversations SET last_seq = last_seq + ?, last_transcript_seq = last_transcript_seq + ?,
+           turn_node = CASE WHEN ? IS NULL THEN turn_node ELSE ? END, turn_seq = CASE WHEN ? IS NULL THEN turn_seq ELSE last_transcript_seq + ? END
+         WHERE id = ? RETURNING *`,
+      )
+      .get(messages.length, entries.length, owed, owed, owed, entries.length, conversationId) as Row | undefined;
     if (!row) throw new Error(`append: no conversation ${conversationId}`);
     const conversation = toConversation(row);
     const events: StoredEvent[] = [];
@@ -266,6 +272,24 @@ export class SqliteStore implements Store {
       transcript.push({ conversationId, seq, at, message });
     }
     return { conversation, events, transcript };
+  }
+
+  async finishTurn(conversationId: string, nodeId: string, seq: number): Promise<boolean> {
+    return this.sql("UPDATE conversations SET turn_node = NULL, turn_seq = NULL WHERE id = ? AND turn_node = ? AND turn_seq = ?").run(conversationId, nodeId, seq).changes === 1;
+  }
+
+  async listOwedTurns(nodeId: string, limit: number): Promise<OwedTurn[]> {
+    return (this.sql("SELECT id, turn_node, turn_seq FROM conversations WHERE turn_node = ? ORDER BY created_at, id LIMIT ?").all(nodeId, limit) as Row[]).map(toOwedTurn);
+  }
+
+  async claimOwedTurns(fromNodeId: string, toNodeId: string, limit: number): Promise<OwedTurn[]> {
+    // One statement, one writer at a time (SQLite): a turn moves once.
+    return (
+      this.sql(
+        `UPDATE conversations SET turn_node = ? WHERE id IN (SELECT id FROM conversations WHERE turn_node = ? ORDER BY created_at, id LIMIT ?) AND turn_node = ?
+         RETURNING id, turn_node, turn_seq`,
+      ).all(toNodeId, fromNodeId, limit, fromNodeId) as Row[]
+    ).map(toOwedTurn);
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {

@@ -386,6 +386,46 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     expect(await store.claimInboundSource(later, c.id, 9000)).toBe(false);
   });
 
+  it("a customer input owes its turn until finished; a lost node's owed turns are claimed once, even by two store instances at the same moment", async () => {
+    const lost = uid("node-lost");
+    const [a, b, c] = [await conversation(), await conversation(), await conversation()];
+    const input = await store.append(a.id, { events: [text("hi")], transcript: [{ role: "user", content: "hi" }], owedBy: lost }, 1);
+    expect(input.transcript[0]!.seq).toBe(1);
+    // A later step of the turn (no owedBy) leaves the owed turn as it is.
+    await store.append(a.id, { events: [text("step")], transcript: [{ role: "assistant", content: "" }] }, 2);
+    await store.append(b.id, { transcript: [{ role: "system", content: "note" }, { role: "user", content: "x" }], owedBy: lost }, 3);
+    await store.append(c.id, { transcript: [{ role: "user", content: "done" }], owedBy: lost }, 4);
+    expect(await store.listOwedTurns(lost, 10)).toEqual([
+      { conversationId: a.id, nodeId: lost, seq: 1 },
+      { conversationId: b.id, nodeId: lost, seq: 2 },
+      { conversationId: c.id, nodeId: lost, seq: 1 },
+    ]);
+    // Finishing needs the same node and the same input; a finished turn is owed by nobody.
+    expect(await store.finishTurn(c.id, lost, 2)).toBe(false);
+    expect(await store.finishTurn(c.id, uid("node-other"), 1)).toBe(false);
+    expect(await store.finishTurn(c.id, lost, 1)).toBe(true);
+    expect(await store.finishTurn(c.id, lost, 1)).toBe(false);
+    // Two survivors take over the lost node at the same moment: each owed turn goes to exactly one.
+    const [first, other] = [uid("node-a"), uid("node-b")];
+    const claims = await Promise.all([store.claimOwedTurns(lost, first, 10), second.claimOwedTurns(lost, other, 10)]);
+    const claimed = claims.flat().map((turn) => turn.conversationId).sort();
+    expect(claimed).toEqual([a.id, b.id].sort());
+    expect(await store.claimOwedTurns(lost, first, 10)).toEqual([]);
+    expect(await store.listOwedTurns(lost, 10)).toEqual([]);
+    for (const [index, node] of [first, other].entries()) {
+      expect((await store.listOwedTurns(node, 10)).map((turn) => turn.conversationId).sort()).toEqual(claims[index]!.map((turn) => turn.conversationId).sort());
+    }
+    // The limit takes that many; a newer input replaces the owed one, so the old turn's finish does not clear it.
+    const owner = claims[0]!.length > 0 ? first : other;
+    const [moved] = await store.claimOwedTurns(owner, uid("node-c"), 1);
+    expect(moved).toBeDefined();
+    await store.append(moved!.conversationId, { transcript: [{ role: "user", content: "again" }], owedBy: moved!.nodeId }, 5);
+    expect(await store.finishTurn(moved!.conversationId, moved!.nodeId, moved!.seq)).toBe(false);
+    const [newer] = await store.listOwedTurns(moved!.nodeId, 10);
+    expect(newer).toMatchObject({ conversationId: moved!.conversationId, seq: (await store.getConversation(moved!.conversationId))!.lastTranscriptSeq });
+    expect(await store.finishTurn(newer!.conversationId, newer!.nodeId, newer!.seq)).toBe(true);
+  });
+
   it("the proposal sweep lists open proposals made at or before the cutoff, oldest first, and nothing decided", async () => {
     const base = 50_000_000;
     // One open write per conversation: each proposal in a conversation of its own.

@@ -73,8 +73,15 @@ export type NewConversation = Omit<ConversationRecord, "lastSeq" | "lastTranscri
 export type StoredEvent = { conversationId: string; seq: number; at: number; message: Outbound };
 export type TranscriptEntry = { conversationId: string; seq: number; at: number; message: ModelMessage };
 
-/** Events and transcript entries of one conversation appended together (one step of a turn). */
-export type AppendBatch = { events?: readonly Outbound[]; transcript?: readonly ModelMessage[] };
+/**
+ * Events and transcript entries of one conversation appended together (one step of a turn). `owedBy`: the
+ * batch's last transcript entry is a customer input that owes a turn, run by that node; the conversation
+ * records the owed turn in the same transaction (replacing an earlier one), until `finishTurn` clears it.
+ */
+export type AppendBatch = { events?: readonly Outbound[]; transcript?: readonly ModelMessage[]; owedBy?: string };
+
+/** A customer input whose turn has not finished: the node that owes it, and the input's transcript seq. */
+export type OwedTurn = { conversationId: string; nodeId: string; seq: number };
 /** What a batch stored, in order, and the conversation as it stands right after it (same transaction). */
 export type AppendedBatch = { conversation: ConversationRecord; events: StoredEvent[]; transcript: TranscriptEntry[] };
 
@@ -220,6 +227,16 @@ export interface Store {
    * next seqs of each. Returns what was stored and the conversation read in the same transaction.
    */
   append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch>;
+
+  /** The turn owed to the customer input at `seq` has finished: clears it if it is still that one, owed by that node. */
+  finishTurn(conversationId: string, nodeId: string, seq: number): Promise<boolean>;
+  /** Turns owed by a node, oldest conversation first (read only). */
+  listOwedTurns(nodeId: string, limit: number): Promise<OwedTurn[]>;
+  /**
+   * Recovery: move up to `limit` turns owed by `fromNodeId` (a lost node, or this node at restart) to `toNodeId`,
+   * each by compare-and-set on its node, so of several nodes taking over one lost node each turn goes to one.
+   */
+  claimOwedTurns(fromNodeId: string, toNodeId: string, limit: number): Promise<OwedTurn[]>;
 
   /** Stores a new write with its first transition; WriteBlockedError while another write of the conversation is unresolved. */
   insertWrite(write: NewWrite): Promise<WriteRecord>;

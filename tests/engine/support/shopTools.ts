@@ -32,6 +32,8 @@ export const ORDERS = {
   stepUp: "SO-5001",
   /** Applies, records it, then never answers (the kill test stops the server meanwhile). */
   hangsAfterApplying: "SO-6001",
+  /** get_order never answers for it (the turn crash test kills the server while the read is held). */
+  readHangs: "SO-7001",
 } as const;
 
 type Application = { key: string; args: Record<string, unknown>; times: number; operationRef?: string; checks: number };
@@ -94,6 +96,7 @@ export function createShopServer(backend: ShopBackend): McpServer {
   server.registerTool("get_order", { description: "Look up an order", inputSchema: { orderId } }, async ({ orderId: id }, extra) => {
     backend.invocations.push({ tool: "get_order", args: { orderId: id }, ...(callMeta(extra)?.idempotencyKey && { key: callMeta(extra)!.idempotencyKey! }) });
     if (id === ORDERS.stepUp) return { content: [{ type: "text", text: "sign in again" }], _meta: { [STEP_UP_META_KEY]: { level: "high" } } };
+    if (id === ORDERS.readHangs) return new Promise<never>(() => undefined);
     const order = { orderId: id, status: "shipped", total: 42.5, currency: "EUR", card: "4111111111114242", internalNote: "VIP margin 31%" };
     return { content: [{ type: "text", text: JSON.stringify(order) }], structuredContent: order };
   });
