@@ -60,6 +60,51 @@ describe("the proposal sweep", () => {
     expect((await h.store.listWrites(h.conversation.id)).map((write) => write.state)).toEqual(["expired", "proposed"]);
   });
 
+  it("a write waiting for step-up that the customer never does expires after the lifetime, counted from when it began to wait: nothing ran, both told, the next write may start", async () => {
+    const h = await engineHarness({ rules: [{ when: /close/i, replies: [{ toolCalls: [{ name: "shop__close_account", args: { reason: "moving" } }] }] }, ...rules] });
+    cleanups.push(() => h.close());
+    await h.engine.verify(h.conversation.id, { id: "cust-a", level: "low", authTime: new Date(h.clock.now).toISOString() });
+    await h.say("please close my account");
+    const proposalId = (await h.lastReview()).proposalId;
+    // Confirmed late in the proposal's life: the step-up's own lifetime starts when it begins to wait.
+    h.clock.now += PROPOSAL_TTL_DEFAULT_MS - 1000;
+    await h.confirm(proposalId);
+    const waiting = (await h.store.getWrite(proposalId))!;
+    expect(waiting.state).toBe("step_up_required");
+    expect(await h.engine.expireDueProposals()).toBe(0);
+    h.clock.now = waiting.updatedAt + PROPOSAL_TTL_DEFAULT_MS;
+    expect(await h.engine.expireDueProposals()).toBe(0);
+    expect((await h.store.getWrite(proposalId))?.state).toBe("step_up_required");
+    h.clock.now += 1;
+    expect(await h.engine.expireDueProposals()).toBe(1);
+    expect(await h.engine.expireDueProposals()).toBe(0);
+    expect((await h.store.getWrite(proposalId))?.state).toBe("expired");
+    expect((await h.store.listTransitions(proposalId)).at(-1)).toMatchObject({ from: "step_up_required", to: "expired", note: "expired: the customer did not verify again in time" });
+    expect((await h.ofType("outcome")).at(-1)).toMatchObject({ proposalId, state: "expired", message: "Close account was not done: you did not verify your identity again in time. Nothing was changed." });
+    expect((await h.modelNotes()).at(-1)).toMatch(/expired: the customer did not verify again in time\. .*nothing was applied/);
+    // Verifying now runs nothing: the tool was called once, when it asked for the step-up.
+    await h.engine.verify(h.conversation.id, { id: "cust-a", level: "high", authTime: new Date(h.clock.now).toISOString() });
+    expect((await h.store.getWrite(proposalId))?.state).toBe("expired");
+    expect(h.backend.invocations.filter((call) => call.tool === "close_account")).toHaveLength(1);
+    // The conversation's next write may start.
+    await h.say("please cancel SO-1001");
+    expect((await h.store.listWrites(h.conversation.id)).map((write) => write.state)).toEqual(["expired", "proposed"]);
+  });
+
+  it("a customer verifying after the step-up's lifetime does not run it: it expires instead", async () => {
+    const h = await engineHarness({ rules: [{ when: /close/i, replies: [{ toolCalls: [{ name: "shop__close_account", args: { reason: "moving" } }] }] }] });
+    cleanups.push(() => h.close());
+    await h.engine.verify(h.conversation.id, { id: "cust-a", level: "low", authTime: new Date(h.clock.now).toISOString() });
+    await h.say("please close my account");
+    const proposalId = (await h.lastReview()).proposalId;
+    await h.confirm(proposalId);
+    h.clock.now += PROPOSAL_TTL_DEFAULT_MS + 1;
+    await h.engine.verify(h.conversation.id, { id: "cust-a", level: "high", authTime: new Date(h.clock.now).toISOString() });
+    expect((await h.store.getWrite(proposalId))?.state).toBe("expired");
+    expect(h.backend.invocations.filter((call) => call.tool === "close_account")).toHaveLength(1);
+    expect((await h.ofType("outcome")).at(-1)).toMatchObject({ proposalId, state: "expired" });
+  });
+
   it("at exactly its lifetime a proposal stays open; one millisecond later the sweep expires it", async () => {
     const h = await harness();
     await h.say("please cancel SO-1001");

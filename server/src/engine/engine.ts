@@ -25,7 +25,7 @@ import { questionFields } from "./elicitation.ts";
 import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool, type ReleaseSource } from "./release.ts";
-import { PROPOSAL_TTL_DEFAULT_MS, ProposalSweep, proposalExpired } from "./proposalSweep.ts";
+import { PROPOSAL_TTL_DEFAULT_MS, ProposalSweep, proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
 import { transcriptWindow } from "./transcriptWindow.ts";
 import { FileRetention } from "./fileRetention.ts";
 import { handoffReason, type HandoffNotifier } from "./handoff.ts";
@@ -595,6 +595,11 @@ export class Engine {
       await this.note(conversationId, `The customer is verified (level ${subject.level}).`);
       const updated = (await this.store.getConversation(conversationId))!;
       for (const write of await this.store.listWrites(conversationId)) {
+        if (stepUpExpired(write, this.now(), this.proposalTtl())) {
+          // Verified too late: it expires (nothing was applied) rather than running long after it was asked for.
+          await this.expireWrite(write);
+          continue;
+        }
         const satisfies = write.stepUp ? satisfiesStepUp(subject, write.stepUp, new Date(this.now())) : false;
         const decision = decide(write, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
         if (!decision.ok) continue;
@@ -870,11 +875,8 @@ export class Engine {
   ): Promise<{ modelText: string; endTurn?: boolean }> {
     const writes = await this.store.listWrites(conversation.id);
     for (const write of writes) {
-      // A proposal past its time expires here, so it does not block the conversation for ever.
-      if (proposalExpired(write, this.now(), this.proposalTtl())) {
-        const expiredTool = this.toolForWrite(write);
-        if (expiredTool) await this.apply(write, expiredTool, decide(write, { type: "expire" }));
-      }
+      // A proposal (or a step-up) past its time expires here, so it does not block the conversation for ever.
+      if (writeExpired(write, this.now(), this.proposalTtl())) await this.expireWrite(write);
     }
     const blocking = blockingWrite(await this.store.listWrites(conversation.id));
     if (blocking) return { modelText: blockedMessage(blocking.state, blocking.toolRef) };
@@ -1064,14 +1066,23 @@ export class Engine {
   private expireProposal(write: WriteRecord): Promise<boolean> {
     return this.serial(write.conversationId, async () => {
       const current = await this.store.getWrite(write.id);
-      if (!current || !proposalExpired(current, this.now(), this.proposalTtl())) return false;
-      const decision = decide(current, { type: "expire" });
-      if (!decision.ok) return false;
-      const expired = await this.store.transitionWrite(current.id, { states: ["proposed"] }, { state: decision.to, note: "expired: not decided in time" }, this.now());
-      if (!expired) return false;
-      await this.tell(expired, this.toolForWrite(expired));
-      return true;
+      if (!current || !writeExpired(current, this.now(), this.proposalTtl())) return false;
+      return this.expireWrite(current);
     });
+  }
+
+  /**
+   * Compare-and-set proposed (or step_up_required) → expired, from the state the write was read in; only if
+   * it lands are the customer (the review card) and the model told that nothing was done.
+   */
+  private async expireWrite(write: WriteRecord): Promise<boolean> {
+    const decision = decide(write, { type: "expire" });
+    if (!decision.ok) return false;
+    const note = write.state === "step_up_required" ? "expired: the customer did not verify again in time" : "expired: not decided in time";
+    const expired = await this.store.transitionWrite(write.id, { states: [write.state] }, { state: decision.to, note }, this.now());
+    if (!expired) return false;
+    await this.tell(expired, this.toolForWrite(expired));
+    return true;
   }
 
   /** Store a new write; undefined when the store refuses it because another write of the conversation is unresolved. */

@@ -3,7 +3,7 @@
 // do not send it again. operationRef and idempotency keys are never part of either text.
 import type { WriteRecord, WriteState } from "../store/store.ts";
 
-export function customerText(title: string, write: Pick<WriteRecord, "state" | "result">): string {
+export function customerText(title: string, write: Pick<WriteRecord, "state" | "result"> & Partial<Pick<WriteRecord, "stepUp">>): string {
   switch (write.state) {
     case "applied":
       return `${title}: done. Your request went through.`;
@@ -19,6 +19,8 @@ export function customerText(title: string, write: Pick<WriteRecord, "state" | "
     case "cancelled":
       return `${title} was cancelled because a different customer verified in this conversation. Nothing was changed.`;
     case "expired":
+      // A write that waited for step-up keeps what it asked for: it expired waiting for the customer to verify.
+      if (write.stepUp) return `${title} was not done: you did not verify your identity again in time. Nothing was changed.`;
       return `${title} expired before it was confirmed. Nothing was changed.`;
     case "step_up_required":
       return `To do this (${title}), please verify your identity again.`;
@@ -27,7 +29,7 @@ export function customerText(title: string, write: Pick<WriteRecord, "state" | "
   }
 }
 
-export function modelNote(write: Pick<WriteRecord, "id" | "toolRef" | "state" | "result">): string {
+export function modelNote(write: Pick<WriteRecord, "id" | "toolRef" | "state" | "result"> & Partial<Pick<WriteRecord, "stepUp">>): string {
   const head = `[write ${write.toolRef}, proposal ${write.id}]`;
   const state: WriteState = write.state;
   switch (state) {
@@ -43,6 +45,7 @@ export function modelNote(write: Pick<WriteRecord, "id" | "toolRef" | "state" | 
     case "cancelled":
       return `${head} cancelled: a different customer verified in the conversation. Nothing ran.`;
     case "expired":
+      if (write.stepUp) return `${head} expired: the customer did not verify again in time. The tool had asked for it before acting, so nothing was applied; another write may start.`;
       return `${head} the proposal expired before the customer confirmed it. Nothing ran.`;
     case "step_up_required":
       return `${head} the tool needs the customer to verify again; they have been asked. Once they verify, the same call runs again by itself.`;

@@ -1,5 +1,6 @@
-// The proposal sweep: a background pass that expires proposals nobody decided within their lifetime, so a
-// forgotten review card does not wait for ever and does not block the conversation's next write. Each
+// The proposal sweep: a background pass that expires proposals nobody decided within their lifetime, and
+// writes whose step-up the customer never did within it, so a forgotten review card or verification does
+// not wait for ever and does not block the conversation's next write. Each
 // expiry is a compare-and-set (proposed → expired) in the store: on several nodes sweeping at once, exactly
 // one wins each proposal, and only the winner tells the customer's review card and the model.
 import type { Store, WriteRecord } from "../store/store.ts";
@@ -18,6 +19,20 @@ export const PROPOSAL_SWEEP_BATCH = 100;
 /** Whether a proposal is past its lifetime at `now` (the lazy check at confirm and the sweep agree). */
 export function proposalExpired(write: Pick<WriteRecord, "state" | "createdAt">, now: number, ttlMs: number): boolean {
   return write.state === "proposed" && now - write.createdAt > ttlMs;
+}
+
+/**
+ * Whether a write waiting for the customer to verify again (step_up_required) is past the same lifetime,
+ * counted from when it began to wait (its last transition). Nothing was applied: the tool asked for the
+ * step-up instead of acting, so it expires like a proposal and the conversation can start another write.
+ */
+export function stepUpExpired(write: Pick<WriteRecord, "state" | "updatedAt">, now: number, ttlMs: number): boolean {
+  return write.state === "step_up_required" && now - write.updatedAt > ttlMs;
+}
+
+/** Either lifetime: an undecided proposal, or a write whose step-up the customer never did. */
+export function writeExpired(write: Pick<WriteRecord, "state" | "createdAt" | "updatedAt">, now: number, ttlMs: number): boolean {
+  return proposalExpired(write, now, ttlMs) || stepUpExpired(write, now, ttlMs);
 }
 
 export type ProposalSweepOptions = {
@@ -49,15 +64,21 @@ export class ProposalSweep {
 
   private async pass(): Promise<number> {
     let expired = 0;
-    for (;;) {
-      // Strictly older than the lifetime, as proposalExpired says.
-      const due = await this.options.store.listExpiredProposals(this.options.now() - this.options.ttlMs - 1, PROPOSAL_SWEEP_BATCH);
-      let won = 0;
-      for (const write of due) if (await this.options.expire(write)) won += 1;
-      expired += won;
-      // A full batch where this node won nothing means other nodes are working the same list: stop here.
-      if (due.length < PROPOSAL_SWEEP_BATCH || won === 0 || this.stopped) return expired;
+    const store = this.options.store;
+    // Proposals by when they were made; writes waiting for step-up by when they began to wait.
+    for (const list of [store.listExpiredProposals.bind(store), store.listExpiredStepUps.bind(store)]) {
+      for (;;) {
+        // Strictly older than the lifetime, as proposalExpired and stepUpExpired say.
+        const due = await list(this.options.now() - this.options.ttlMs - 1, PROPOSAL_SWEEP_BATCH);
+        let won = 0;
+        for (const write of due) if (await this.options.expire(write)) won += 1;
+        expired += won;
+        if (this.stopped) return expired;
+        // A full batch where this node won nothing means other nodes are working the same list: stop here.
+        if (due.length < PROPOSAL_SWEEP_BATCH || won === 0) break;
+      }
     }
+    return expired;
   }
 
   start(): void {

@@ -71,6 +71,13 @@ describe("decide", () => {
     expect(decide({ ...unknown, checkCount: 7 }, { type: "checked", outcome: { outcome: "applied", text: "" } })).toEqual({ ok: true, to: "applied", effects: [{ type: "tell" }] });
     expect(decide({ ...unknown, state: "applied" }, { type: "checked", outcome: { outcome: "applied", text: "" } })).toMatchObject({ ok: false, code: "not_checkable" });
   });
+
+  it("only a proposal, or a write waiting for step-up (its tool asked before acting), can expire", () => {
+    for (const state of ["proposed", "step_up_required"] as const) expect(decide({ ...proposed, state }, { type: "expire" })).toEqual({ ok: true, to: "expired", effects: [{ type: "tell" }] });
+    for (const state of ["confirmed", "running", "applied", "not_applied", "pending", "unknown", "declined", "cancelled", "expired"] as const) {
+      expect(decide({ ...proposed, state }, { type: "expire" })).toMatchObject({ ok: false, code: "proposal_not_open" });
+    }
+  });
 });
 
 describe("blocking and gaps", () => {

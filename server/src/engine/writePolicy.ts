@@ -92,7 +92,8 @@ export function decide(write: PolicyWrite, event: PolicyEvent): Decision {
       if (write.state !== "pending" && write.state !== "unknown") return refuse("not_checkable", `this write is ${write.state}; only pending and unknown writes are checked`);
       return afterCheck(write, event.outcome);
     case "expire":
-      if (write.state !== "proposed") return refuse("proposal_not_open", `this proposal is ${write.state}`);
+      // A write waiting for step-up was refused by its tool before it acted: nothing was applied, so it expires too.
+      if (write.state !== "proposed" && write.state !== "step_up_required") return refuse("proposal_not_open", `this proposal is ${write.state}`);
       return { ok: true, to: "expired", effects: [{ type: "tell" }] };
   }
 }

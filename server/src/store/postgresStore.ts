@@ -407,6 +407,10 @@ export class PostgresStore implements Store {
     return (await this.q("SELECT * FROM writes WHERE state = 'proposed' AND created_at <= $1 ORDER BY created_at, id LIMIT $2", [createdBefore, limit])).map(toWrite);
   }
 
+  async listExpiredStepUps(updatedBefore: number, limit: number): Promise<WriteRecord[]> {
+    return (await this.q("SELECT * FROM writes WHERE state = 'step_up_required' AND updated_at <= $1 ORDER BY updated_at, id LIMIT $2", [updatedBefore, limit])).map(toWrite);
+  }
+
   async purgeFiles(createdBefore: number, now: number, limit: number): Promise<number> {
     const result = await this.pool.query(
       `UPDATE files SET bytes = '\\x'::bytea, purged_at = $1

@@ -427,6 +427,10 @@ export class SqliteStore implements Store {
     return (this.sql("SELECT * FROM writes WHERE state = 'proposed' AND created_at <= ? ORDER BY created_at, id LIMIT ?").all(createdBefore, limit) as Row[]).map(toWrite);
   }
 
+  async listExpiredStepUps(updatedBefore: number, limit: number): Promise<WriteRecord[]> {
+    return (this.sql("SELECT * FROM writes WHERE state = 'step_up_required' AND updated_at <= ? ORDER BY updated_at, id LIMIT ?").all(updatedBefore, limit) as Row[]).map(toWrite);
+  }
+
   async purgeFiles(createdBefore: number, now: number, limit: number): Promise<number> {
     return this.sql("UPDATE files SET bytes = X'', purged_at = ? WHERE id IN (SELECT id FROM files WHERE purged_at IS NULL AND created_at <= ? LIMIT ?)")
       .run(now, createdBefore, limit).changes;

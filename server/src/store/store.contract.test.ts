@@ -395,11 +395,14 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     await store.append(a.id, { events: [text("step")], transcript: [{ role: "assistant", content: "" }] }, 2);
     await store.append(b.id, { transcript: [{ role: "system", content: "note" }, { role: "user", content: "x" }], owedBy: lost }, 3);
     await store.append(c.id, { transcript: [{ role: "user", content: "done" }], owedBy: lost }, 4);
-    expect(await store.listOwedTurns(lost, 10)).toEqual([
-      { conversationId: a.id, nodeId: lost, seq: 1 },
-      { conversationId: b.id, nodeId: lost, seq: 2 },
-      { conversationId: c.id, nodeId: lost, seq: 1 },
-    ]);
+    const byId = (x: { conversationId: string }, y: { conversationId: string }) => x.conversationId.localeCompare(y.conversationId);
+    expect((await store.listOwedTurns(lost, 10)).sort(byId)).toEqual(
+      [
+        { conversationId: a.id, nodeId: lost, seq: 1 },
+        { conversationId: b.id, nodeId: lost, seq: 2 },
+        { conversationId: c.id, nodeId: lost, seq: 1 },
+      ].sort(byId),
+    );
     // Finishing needs the same node and the same input; a finished turn is owed by nobody.
     expect(await store.finishTurn(c.id, lost, 2)).toBe(false);
     expect(await store.finishTurn(c.id, uid("node-other"), 1)).toBe(false);
@@ -424,6 +427,29 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     const [newer] = await store.listOwedTurns(moved!.nodeId, 10);
     expect(newer).toMatchObject({ conversationId: moved!.conversationId, seq: (await store.getConversation(moved!.conversationId))!.lastTranscriptSeq });
     expect(await store.finishTurn(newer!.conversationId, newer!.nodeId, newer!.seq)).toBe(true);
+  });
+
+  it("the sweep lists writes waiting for step-up since at or before the cutoff (by when they began to wait), oldest first, and no other state", async () => {
+    const base = 60_000_000;
+    const waitingSince = async (at: number, state: "step_up_required" | "proposed" = "step_up_required") => {
+      const write = await store.insertWrite(newWrite((await conversation()).id, { createdAt: 1 }));
+      if (state === "proposed") return write;
+      await store.transitionWrite(write.id, { states: ["proposed"] }, { state: "confirmed" }, at - 10);
+      return (await store.transitionWrite(write.id, { states: ["confirmed"] }, { state: "step_up_required", stepUp: { level: "high" } }, at))!;
+    };
+    const later = await waitingSince(base + 1);
+    const earliest = await waitingSince(base);
+    const atCutoff = await waitingSince(base + 2);
+    const fresh = await waitingSince(base + 3);
+    const proposal = await waitingSince(base, "proposed");
+    const mine = new Set([later.id, earliest.id, atCutoff.id, fresh.id, proposal.id]);
+    const listed = (await second.listExpiredStepUps(base + 2, 1000)).filter((write) => mine.has(write.id)).map((write) => write.id);
+    expect(listed).toEqual([earliest.id, later.id, atCutoff.id]);
+    expect((await store.listExpiredStepUps(base + 3, 2)).length).toBe(2);
+    // Expired by compare-and-set from step_up_required: a second expiry finds nothing to change.
+    expect(await store.transitionWrite(earliest.id, { states: ["step_up_required"] }, { state: "expired" }, base + 5)).toMatchObject({ state: "expired" });
+    expect(await second.transitionWrite(earliest.id, { states: ["step_up_required"] }, { state: "expired" }, base + 5)).toBeUndefined();
+    expect((await store.listExpiredStepUps(base + 2, 1000)).map((write) => write.id)).not.toContain(earliest.id);
   });
 
   it("the proposal sweep lists open proposals made at or before the cutoff, oldest first, and nothing decided", async () => {

@@ -267,6 +267,11 @@ export interface Store {
 
   /** Open proposals made at or before `createdBefore`, oldest first: the proposal sweep expires them. */
   listExpiredProposals(createdBefore: number, limit: number): Promise<WriteRecord[]>;
+  /**
+   * Writes waiting for the customer to verify again (step_up_required) since at or before `updatedBefore`,
+   * oldest first: the sweep expires them like proposals (nothing was applied: the tool asked before acting).
+   */
+  listExpiredStepUps(updatedBefore: number, limit: number): Promise<WriteRecord[]>;
   /** Retention: drop the bytes of up to `limit` files created at or before `createdBefore`, keeping the row marked purged. How many. */
   purgeFiles(createdBefore: number, now: number, limit: number): Promise<number>;
 
