@@ -23,6 +23,7 @@ import { describeModelConfig, modelFromEnv } from "../model/config.ts";
 import type { Model } from "../model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../model/scripted.ts";
 import type { ToolRunner } from "../runner/api.ts";
+import { JsonlLogStore, invocationLogSettings } from "../runner/logStore.ts";
 import { openStore } from "../store/index.ts";
 import type { Store } from "../store/store.ts";
 
@@ -71,6 +72,9 @@ Environment only:
                       (default 3600, 60 to 86400)
   CAPLO_TRANSCRIPT_BUDGET_CHARS  characters of the conversation sent to the model per step at most
                       (default 48000, 2000 to 2000000; the instructions always go in full)
+  CAPLO_INVOCATION_LOG  file keeping each tool call's record and log lines (default invocations.jsonl
+                      beside --db; with postgres://, .caplo/invocations.jsonl on each node); read it with
+                      \`caplo tool logs --db PATH\`. CAPLO_INVOCATION_LOG_MAX_MB bounds it (default 64)
   CAPLO_FILE_RETENTION_DAYS   days a delivered file's bytes are kept (default 30, 1 to 3650); after that a
                       download answers 410 file_expired, and the conversation still shows the file
   CAPLO_HANDOFF_WEBHOOK_URL    where a handoff notice goes when the agent hands a conversation to its
@@ -260,6 +264,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   }
   const retention = readFileRetention(options.env);
   if (!retention.ok) return retention;
+  const invocationLog = invocationLogSettings(options.db, options.env);
+  if (!invocationLog.ok) return invocationLog;
   const proposalTtl = readProposalTtl(options.env);
   if (!proposalTtl.ok) return proposalTtl;
   const transcriptBudget = readTranscriptBudget(options.env);
@@ -296,8 +302,11 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   if (options.runner) runner = options.runner;
   else {
     const { CaploToolRunner } = await import("../runner/toolRunner.ts");
-    const sandboxed = new CaploToolRunner();
+    // Every invocation's record (log lines, secrets redacted) in a bounded file: `caplo tool logs --db DB`.
+    const logStore = new JsonlLogStore(invocationLog.file, { maxBytes: invocationLog.maxBytes, onError: (error) => log(`invocation log not written: ${error.message}`) });
+    const sandboxed = new CaploToolRunner({ logStore });
     log(sandboxed.sandboxNote);
+    log(`invocation logs: ${logStore.file} (at most ${invocationLog.maxBytes / 1024 / 1024} MiB)`);
     runner = sandboxed;
   }
   const secretsByName = (name: string) => options.env[`CAPLO_SECRET_${name}`];

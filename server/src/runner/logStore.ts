@@ -1,6 +1,10 @@
-// A small store of invocations and their log lines: one JSON line per finished call in a file (by
-// default .caplo/invocations.jsonl of the working folder), read back by `caplo tool logs`.
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+// A small store of invocations and their log lines: one JSON line per finished call in a file, read back by
+// `caplo tool logs`. `caplo tool test` writes DIR/.caplo/invocations.jsonl; `caplo serve` writes
+// invocations.jsonl beside its SQLite file (see invocationLogSettings). The file is bounded: when the next
+// line would take it over half of maxBytes it becomes FILE.1 (replacing the older one) and a new FILE is
+// started, so the two together stay under maxBytes and at least the newest maxBytes/2 are kept. A broken
+// line (a crash mid-write) is skipped when reading; the rest is still read.
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { LogLine } from "./api.ts";
 
@@ -13,6 +17,10 @@ export type InvocationRecord = {
   durationMs: number;
   isError: boolean;
   outcome?: string;
+  /** From the call's context, when the caller gave them: how an operator finds a conversation's or a write's calls. */
+  conversationId?: string;
+  turnId?: string;
+  idempotencyKey?: string;
   logs: LogLine[];
 };
 
@@ -22,36 +30,101 @@ export interface LogStore {
   read(invocationId?: string): InvocationRecord[];
 }
 
+/** The context fields a record keeps (never secrets or the subject). */
+export function recordContext(context: { conversationId?: string | undefined; turnId?: string | undefined; idempotencyKey?: string | undefined }): Pick<InvocationRecord, "conversationId" | "turnId" | "idempotencyKey"> {
+  return {
+    ...(context.conversationId !== undefined && { conversationId: context.conversationId }),
+    ...(context.turnId !== undefined && { turnId: context.turnId }),
+    ...(context.idempotencyKey !== undefined && { idempotencyKey: context.idempotencyKey }),
+  };
+}
+
 export const DEFAULT_LOG_FILE = join(".caplo", "invocations.jsonl");
+/** Default bound of an invocation log (the file and its one rotated predecessor together). */
+export const DEFAULT_LOG_MAX_BYTES = 64 * 1024 * 1024;
+export const LOG_MAX_MIB_MIN = 1;
+export const LOG_MAX_MIB_MAX = 102_400;
+
+export type JsonlLogStoreOptions = {
+  /** The file and FILE.1 together stay under this many bytes (default 64 MiB). */
+  maxBytes?: number;
+  /** A record that could not be written (disk full, no permission): the call itself never fails for it. */
+  onError?: (error: Error) => void;
+};
 
 export class JsonlLogStore implements LogStore {
   readonly file: string;
-  constructor(file: string = DEFAULT_LOG_FILE) {
+  readonly maxBytes: number;
+  private readonly onError: ((error: Error) => void) | undefined;
+  constructor(file: string = DEFAULT_LOG_FILE, options: JsonlLogStoreOptions = {}) {
     this.file = file;
+    this.maxBytes = options.maxBytes ?? DEFAULT_LOG_MAX_BYTES;
+    this.onError = options.onError;
+  }
+
+  /** The rotated predecessor of the file. */
+  get previousFile(): string {
+    return `${this.file}.1`;
   }
 
   record(entry: InvocationRecord): void {
-    mkdirSync(dirname(this.file), { recursive: true });
-    appendFileSync(this.file, JSON.stringify(entry) + "\n");
+    try {
+      const line = this.fit(entry);
+      const bytes = Buffer.byteLength(line);
+      mkdirSync(dirname(this.file), { recursive: true });
+      // Size from the file itself, not a counter: another process (a second node on this machine, `caplo tool
+      // test`) may append to it too.
+      const size = existsSync(this.file) ? statSync(this.file).size : 0;
+      if (size > 0 && size + bytes > this.maxBytes / 2) renameSync(this.file, this.previousFile);
+      appendFileSync(this.file, line);
+    } catch (error) {
+      this.onError?.(error as Error);
+    }
+  }
+
+  /**
+   * The record as one line, at most maxBytes/2: a record over that keeps the log lines that fit (oldest
+   * first) and says how many were dropped, so one huge call cannot push every other record out.
+   */
+  private fit(entry: InvocationRecord): string {
+    const limit = Math.floor(this.maxBytes / 2);
+    let line = JSON.stringify(entry) + "\n";
+    if (Buffer.byteLength(line) <= limit) return line;
+    let keep = entry.logs.length;
+    while (keep > 0) {
+      keep = Math.floor(keep / 2);
+      const note: LogLine = { level: "warn", message: `${entry.logs.length - keep} log lines dropped: the record was over the invocation log's limit`, at: entry.at };
+      line = JSON.stringify({ ...entry, logs: [...entry.logs.slice(0, keep), note] }) + "\n";
+      if (Buffer.byteLength(line) <= limit) return line;
+    }
+    return line;
   }
 
   read(invocationId?: string): InvocationRecord[] {
-    if (!existsSync(this.file)) return [];
     const records: InvocationRecord[] = [];
-    for (const line of readFileSync(this.file, "utf8").split("\n")) {
-      if (!line.trim()) continue;
+    for (const file of [this.previousFile, this.file]) {
+      let text: string;
       try {
-        const record = JSON.parse(line) as InvocationRecord;
-        if (!invocationId || record.invocationId === invocationId) records.push(record);
+        text = readFileSync(file, "utf8");
       } catch {
-        // A torn last line from a crash: skip it, keep the rest.
+        continue; // not there (yet), or rotated away while reading
+      }
+      for (const line of text.split("\n")) {
+        if (!line.trim()) continue;
+        try {
+          const record = JSON.parse(line) as InvocationRecord;
+          if (typeof record !== "object" || record === null || typeof record.invocationId !== "string" || !Array.isArray(record.logs)) continue;
+          if (!invocationId || record.invocationId === invocationId) records.push(record);
+        } catch {
+          // A torn line from a crash: skip it, keep the rest.
+        }
       }
     }
     return records;
   }
 }
 
-/** Keeps records in memory (the server's default when no file is configured). */
+/** Keeps records in memory (the runner's default when no file is given). */
 export class MemoryLogStore implements LogStore {
   private readonly records: InvocationRecord[] = [];
   private readonly max: number;
@@ -65,4 +138,26 @@ export class MemoryLogStore implements LogStore {
   read(invocationId?: string): InvocationRecord[] {
     return invocationId ? this.records.filter((record) => record.invocationId === invocationId) : [...this.records];
   }
+}
+
+export type InvocationLogSettings = { ok: true; file: string; maxBytes: number } | { ok: false; error: { code: string; path: string; message: string } };
+
+/**
+ * Where `caplo serve` keeps its invocation log, and how big it may grow: CAPLO_INVOCATION_LOG, else
+ * invocations.jsonl beside the SQLite file, else (a postgres:// store: one file per node) .caplo/invocations.jsonl
+ * of the working folder; CAPLO_INVOCATION_LOG_MAX_MB (default 64). `caplo tool logs --db` finds it the same way.
+ */
+export function invocationLogSettings(db: string, env: Record<string, string | undefined>): InvocationLogSettings {
+  const text = env.CAPLO_INVOCATION_LOG_MAX_MB;
+  let maxBytes = DEFAULT_LOG_MAX_BYTES;
+  if (text !== undefined && text !== "") {
+    const mib = Number(text);
+    if (!/^[0-9]+$/.test(text) || mib < LOG_MAX_MIB_MIN || mib > LOG_MAX_MIB_MAX) {
+      return { ok: false, error: { code: "setting_invalid", path: "CAPLO_INVOCATION_LOG_MAX_MB", message: `CAPLO_INVOCATION_LOG_MAX_MB is a whole number of MiB from ${LOG_MAX_MIB_MIN} to ${LOG_MAX_MIB_MAX}` } };
+    }
+    maxBytes = mib * 1024 * 1024;
+  }
+  const postgres = /^postgres(ql)?:\/\//.test(db);
+  const file = env.CAPLO_INVOCATION_LOG || (postgres || db === ":memory:" ? DEFAULT_LOG_FILE : join(dirname(db), "invocations.jsonl"));
+  return { ok: true, file, maxBytes };
 }

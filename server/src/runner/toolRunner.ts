@@ -30,7 +30,7 @@ import type { EgressEvent } from "./egressProxy.ts";
 import { parseResolveOverrides, type ResolveOverride } from "./egressRule.ts";
 import { checkElicitRequest } from "./elicitationPolicy.ts";
 import { extractFiles } from "./fileExtraction.ts";
-import { MemoryLogStore, type LogStore } from "./logStore.ts";
+import { MemoryLogStore, recordContext, type LogStore } from "./logStore.ts";
 import { memoryLimitKind } from "./cgroup.ts";
 import { ensureHostBundle } from "./hostBundle.ts";
 import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
@@ -310,6 +310,7 @@ export class CaploToolRunner implements ToolRunner {
         durationMs: done.durationMs,
         isError: done.isError,
         ...(done.outcome && { outcome: done.outcome.outcome }),
+        ...recordContext(request.context),
         logs: done.logs,
       });
       return done;
@@ -477,6 +478,7 @@ export class CaploToolRunner implements ToolRunner {
         durationMs: Math.round(performance.now() - started),
         isError: clean.outcome === "unknown",
         outcome: clean.outcome,
+        ...recordContext(request.context),
         logs: redact(logs),
       });
       return clean;
