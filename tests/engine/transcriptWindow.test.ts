@@ -166,3 +166,98 @@ describe("the engine sends the model a bounded transcript", () => {
     expect(model.requests[0]!.messages.slice(1)).toEqual(stored.slice(0, 1));
   });
 });
+
+describe("the engine's transcript cache", () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+
+  /** An engine on a real SQLite file whose model records, with each request, how much transcript was stored when it was asked. */
+  async function cachedEngine(dir: string, budget: number, cacheChars?: number) {
+    const store = new SqliteStore(join(dir, "caplo.db"));
+    await store.migrate();
+    const runner = new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) });
+    const release = releaseFromVersions({ agent: "shop-agent", instructions: "Help.", origins: ["https://shop.example"], versions: [shopVersion()] });
+    const scripted = new ScriptedModel([
+      { when: /order (SO-\d{4})/, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Found it: {{tool}}" }] },
+      { when: /question/, replies: [{ text: "An answer of some length. ".repeat(6) }] },
+    ]);
+    const asked: { request: ModelRequest; storedUpTo: number }[] = [];
+    const model: Model = {
+      id: "recording-seq",
+      async *stream(request) {
+        const conversationId = request.messages.length > 0 ? current : "";
+        const storedUpTo = (await store.getConversation(conversationId))!.lastTranscriptSeq;
+        asked.push({ request: { ...request, messages: request.messages.map((message) => ({ ...message })) }, storedUpTo });
+        yield* scripted.stream(request);
+      },
+    };
+    let current = "";
+    const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), transcriptBudgetChars: budget, ...(cacheChars !== undefined && { transcriptCacheChars: cacheChars }) });
+    await engine.start({ scheduler: false });
+    cleanups.push(async () => {
+      await engine.stop();
+      await runner.close();
+      await store.close();
+    });
+    const say = async (conversationId: string, text: string) => {
+      current = conversationId;
+      await engine.handle(conversationId, "owner", { type: "message", text });
+    };
+    return { store, engine, asked, say };
+  }
+
+  it("holds per conversation only what the window can use (at most twice the budget plus one unit), and every request is exactly the window of the whole stored transcript", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "caplo-cache-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const budget = 2_000;
+    const first = await cachedEngine(dir, budget);
+    const conversation = await first.engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: WEB, ownerId: "owner" });
+    for (let turn = 1; turn <= 60; turn++) {
+      await first.say(conversation.id, turn % 3 === 0 ? `where is order SO-1001 (${turn})` : `question number ${turn}: ${"detail ".repeat(10)}`);
+      const size = first.engine.transcriptCacheSize();
+      expect(size.conversations).toBe(1);
+      expect(size.chars).toBeLessThanOrEqual(2 * budget + 600); // twice the budget, plus the last step appended
+    }
+    const stored = (await first.store.listTranscript(conversation.id)).map((entry) => entry.message);
+    expect(stored.length).toBe(160); // 40 plain turns of 2 messages, 20 read turns of 4
+    expect(cost(stored)).toBeGreaterThan(8 * budget);
+    expect(first.engine.transcriptCacheSize().messages).toBeLessThan(stored.length / 3);
+    expect(first.asked).toHaveLength(80);
+    for (const { request, storedUpTo } of first.asked) {
+      expect(request.messages.slice(1)).toEqual(transcriptWindow(stored.slice(0, storedUpTo), budget));
+    }
+    expect(isNote(first.asked.at(-1)!.request.messages[1])).toBe(true);
+
+    // Another engine on the same store starts with no copy: it reads the transcript, keeps only the window's part, and sends the same window.
+    const second = await cachedEngine(dir, budget);
+    await second.say(conversation.id, "question number 61");
+    const all = (await second.store.listTranscript(conversation.id)).map((entry) => entry.message);
+    const [only] = second.asked;
+    expect(only!.request.messages.slice(1)).toEqual(transcriptWindow(all.slice(0, only!.storedUpTo), budget));
+    expect(second.engine.transcriptCacheSize().chars).toBeLessThanOrEqual(2 * budget + 600);
+  });
+
+  it("all conversations' copies together stay within the cache's size: the least recent are dropped, and read again from the store when needed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "caplo-cache-"));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const budget = 2_000;
+    const cacheChars = 6_000;
+    const node = await cachedEngine(dir, budget, cacheChars);
+    const conversations = [];
+    for (let index = 0; index < 6; index++) conversations.push(await node.engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: WEB, ownerId: "owner" }));
+    for (let turn = 1; turn <= 8; turn++) {
+      for (const conversation of conversations) {
+        await node.say(conversation.id, `question number ${turn}: ${"detail ".repeat(10)}`);
+        expect(node.engine.transcriptCacheSize().chars).toBeLessThanOrEqual(cacheChars);
+      }
+    }
+    expect(node.engine.transcriptCacheSize().conversations).toBeLessThan(6);
+    // The first conversation's copy was dropped; its next request is still its whole stored transcript's window.
+    await node.say(conversations[0]!.id, "question number 9");
+    const stored = (await node.store.listTranscript(conversations[0]!.id)).map((entry) => entry.message);
+    const last = node.asked.at(-1)!;
+    expect(last.request.messages.slice(1)).toEqual(transcriptWindow(stored.slice(0, last.storedUpTo), budget));
+  });
+});

@@ -26,7 +26,7 @@ import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool, type ReleaseSource } from "./release.ts";
 import { PROPOSAL_TTL_DEFAULT_MS, ProposalSweep, proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
-import { transcriptWindow } from "./transcriptWindow.ts";
+import { messageCost, TRANSCRIPT_BUDGET_DEFAULT_CHARS, transcriptWindow, windowStart } from "./transcriptWindow.ts";
 import { FileRetention } from "./fileRetention.ts";
 import { handoffReason, type HandoffNotifier } from "./handoff.ts";
 import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Decision } from "./writePolicy.ts";
@@ -41,6 +41,12 @@ const CHECK_CLAIM_LIMIT = 20;
 const RECENT_EVENTS_PER_CONVERSATION = 32;
 const RECENT_CONVERSATIONS = 2000;
 const RECENT_OWNERS = 10_000;
+/**
+ * The transcript cache, by message cost (messageCost, about characters): a conversation's copy is cut back to
+ * what the window can use once it holds twice the transcript budget, and the least recent conversations are
+ * dropped while all copies together hold more than this.
+ */
+export const TRANSCRIPT_CACHE_MAX_CHARS = 16_000_000;
 
 /** Owed turns claimed per store call at recovery. */
 const OWED_TURN_CLAIM_LIMIT = 100;
@@ -83,6 +89,8 @@ export type EngineOptions = {
   fileRetentionMs?: number;
   /** Characters of transcript sent to the model per step at most (transcriptWindow.ts). Default 48,000. */
   transcriptBudgetChars?: number;
+  /** The transcript cache's total size (message cost, about characters) at most. Default TRANSCRIPT_CACHE_MAX_CHARS. */
+  transcriptCacheChars?: number;
   /** Model calls per turn at most. Default 8. */
   maxModelSteps?: number;
   /** How long a tool's question waits for the customer's answer. Default 120 s. */
@@ -115,8 +123,12 @@ export type UndeliveredMessage = { conversationId: string; channel: string; code
 
 type Pending = { conversationId: string; resolve: (response: ElicitResponse) => void; schema: Record<string, unknown> };
 
-/** A conversation's transcript in memory: every stored entry with seq 1..lastSeq, in order. */
-type CachedTranscript = { lastSeq: number; messages: ModelMessage[] };
+/**
+ * A conversation's transcript in memory: the stored entries with seq `dropped + 1`..`lastSeq`, in order. The
+ * `dropped` oldest are no longer held: no window of the transcript budget can use them (windowStart).
+ * `chars`: what the held messages cost against the budget (messageCost), for the cache's bounds.
+ */
+type CachedTranscript = { lastSeq: number; messages: ModelMessage[]; dropped: number; chars: number };
 
 /**
  * What a step of a turn has produced but not stored yet (the model's reply, a read's results). It is
@@ -153,6 +165,8 @@ export class Engine {
   private readonly recentEvents = new Map<string, StoredEvent[]>();
   /** The model transcript of recently active conversations (the store stays the truth; see transcriptOf). */
   private readonly transcripts = new Map<string, CachedTranscript>();
+  /** The cost of every cached transcript together (bounded by TRANSCRIPT_CACHE_MAX_CHARS). */
+  private transcriptChars = 0;
   /** Conversation id → owner id of recent conversations (an owner never changes). */
   private readonly owners = new Map<string, string>();
   private readonly undeliveredSources = new Set<() => Promise<UndeliveredMessage[]>>();
@@ -338,47 +352,96 @@ export class Engine {
   private rememberTranscript(entry: TranscriptEntry): void {
     const cached = this.transcripts.get(entry.conversationId);
     if (!cached) {
-      if (entry.seq === 1) this.cacheTranscript(entry.conversationId, { lastSeq: 1, messages: [entry.message] });
+      if (entry.seq === 1) this.cacheTranscript(entry.conversationId, this.holdTranscript({ lastSeq: 0, messages: [], dropped: 0, chars: 0 }, [entry.message]));
       return;
     }
     if (cached.lastSeq !== entry.seq - 1) return; // a gap (another node appended): the next read tops it up from the store
-    cached.messages.push(entry.message);
-    cached.lastSeq = entry.seq;
+    this.transcriptChars -= cached.chars;
+    this.holdTranscript(cached, [entry.message]);
+    this.transcriptChars += cached.chars;
+    this.boundTranscripts(entry.conversationId);
   }
 
-  private cacheTranscript(conversationId: string, cached: CachedTranscript): void {
-    this.transcripts.delete(conversationId); // re-inserted: most recent last
-    this.transcripts.set(conversationId, cached);
-    if (this.transcripts.size > RECENT_CONVERSATIONS) this.transcripts.delete(this.transcripts.keys().next().value!);
+  private transcriptBudget(): number {
+    return this.options.transcriptBudgetChars ?? TRANSCRIPT_BUDGET_DEFAULT_CHARS;
   }
 
   /**
-   * The model transcript of a conversation as stored up to (at least) `conversation.lastTranscriptSeq`:
-   * from memory when the cache is that current, else topped up (or read whole) from the store.
+   * Append stored messages (the next seqs) to a cached copy, then cut it back to what the window can use when it
+   * holds twice the budget (so the cut, which reads the copy, happens once per budget's worth of messages).
    */
-  private async transcriptOf(conversation: ConversationRecord): Promise<readonly ModelMessage[]> {
+  private holdTranscript(cached: CachedTranscript, messages: readonly ModelMessage[]): CachedTranscript {
+    for (const message of messages) {
+      cached.messages.push(message);
+      cached.chars += messageCost(message);
+    }
+    cached.lastSeq += messages.length;
+    const budget = this.transcriptBudget();
+    if (cached.chars > 2 * budget) {
+      const start = windowStart(cached.messages, budget);
+      if (start > 0) {
+        // A new array: a caller may still hold the old one for the step it is sending.
+        cached.messages = cached.messages.slice(start);
+        cached.dropped += start;
+        cached.chars = 0;
+        for (const message of cached.messages) cached.chars += messageCost(message);
+      }
+    }
+    return cached;
+  }
+
+  private cacheTranscript(conversationId: string, cached: CachedTranscript): void {
+    const previous = this.transcripts.get(conversationId);
+    if (previous) this.transcriptChars -= previous.chars;
+    this.transcripts.delete(conversationId); // re-inserted: most recent last
+    this.transcripts.set(conversationId, cached);
+    this.transcriptChars += cached.chars;
+    this.boundTranscripts(conversationId);
+  }
+
+  /** Drop the least recent conversations' copies past the count or the total size (never `keep`, the one just used). */
+  private boundTranscripts(keep: string): void {
+    for (const [id, cached] of this.transcripts) {
+      if (this.transcripts.size <= RECENT_CONVERSATIONS && this.transcriptChars <= (this.options.transcriptCacheChars ?? TRANSCRIPT_CACHE_MAX_CHARS)) return;
+      if (id === keep) continue;
+      this.transcripts.delete(id);
+      this.transcriptChars -= cached.chars;
+    }
+  }
+
+  /** What the transcript cache holds now: conversations, messages and their cost (for tests and metrics). */
+  transcriptCacheSize(): { conversations: number; messages: number; chars: number } {
+    let messages = 0;
+    for (const cached of this.transcripts.values()) messages += cached.messages.length;
+    return { conversations: this.transcripts.size, messages, chars: this.transcriptChars };
+  }
+
+  /**
+   * The model transcript of a conversation as stored up to (at least) `conversation.lastTranscriptSeq`, as far
+   * back as the window can use (`earlier`: how many older messages are not held): from memory when the cache is
+   * that current, else topped up (or read whole) from the store.
+   */
+  private async transcriptOf(conversation: ConversationRecord): Promise<{ messages: readonly ModelMessage[]; earlier: number }> {
     const cached = this.transcripts.get(conversation.id);
-    if (cached && cached.lastSeq >= conversation.lastTranscriptSeq) return cached.messages;
+    if (cached && cached.lastSeq >= conversation.lastTranscriptSeq) return { messages: cached.messages, earlier: cached.dropped };
     const after = cached?.lastSeq ?? 0;
     const entries = await this.store.listTranscript(conversation.id, after);
     let current = this.transcripts.get(conversation.id);
     if (current && current.lastSeq !== after) current = undefined; // changed meanwhile: rebuild below
     if (!current && after > 0) return this.reloadTranscript(conversation.id);
-    current ??= { lastSeq: 0, messages: [] };
-    for (const entry of entries) {
-      if (entry.seq !== current.lastSeq + 1) return this.reloadTranscript(conversation.id);
-      current.messages.push(entry.message);
-      current.lastSeq = entry.seq;
-    }
-    this.cacheTranscript(conversation.id, current);
-    return current.messages;
+    if (entries.some((entry, index) => entry.seq !== after + index + 1)) return this.reloadTranscript(conversation.id);
+    const held = current ? { ...current, messages: current.messages.slice() } : { lastSeq: 0, messages: [], dropped: 0, chars: 0 };
+    this.holdTranscript(held, entries.map((entry) => entry.message));
+    this.cacheTranscript(conversation.id, held);
+    return { messages: held.messages, earlier: held.dropped };
   }
 
-  private async reloadTranscript(conversationId: string): Promise<readonly ModelMessage[]> {
+  private async reloadTranscript(conversationId: string): Promise<{ messages: readonly ModelMessage[]; earlier: number }> {
     const entries = await this.store.listTranscript(conversationId);
-    const messages = entries.map((entry) => entry.message);
-    this.cacheTranscript(conversationId, { lastSeq: entries.at(-1)?.seq ?? 0, messages });
-    return messages;
+    const held = this.holdTranscript({ lastSeq: 0, messages: [], dropped: 0, chars: 0 }, entries.map((entry) => entry.message));
+    held.lastSeq = entries.at(-1)?.seq ?? 0;
+    this.cacheTranscript(conversationId, held);
+    return { messages: held.messages, earlier: held.dropped };
   }
 
   /** Keep the latest events of recently active conversations, contiguous by seq, so delivery rarely reads the store. */
@@ -683,7 +746,7 @@ export class Engine {
         if (current.handoff) return;
         const transcript = await this.transcriptOf(current);
         const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
-        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcriptWindow(transcript, this.options.transcriptBudgetChars)];
+        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcriptWindow(transcript.messages, this.transcriptBudget(), transcript.earlier)];
         let text = "";
         const calls: ModelToolCall[] = [];
         let failed: string | undefined;

@@ -64,14 +64,12 @@ function clip(unit: ModelMessage[], budget: number): ModelMessage[] {
   return copy;
 }
 
-/**
- * The transcript to send: the most recent whole units within `budgetChars`, and a note when older ones were
- * left out. Read from the newest message back, so a step costs the window, not the whole conversation.
- */
-export function transcriptWindow(messages: readonly ModelMessage[], budgetChars = TRANSCRIPT_BUDGET_DEFAULT_CHARS): ModelMessage[] {
+/** The units the window keeps, newest first, whether it kept every unit, and where the oldest kept unit starts. */
+function windowUnits(messages: readonly ModelMessage[], budgetChars: number, clipNewest = true): { kept: ModelMessage[][]; complete: boolean; start: number } {
   const kept: ModelMessage[][] = [];
   let used = 0;
   let complete = true;
+  let start = messages.length;
   // The tool results after the message at `index` run up to `end`.
   let end = messages.length;
   for (let index = messages.length - 1; index >= 0; index--) {
@@ -81,8 +79,9 @@ export function transcriptWindow(messages: readonly ModelMessage[], budgetChars 
     let cost = 0;
     for (const message of unit) cost += messageCost(message);
     if (kept.length === 0) {
-      kept.push(cost > budgetChars ? clip(unit, budgetChars) : unit);
+      kept.push(cost > budgetChars && clipNewest ? clip(unit, budgetChars) : unit);
       used = Math.min(cost, budgetChars);
+      start = index;
       continue;
     }
     if (used + cost > budgetChars) {
@@ -91,13 +90,33 @@ export function transcriptWindow(messages: readonly ModelMessage[], budgetChars 
     }
     kept.push(unit);
     used += cost;
+    start = index;
   }
+  return { kept, complete, start };
+}
+
+/**
+ * Where a copy of the transcript kept in memory may start: no window of this budget, now or after more
+ * messages are appended, uses a message before this index. (A later window charges the units it shares with
+ * this one at least as much, so it stops at or before where this one stopped.) A tool result never starts it.
+ */
+export function windowStart(messages: readonly ModelMessage[], budgetChars = TRANSCRIPT_BUDGET_DEFAULT_CHARS): number {
+  return windowUnits(messages, budgetChars, false).start;
+}
+
+/**
+ * The transcript to send: the most recent whole units within `budgetChars`, and a note when older ones were
+ * left out. Read from the newest message back, so a step costs the window, not the whole conversation.
+ * `earlier`: messages before `messages` that the caller no longer holds (cut at `windowStart`), counted in the note.
+ */
+export function transcriptWindow(messages: readonly ModelMessage[], budgetChars = TRANSCRIPT_BUDGET_DEFAULT_CHARS, earlier = 0): ModelMessage[] {
+  const { kept, complete } = windowUnits(messages, budgetChars);
   if (kept.length === 0) return [];
   let count = 0;
   for (const unit of kept) count += unit.length;
-  const sent: ModelMessage[] = complete
+  const sent: ModelMessage[] = complete && earlier === 0
     ? []
-    : [{ role: "system", content: `[${messages.length - count} earlier message(s) of this conversation are not shown here, to keep within the context budget.]` }];
+    : [{ role: "system", content: `[${messages.length + earlier - count} earlier message(s) of this conversation are not shown here, to keep within the context budget.]` }];
   for (let unit = kept.length - 1; unit >= 0; unit--) for (const message of kept[unit]!) sent.push(message);
   return sent;
 }
