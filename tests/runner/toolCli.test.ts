@@ -7,6 +7,9 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { run as toolTest } from "../../server/src/cli/tool-test.ts";
 import { run as toolLogs } from "../../server/src/cli/tool-logs.ts";
+import { buildPackage } from "../../server/src/build/index.ts";
+import { CaploToolRunner, MemoryLogStore } from "../../server/src/runner/index.ts";
+import { HOSTED_WRITE_SKIP, loadFixtures, runFixture, type LoadedFixture } from "../../server/src/runner/fixtures.ts";
 import { PACKAGES_DIR } from "./testPackages.ts";
 
 const dir = join(PACKAGES_DIR, "fixtured");
@@ -75,6 +78,28 @@ describe("caplo tool test", () => {
     }
   }, 120_000);
 
+  it("--hosted skips write fixtures without running them, runs the reads, and exits 0", async () => {
+    process.env.DEMO_KEY = "key-from-env-1234";
+    const log = join(dir, ".caplo", "invocations.jsonl");
+    const tools = () => readFileSync(log, "utf8").trim().split("\n").map((line) => (JSON.parse(line) as { tool: string }).tool);
+    await capture(() => toolTest([dir, "--filter", "finds"])); // the log file exists before the hosted run
+    const before = tools();
+    const { code, out } = await capture(() => toolTest([dir, "--hosted"]));
+    expect(out).toContain("- tests/book.json › books a free item (book, write) skipped: write tool: fixture runs on Caplo skip writes");
+    expect(out).toContain("- tests/book.json › a full item is not booked (book, write) skipped: write tool: fixture runs on Caplo skip writes");
+    expect(out).toContain("✓ tests/lookup.json › finds an item by id (lookup, read");
+    expect(out).toContain("1 passed, 0 failed, 2 skipped");
+    expect(code).toBe(0);
+    // The runner records every call it is asked for: the hosted run asked for the read only.
+    expect(tools().slice(before.length)).toEqual(["lookup"]);
+  }, 120_000);
+
+  it("refuses an unknown option with exit 2", async () => {
+    const { code, out } = await capture(() => toolTest([dir, "--host"]));
+    expect(code).toBe(2);
+    expect(out).toContain("option_unknown: unknown option --host");
+  });
+
   it("exits 2 when the package does not build", async () => {
     const broken = join(scratch, "broken");
     cpSync(dir, broken, { recursive: true });
@@ -98,4 +123,30 @@ describe("caplo tool logs", () => {
     expect(missing.code).toBe(1);
     expect(missing.out).toContain("invocation_not_found");
   });
+});
+
+describe("runFixture's modes", () => {
+  it("runs a write fixture for real locally and skips it (a call or a status check) hosted, before anything runs", async () => {
+    const built = await buildPackage(dir);
+    if (!built.ok) throw new Error(JSON.stringify(built.errors));
+    const logStore = new MemoryLogStore();
+    const runner = new CaploToolRunner({ logStore });
+    try {
+      await runner.load(built.version);
+      const fixtures = await loadFixtures(dir, built.version.manifest.tests);
+      const write = fixtures.find((entry) => entry.label.endsWith("books a free item"))!;
+      const status: LoadedFixture = { file: "inline", index: 0, label: "status of a booking", fixture: { tool: "book", status: {}, secrets: [], context: { idempotencyKey: "k-1" }, expect: { outcome: "applied" } } };
+      const hosted = { mode: "hosted" as const, env: {}, logStore };
+      expect(await runFixture(runner, built.version, write, hosted)).toMatchObject({ state: "skipped", problems: [HOSTED_WRITE_SKIP], logs: [] });
+      expect(await runFixture(runner, built.version, status, hosted)).toMatchObject({ state: "skipped", problems: [HOSTED_WRITE_SKIP] });
+      expect(logStore.read()).toEqual([]);
+      const local = { mode: "local" as const, env: {}, logStore };
+      expect(await runFixture(runner, built.version, write, local)).toMatchObject({ state: "passed", detail: expect.stringContaining("(book, write → applied") });
+      expect(logStore.read().map((record) => record.tool)).toEqual(["book"]);
+      // Locally the status fixture is reached (and fails: this package's book has no status check).
+      expect(await runFixture(runner, built.version, status, local)).toMatchObject({ state: "failed", problems: [expect.stringContaining("fixture_status_unavailable: book has no status check")] });
+    } finally {
+      await runner.close();
+    }
+  }, 120_000);
 });

@@ -1,12 +1,16 @@
 // Tool fixtures (`caplo tool test`): the file format, loading with located errors, partial matching of
-// a call's result against a fixture's expectations, and secret values by name from the environment or
-// a local dotenv file. See docs/tool-fixtures.md.
+// a call's result against a fixture's expectations, secret values by name from the environment or a
+// local dotenv file, and running one fixture through a runner: on the author's machine ("local") write
+// fixtures run for real; on Caplo ("hosted", where nobody can approve a write) they are skipped and never
+// run. See docs/tool-fixtures.md.
+import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { relative } from "node:path";
 import { glob } from "tinyglobby";
 import { z } from "zod";
-import { OUTCOMES, callSubjectSchema, type WriteOutcome } from "@caplo/shared";
-import type { LogLine, ToolCallResult } from "./api.ts";
+import { OUTCOMES, callSubjectSchema, type PackageVersion, type WriteOutcome } from "@caplo/shared";
+import type { LogLine, ToolCallResult, ToolRunner } from "./api.ts";
+import type { LogStore } from "./logStore.ts";
 
 const matcherSchema = z.union([z.strictObject({ $match: z.string() }), z.strictObject({ $any: z.literal(true) })]);
 
@@ -232,3 +236,84 @@ export function checkStatusExpectations(expected: FixtureExpect, outcome: WriteO
   return problems;
 }
 
+
+/** Where fixtures run: "local" (the author's machine, writes for real) or "hosted" (on Caplo: writes skipped). */
+export type FixtureMode = "local" | "hosted";
+/** Why a write tool's fixture is not run on Caplo. */
+export const HOSTED_WRITE_SKIP = "write tool: fixture runs on Caplo skip writes";
+
+export type FixtureRunOptions = {
+  mode: FixtureMode;
+  /** Where secret values come from: the environment, then this dotenv file. */
+  env: NodeJS.ProcessEnv;
+  secretsFile?: string;
+  /** The runner's log store, for a status check's log lines. */
+  logStore: LogStore;
+};
+
+export type FixtureRun = {
+  label: string;
+  state: "passed" | "failed" | "skipped";
+  /** Why it failed, or (skipped) why it was not run. */
+  problems: string[];
+  /** "(tool, effect → outcome, ms, invocation id)" when it ran. */
+  detail: string;
+  /** The invocation's log lines, formatted. */
+  logs: string[];
+};
+
+const formatLine = (line: LogLine) => `${line.level.padEnd(5)} ${line.message}${line.data !== undefined ? ` ${JSON.stringify(line.data)}` : ""}`;
+
+/**
+ * Runs one loaded fixture through the runner (the version must be loaded) and checks its expectations. In
+ * "hosted" mode a fixture of a write tool (a call or a status check) is skipped before anything runs.
+ */
+export async function runFixture(runner: ToolRunner, version: PackageVersion, entry: LoadedFixture, options: FixtureRunOptions): Promise<FixtureRun> {
+  const run: FixtureRun = { label: entry.label, state: "passed", problems: [], detail: "", logs: [] };
+  if (entry.error) run.problems.push(`${entry.error.code} ${entry.error.path}: ${entry.error.message}`);
+  const fixture = entry.fixture;
+  if (fixture) {
+    const problems = run.problems;
+    const toolName = fixture.tool ?? (version.type === "function" || version.tools.length === 1 ? version.tools[0]!.name : undefined);
+    const tool = version.tools.find((candidate) => candidate.name === toolName);
+    if (tool && tool.policy.effect === "write" && options.mode === "hosted") {
+      return { ...run, state: "skipped", problems: [HOSTED_WRITE_SKIP], detail: ` (${tool.name}, write)` };
+    }
+    const secrets = secretValues(fixture.secrets, options.env, options.secretsFile);
+    if (!toolName) problems.push('fixture_tool_missing: this package has several tools; name one with "tool"');
+    else if (!tool) problems.push(`fixture_tool_unknown: the package has no tool '${toolName}' (it has ${version.tools.map((t) => t.name).join(", ")})`);
+    for (const name of secrets.missing) problems.push(`secret_missing: ${name} has no value: set it in the environment or in ${options.secretsFile ?? "the secrets file"}`);
+    if (tool && fixture.status) {
+      if (tool.policy.effect !== "write") problems.push(`fixture_status_unavailable: ${tool.name} is a read tool; status checks are for writes`);
+      else if (!tool.hasStatus) problems.push(`fixture_status_unavailable: ${tool.name} has no status check (a function package defines status(); an MCP server advertises caplo/status)`);
+    }
+    if (tool && fixture.status && problems.length === 0) {
+      const invocationId = `fixture-${randomUUID()}`;
+      const started = performance.now();
+      const outcome = await runner.checkStatus({
+        packageVersionId: version.id,
+        tool: tool.name,
+        ...(fixture.status.operationRef !== undefined && { operationRef: fixture.status.operationRef }),
+        context: { ...fixture.context, invocationId, secrets: secrets.values },
+      });
+      const lines = options.logStore.read(invocationId).flatMap((record) => record.logs);
+      problems.push(...checkStatusExpectations(fixture.expect, outcome, lines));
+      run.detail = ` (${tool.name}, status → ${outcome.outcome}, ${Math.round(performance.now() - started)} ms, ${invocationId})`;
+      run.logs = lines.map(formatLine);
+    } else if (tool && problems.length === 0) {
+      const invocationId = `fixture-${randomUUID()}`;
+      const idempotencyKey = tool.policy.effect === "write" ? (fixture.context.idempotencyKey ?? `fixture-${randomUUID()}`) : undefined;
+      const result = await runner.call({
+        packageVersionId: version.id,
+        tool: tool.name,
+        args: fixture.input ?? {},
+        context: { ...fixture.context, invocationId, secrets: secrets.values, ...(idempotencyKey && { idempotencyKey }) },
+      });
+      problems.push(...checkExpectations(fixture.expect, result));
+      run.detail = ` (${tool.name}, ${tool.policy.effect}${result.outcome ? ` → ${result.outcome.outcome}` : ""}, ${result.durationMs} ms, ${invocationId})`;
+      run.logs = result.logs.map(formatLine);
+    }
+  }
+  if (run.problems.length > 0) run.state = "failed";
+  return run;
+}
