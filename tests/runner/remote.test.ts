@@ -188,9 +188,13 @@ describe("review and publish", () => {
       const runner = new CaploToolRunner({});
       const drifts: unknown[] = [];
       await runner.addTarget(remoteTarget(published.version, { authorization: TOKEN, ...local, onDrift: (drift) => drifts.push(drift) }));
-      const changed = await runner.call({ packageVersionId: published.version.id, tool: "find_customer", args: { mail: "a@b.co" }, context: { invocationId: "r1", secrets: {} } });
+      // The server's new arguments are not the reviewed ones: refused by the reviewed schema.
+      const unreviewedArgs = await runner.call({ packageVersionId: published.version.id, tool: "find_customer", args: { mail: "a@b.co" }, context: { invocationId: "r0", secrets: {} } });
+      expect(unreviewedArgs.modelText).toContain("/email");
+      // Reviewed arguments: the tool changed on the server, so it is refused before anything is sent.
+      const changed = await runner.call({ packageVersionId: published.version.id, tool: "find_customer", args: { email: "a@b.co" }, context: { invocationId: "r1", secrets: {} } });
       expect(changed.isError).toBe(true);
-      expect(changed.modelText).toContain("does not exist");
+      expect(changed.modelText).toContain("remote_tool_changed: the server changed find_customer");
       const added = await runner.call({ packageVersionId: published.version.id, tool: "export_all", args: {}, context: { invocationId: "r2", secrets: {} } });
       expect(added.isError).toBe(true);
       expect(drifts).toHaveLength(1);

@@ -4,6 +4,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { AGENT_NAME_PATTERN, TOOL_REF_PATTERN, type AgentIssue, type Release } from "@caplo/shared";
 import { agentJsonSchemaText, createRelease, FileReleaseStore, loadAgentFile, parseAgentYaml } from "../agents/index.ts";
+import { readRemoteVersionFile, remotePackageVersion } from "../remote/remotePin.ts";
 
 /** Where releases are kept unless --store or CAPLO_RELEASES_DIR says otherwise. */
 export const DEFAULT_RELEASES_DIR = ".caplo/releases";
@@ -24,7 +25,8 @@ export const publish = {
   help: `caplo agent publish FILE --packages DIR... [--store DIR] [--json]
 
 Publishes an agent as an immutable release. Each --packages DIR is a tool package folder, built now
-(the same build as caplo tool build), or a built version's JSON file. Every package/tool the agent
+(the same build as caplo tool build), a built version's JSON file, or a remote MCP server version file
+(caplo remote publish; the release pins its id, and serving reads it from that file). Every package/tool the agent
 lists must resolve to exactly one of them. The release pins those exact package version ids and is
 content-hashed: publishing the same agent with the same package versions again changes nothing.
 A new package version reaches customers only through a new release.
@@ -214,7 +216,13 @@ export async function runPublish(args: string[], io: Io, env: Record<string, str
 async function loadVersion(source: string): Promise<{ ok: true; version: unknown } | { ok: false; issues: AgentIssue[] }> {
   if (source.endsWith(".json")) {
     try {
-      return { ok: true, version: JSON.parse(await readFile(source, "utf8")) };
+      const data: unknown = JSON.parse(await readFile(source, "utf8"));
+      // A published remote MCP server version (caplo remote publish): pinned like a package version.
+      if (data !== null && typeof data === "object" && (data as { kind?: unknown }).kind === "remote-mcp") {
+        const read = await readRemoteVersionFile(source);
+        return read.ok ? { ok: true, version: remotePackageVersion(read.version, source) } : { ok: false, issues: [read.error] };
+      }
+      return { ok: true, version: data };
     } catch (error) {
       return { ok: false, issues: [{ code: "package_version_unreadable", path: "", message: `cannot read a built version from it: ${(error as Error).message}` }] };
     }

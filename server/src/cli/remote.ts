@@ -3,7 +3,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { secretValues } from "../runner/fixtures.ts";
+import { EFFECT_OUTCOME_CAPABILITY, OPERATION_STATUS_CAPABILITY } from "@caplo/shared";
 import {
+  advertises,
   connectRemote,
   driftOf,
   formatReview,
@@ -25,6 +27,8 @@ export const help = `Usage:
   caplo remote publish FILE [--out DIR]
       Publish the reviewed tools as an immutable version (DIR default .caplo/remote), named by the
       content hash of the reviewed tools and schemas. Refused if a reviewed tool changed since review.
+      An agent uses it by listing its tools (NAME/tool) and giving the version file to
+      caplo agent publish --packages; calls go over the transport the tools were listed over.
   caplo remote check VERSION.json
       Report tools added, changed or removed on the server since the version; exit 1 on any drift.
 
@@ -51,7 +55,11 @@ async function listing(endpoint: RemoteEndpoint) {
   const connected = await connectRemote(endpoint);
   if (!connected.ok) throw new Error(`${connected.error.code}: ${connected.error.message}`);
   try {
-    return { tools: await listRemoteTools(connected.client), transport: connected.transport };
+    return {
+      tools: await listRemoteTools(connected.client),
+      transport: connected.transport,
+      facts: { effectOutcomes: advertises(connected.client, EFFECT_OUTCOME_CAPABILITY), operationStatus: advertises(connected.client, OPERATION_STATUS_CAPABILITY) },
+    };
   } finally {
     await connected.client.close().catch(() => undefined);
   }
@@ -71,7 +79,7 @@ export async function run(args: string[]): Promise<number> {
       const endpoint = endpointFor(target, secret, args);
       if (typeof endpoint === "string") return (console.error(endpoint), 2);
       const listed = await listing(endpoint);
-      const review = newReview(name, target, listed.tools, secret);
+      const review = newReview(name, target, listed.tools, secret, listed.transport);
       const file = option(args, "--out") ?? `${name}.review.yaml`;
       writeFileSync(file, formatReview(review));
       console.log(`${listed.tools.length} tools listed over ${listed.transport}; review them in ${file}`);
@@ -83,8 +91,10 @@ export async function run(args: string[]): Promise<number> {
         for (const error of parsed.errors) console.error(`${error.code} ${error.path}: ${error.message}`);
         return 2;
       }
-      const endpoint = endpointFor(parsed.review.url, parsed.review.authorizationSecret, args);
-      if (typeof endpoint === "string") return (console.error(endpoint), 2);
+      const found = endpointFor(parsed.review.url, parsed.review.authorizationSecret, args);
+      if (typeof found === "string") return (console.error(found), 2);
+      // Listed again over the transport it was reviewed over (a review from before transports were recorded: either).
+      const endpoint: RemoteEndpoint = { ...found, ...(parsed.review.transport && { transport: parsed.review.transport }) };
       const listed = await listing(endpoint);
       if (sub === "review") {
         const { review, changes } = mergeReview(parsed.review, listed.tools);
@@ -95,7 +105,7 @@ export async function run(args: string[]): Promise<number> {
         if (!changes.added.length && !changes.changed.length && !changes.removed.length) console.log("No changes on the server.");
         return 0;
       }
-      const published = publishRemote(parsed.review, listed.tools);
+      const published = publishRemote(parsed.review, listed.tools, new Date(), listed.facts);
       if (!published.ok) {
         for (const error of published.errors) console.error(`${error.code} ${error.path}: ${error.message}`);
         return 1;
@@ -110,8 +120,9 @@ export async function run(args: string[]): Promise<number> {
     }
     if (sub === "check" && target) {
       const version = remoteVersionSchema.parse(JSON.parse(readFileSync(target, "utf8")));
-      const endpoint = endpointFor(version.url, version.authorizationSecret, args);
-      if (typeof endpoint === "string") return (console.error(endpoint), 2);
+      const found = endpointFor(version.url, version.authorizationSecret, args);
+      if (typeof found === "string") return (console.error(found), 2);
+      const endpoint: RemoteEndpoint = { ...found, ...(version.transport && { transport: version.transport }) };
       const drift = driftOf(version, (await listing(endpoint)).tools);
       for (const name of drift.added) console.log(`+ ${name}: new on the server, not exposed until reviewed`);
       for (const name of drift.changed) console.log(`~ ${name}: changed on the server, not exposed until reviewed again`);

@@ -13,10 +13,14 @@ export type RemoteEndpoint = {
   authorization?: string;
   /** Operator-only: allow http and private/loopback addresses (local development and tests). */
   allowPrivateNetwork?: boolean;
+  /** Only this transport (what the version was reviewed over); absent: Streamable HTTP, then SSE. */
+  transport?: RemoteTransport;
 };
 
+export type RemoteTransport = "streamable-http" | "sse";
+
 export type RemoteProblem = { code: string; path: string; message: string };
-export type Connected = { ok: true; client: Client; transport: "streamable-http" | "sse" } | { ok: false; error: RemoteProblem };
+export type Connected = { ok: true; client: Client; transport: RemoteTransport } | { ok: false; error: RemoteProblem };
 
 /** An Authorization header value: the secret as given when it names its scheme, else a Bearer token. */
 export function authorizationHeader(secret: string): string {
@@ -63,7 +67,7 @@ function newClient(): Client {
   return new Client({ name: "caplo-remote", version: "1.0.0" }, { capabilities: {} });
 }
 
-/** Connects, trying Streamable HTTP and then SSE. */
+/** Connects, trying Streamable HTTP and then SSE (or only the endpoint's transport when it names one). */
 export async function connectRemote(endpoint: RemoteEndpoint): Promise<Connected> {
   const problem = await checkRemoteUrl(endpoint);
   if (problem) return { ok: false, error: problem };
@@ -71,12 +75,15 @@ export async function connectRemote(endpoint: RemoteEndpoint): Promise<Connected
   const requestInit: RequestInit = endpoint.authorization ? { headers: { authorization: authorizationHeader(endpoint.authorization) } } : {};
   const streamable = newClient();
   let firstError: unknown;
-  try {
-    await streamable.connect(new StreamableHTTPClientTransport(url, { requestInit }), { timeout: 15_000 });
-    return { ok: true, client: streamable, transport: "streamable-http" };
-  } catch (error) {
-    firstError = error;
-    await streamable.close().catch(() => undefined);
+  if (endpoint.transport !== "sse") {
+    try {
+      await streamable.connect(new StreamableHTTPClientTransport(url, { requestInit }), { timeout: 15_000 });
+      return { ok: true, client: streamable, transport: "streamable-http" };
+    } catch (error) {
+      firstError = error;
+      await streamable.close().catch(() => undefined);
+    }
+    if (endpoint.transport === "streamable-http") return { ok: false, error: failure(endpoint, firstError, undefined) };
   }
   const sse = newClient();
   try {
@@ -92,11 +99,17 @@ export async function connectRemote(endpoint: RemoteEndpoint): Promise<Connected
     return { ok: true, client: sse, transport: "sse" };
   } catch (error) {
     await sse.close().catch(() => undefined);
-    if (redirected(firstError) || redirected(error)) {
-      return { ok: false, error: { code: "remote_redirect", path: "/url", message: `${endpoint.url} redirects to another origin, which is never followed: list, review and publish the URL it points to instead` } };
-    }
-    const message = `${(firstError as Error)?.message ?? firstError}; SSE: ${(error as Error)?.message ?? error}`;
-    const unauthorized = /401|403|unauthori[sz]ed|forbidden/i.test(message);
-    return { ok: false, error: { code: unauthorized ? "remote_unauthorized" : "remote_unreachable", path: "/url", message: `could not connect to ${endpoint.url}: ${message}` } };
+    return { ok: false, error: failure(endpoint, firstError, error) };
   }
+}
+
+/** Why a connection failed, by code: a redirect, a refused authorization, or anything else. */
+function failure(endpoint: RemoteEndpoint, streamableError: unknown, sseError: unknown): RemoteProblem {
+  if (redirected(streamableError) || redirected(sseError)) {
+    return { code: "remote_redirect", path: "/url", message: `${endpoint.url} redirects to another origin, which is never followed: list, review and publish the URL it points to instead` };
+  }
+  const describe = (error: unknown) => (error as Error)?.message ?? String(error);
+  const message = [streamableError !== undefined && describe(streamableError), sseError !== undefined && `SSE: ${describe(sseError)}`].filter(Boolean).join("; ");
+  const unauthorized = /401|403|unauthori[sz]ed|forbidden/i.test(message);
+  return { code: unauthorized ? "remote_unauthorized" : "remote_unreachable", path: "/url", message: `could not connect to ${endpoint.url}: ${message}` };
 }

@@ -43,6 +43,8 @@ export const reviewSchema = z.strictObject({
   url: z.string().url(),
   /** The secret whose value is sent as the Authorization header. */
   authorizationSecret: z.string().regex(SECRET_NAME_PATTERN).optional(),
+  /** The transport the tools were listed over; a published version is called over it only. */
+  transport: z.enum(["streamable-http", "sse"]).optional(),
   tools: z.array(reviewedToolSchema).max(64),
 });
 export type Review = z.output<typeof reviewSchema>;
@@ -50,13 +52,14 @@ export type ReviewedTool = z.output<typeof reviewedToolSchema>;
 export type ReviewProblem = { code: string; path: string; message: string };
 
 /** A fresh review of a listing: every tool unreviewed. */
-export function newReview(name: string, url: string, listed: ListedTool[], authorizationSecret?: string): Review {
+export function newReview(name: string, url: string, listed: ListedTool[], authorizationSecret?: string, transport?: "streamable-http" | "sse"): Review {
   return {
     apiVersion: "v1",
     kind: "RemoteMcpReview",
     name,
     url,
     ...(authorizationSecret && { authorizationSecret }),
+    ...(transport && { transport }),
     tools: listed.map((tool) => ({ name: tool.name, ...(tool.description && { description: tool.description }), schemaHash: schemaHash(tool), effect: "unreviewed" as const, timeoutSeconds: 10 })),
   };
 }

@@ -1,28 +1,34 @@
-// A published remote MCP server version as a runner target: calls go over its URL through the same
-// validation, limits and outcome mapping as packages. On connect, and when the server says its tool
-// list changed, the tools are listed again; a tool that changed or vanished is no longer exposed.
+// A published remote MCP server version as a runner target: calls go over its URL (the transport it was
+// reviewed over) through the same validation, limits and outcome mapping as packages, with the
+// authorization header from the call's secrets. Before each call the tools are listed again; a tool
+// that changed or vanished since review is refused.
+import { createHash } from "node:crypto";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { EFFECT_OUTCOME_CAPABILITY, type BuiltTool } from "@caplo/shared";
+import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import { EFFECT_OUTCOME_CAPABILITY } from "@caplo/shared";
 import type { CallRoute } from "../runner/packageProcess.ts";
 import type { Session, Target } from "../runner/toolRunner.ts";
 import { connectRemote, type RemoteEndpoint } from "./remoteConnection.ts";
-import { driftOf, exposedTools, type Drift, type RemoteVersion } from "./remoteVersion.ts";
+import { driftOf, type Drift, type RemoteVersion } from "./remoteVersion.ts";
 import type { ListedTool } from "./remoteReview.ts";
 
 export type RemoteTargetOptions = {
-  /** The authorization secret's value from the workspace's secret store, if the version names one. */
+  /**
+   * A fixed authorization value (the CLI and tests). Without it the value is taken per call from the
+   * call's secrets under the version's authorizationSecret name (the workspace's secret store).
+   */
   authorization?: string;
   allowPrivateNetwork?: boolean;
-  /** Told whenever the server's tools drift from the published version. */
+  /** Told whenever the server's tools drift from the published version (once per different drift). */
   onDrift?: (drift: Drift) => void;
 };
 
-export async function listRemoteTools(client: Client): Promise<ListedTool[]> {
+export async function listRemoteTools(client: Client, options?: RequestOptions): Promise<ListedTool[]> {
   const tools: ListedTool[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.listTools(cursor ? { cursor } : {});
+    const page = await client.listTools(cursor ? { cursor } : {}, options);
     for (const tool of page.tools) {
       tools.push({ name: tool.name, ...(tool.description && { description: tool.description }), inputSchema: tool.inputSchema as Record<string, unknown>, ...(tool.outputSchema && { outputSchema: tool.outputSchema as Record<string, unknown> }) });
     }
@@ -31,54 +37,99 @@ export async function listRemoteTools(client: Client): Promise<ListedTool[]> {
   return tools;
 }
 
-export function remoteTarget(version: RemoteVersion, options: RemoteTargetOptions = {}): Target {
-  let exposed: BuiltTool[] = [];
-  let effectOutcomes = false;
-  let session: Promise<Session> | undefined;
-  const endpoint: RemoteEndpoint = { url: version.url, ...(options.authorization && { authorization: options.authorization }), ...(options.allowPrivateNetwork && { allowPrivateNetwork: true }) };
+/** Whether the connected server advertises an experimental capability object (EFFECT_OUTCOME_CAPABILITY...). */
+export function advertises(client: Client, capability: Record<string, unknown>): boolean {
+  return Object.keys(capability).some((key) => key in (client.getServerCapabilities()?.experimental ?? {}));
+}
 
-  const refresh = async (client: Client) => {
-    const listed = await listRemoteTools(client);
-    exposed = exposedTools(version, listed);
+/** Sessions kept per authorization value at most: a rotated secret opens a new one, the oldest is closed. */
+const SESSIONS_MAX = 2;
+
+/**
+ * A published remote version as a runner target. Every call first lists the server's tools again: a
+ * published tool whose description or schemas changed since review, or that the server no longer lists,
+ * is refused before anything is sent (the model is told it changed and must be reviewed again).
+ */
+export function remoteTarget(version: RemoteVersion, options: RemoteTargetOptions = {}): Target {
+  let liveEffectOutcomes = false;
+  let reported = "";
+  // One connection per authorization value, so each call is sent with the value its secrets hold.
+  const sessions = new Map<string, Promise<Session>>();
+
+  const noteDrift = (listed: ListedTool[]): Drift => {
     const drift = driftOf(version, listed);
-    if (drift.added.length || drift.changed.length || drift.removed.length) options.onDrift?.(drift);
+    const key = JSON.stringify(drift);
+    if (drift.added.length || drift.changed.length || drift.removed.length) {
+      if (key !== reported) options.onDrift?.(drift);
+    }
+    reported = key;
+    return drift;
   };
 
-  const open = async (): Promise<Session> => {
+  const open = async (key: string, authorization: string | undefined): Promise<Session> => {
+    const endpoint: RemoteEndpoint = {
+      url: version.url,
+      ...(authorization !== undefined && { authorization }),
+      ...(options.allowPrivateNetwork && { allowPrivateNetwork: true }),
+      ...(version.transport && { transport: version.transport }),
+    };
     const connected = await connectRemote(endpoint);
     if (!connected.ok) throw new Error(`${connected.error.code}: ${connected.error.message}`);
     const client = connected.client;
-    const routes = new Map<string, CallRoute>();
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void refresh(client).catch(() => undefined));
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void listRemoteTools(client).then(noteDrift, () => undefined));
     client.onclose = () => {
-      session = undefined;
+      sessions.delete(key);
     };
-    // Outcome metadata is trusted only from a server that advertises the capability, as for packages.
-    effectOutcomes = Object.keys(EFFECT_OUTCOME_CAPABILITY).some((key) => key in (client.getServerCapabilities()?.experimental ?? {}));
-    await refresh(client);
-    return { client, routes, recover: async () => undefined };
+    // Outcome metadata is trusted only from a server that advertises the capability, as for packages,
+    // and (for a version that recorded it) only if it did when the version was reviewed and published.
+    liveEffectOutcomes = advertises(client, EFFECT_OUTCOME_CAPABILITY);
+    return { client, routes: new Map<string, CallRoute>(), recover: async () => undefined };
   };
 
   return {
     id: version.id,
-    get tools() {
-      return exposed;
-    },
+    tools: version.tools,
     get effectOutcomes() {
-      return effectOutcomes;
+      return liveEffectOutcomes && version.effectOutcomes !== false;
     },
+    // Secrets are never sent to a remote server in the call's context: only its authorization header.
     secretNames: [],
-    session: () => {
-      session ??= open().catch((error: unknown) => {
-        session = undefined;
-        throw error;
-      });
+    session: (_waitMs, secrets) => {
+      let authorization = options.authorization;
+      if (authorization === undefined && version.authorizationSecret !== undefined) {
+        authorization = secrets?.[version.authorizationSecret];
+        if (authorization === undefined) {
+          return Promise.reject(new Error(`secret_missing: the authorization secret ${version.authorizationSecret} has no value in the workspace's secret store`));
+        }
+      }
+      const key = authorization === undefined ? "" : createHash("sha256").update(authorization).digest("hex");
+      let session = sessions.get(key);
+      if (!session) {
+        session = open(key, authorization).catch((error: unknown) => {
+          sessions.delete(key);
+          throw error;
+        });
+        sessions.set(key, session);
+        while (sessions.size > SESSIONS_MAX) {
+          const [oldest, stale] = sessions.entries().next().value!;
+          sessions.delete(oldest);
+          void stale.then((old) => old.client.close(), () => undefined).catch(() => undefined);
+        }
+      }
       return session;
     },
+    beforeCall: async (session, tool, timeoutMs) => {
+      const drift = noteDrift(await listRemoteTools(session.client, { timeout: timeoutMs }));
+      if (drift.changed.includes(tool)) {
+        return `remote_tool_changed: the server changed ${tool} (its description or schemas) since it was reviewed, so it is not called until it is reviewed again and a new version is published.`;
+      }
+      if (drift.removed.includes(tool)) return `remote_tool_gone: the server no longer lists ${tool}.`;
+      return undefined;
+    },
     close: async () => {
-      const current = await session?.catch(() => undefined);
-      session = undefined;
-      await current?.client.close().catch(() => undefined);
+      const current = [...sessions.values()];
+      sessions.clear();
+      await Promise.all(current.map((session) => session.then((open) => open.client.close(), () => undefined).catch(() => undefined)));
     },
   };
 }

@@ -13,6 +13,12 @@ export const remoteVersionSchema = z.object({
   name: z.string(),
   url: z.string(),
   authorizationSecret: z.string().optional(),
+  /** The transport it was reviewed over: calls use only this one. Absent in older versions: either. */
+  transport: z.enum(["streamable-http", "sse"]).optional(),
+  /** Whether the server advertised EFFECT_OUTCOME_CAPABILITY when published (outcome metadata trusted). */
+  effectOutcomes: z.boolean().optional(),
+  /** Whether the server advertised OPERATION_STATUS_CAPABILITY when published (writes get status checks). */
+  operationStatus: z.boolean().optional(),
   contentHash: z.string().regex(/^[0-9a-f]{64}$/),
   tools: z.array(builtToolSchema.extend({ schemaHash: z.string() })).min(1),
   /** Tools the server listed at review that the owner left unreviewed: known, not exposed, not drift. */
@@ -22,8 +28,27 @@ export const remoteVersionSchema = z.object({
 export type RemoteVersion = z.infer<typeof remoteVersionSchema>;
 export type RemoteTool = RemoteVersion["tools"][number];
 
+/** What the server advertised when the version was published (its capabilities). */
+export type RemoteServerFacts = { effectOutcomes?: boolean; operationStatus?: boolean };
+
+/** The content hash of a version: its name, URL, secret name, transport, capabilities, tools and unpublished names. */
+export function remoteContentHash(version: Pick<RemoteVersion, "name" | "url" | "authorizationSecret" | "transport" | "effectOutcomes" | "operationStatus" | "tools" | "unpublished">): string {
+  // Fields added later enter the material only when set, so earlier versions keep their ids.
+  const material = canonicalJson({
+    name: version.name,
+    url: version.url,
+    authorizationSecret: version.authorizationSecret ?? null,
+    ...(version.transport !== undefined && { transport: version.transport }),
+    ...(version.effectOutcomes !== undefined && { effectOutcomes: version.effectOutcomes }),
+    ...(version.operationStatus !== undefined && { operationStatus: version.operationStatus }),
+    tools: [...version.tools].sort((a, b) => a.name.localeCompare(b.name)),
+    unpublished: [...version.unpublished].sort(),
+  });
+  return createHash("sha256").update(material).digest("hex");
+}
+
 /** Freezes the reviewed tools of a review against the server's current listing. */
-export function publishRemote(review: Review, listed: ListedTool[], now = new Date()): { ok: true; version: RemoteVersion; skipped: string[] } | { ok: false; errors: ReviewProblem[] } {
+export function publishRemote(review: Review, listed: ListedTool[], now = new Date(), server: RemoteServerFacts = {}): { ok: true; version: RemoteVersion; skipped: string[] } | { ok: false; errors: ReviewProblem[] } {
   const errors: ReviewProblem[] = [];
   const tools: RemoteTool[] = [];
   const skipped: string[] = [];
@@ -57,23 +82,29 @@ export function publishRemote(review: Review, listed: ListedTool[], now = new Da
       inputSchema: current.inputSchema,
       ...(current.outputSchema && { outputSchema: current.outputSchema }),
       policy,
-      hasStatus: false,
+      // A write gets status checks (caplo/status) when the server advertised operation status.
+      hasStatus: reviewed.effect === "write" && server.operationStatus === true,
       schemaHash: reviewed.schemaHash,
     });
   });
   if (errors.length) return { ok: false, errors };
   if (tools.length === 0) return { ok: false, errors: [{ code: "remote_nothing_reviewed", path: "/tools", message: "no tool is reviewed as read or write" }] };
-  const material = canonicalJson({ name: review.name, url: review.url, authorizationSecret: review.authorizationSecret ?? null, tools: [...tools].sort((a, b) => a.name.localeCompare(b.name)), unpublished: [...skipped].sort() });
-  const contentHash = createHash("sha256").update(material).digest("hex");
+  const facts = {
+    name: review.name,
+    url: review.url,
+    ...(review.authorizationSecret && { authorizationSecret: review.authorizationSecret }),
+    ...(review.transport && { transport: review.transport }),
+    ...(server.effectOutcomes !== undefined && { effectOutcomes: server.effectOutcomes }),
+    ...(server.operationStatus !== undefined && { operationStatus: server.operationStatus }),
+  };
+  const contentHash = remoteContentHash({ ...facts, tools, unpublished: skipped });
   return {
     ok: true,
     skipped,
     version: {
       id: `remote:${review.name}@sha256:${contentHash}`,
       kind: "remote-mcp",
-      name: review.name,
-      url: review.url,
-      ...(review.authorizationSecret && { authorizationSecret: review.authorizationSecret }),
+      ...facts,
       contentHash,
       tools,
       unpublished: skipped,

@@ -40,6 +40,8 @@ import { ProcessPool } from "./processPool.ts";
 import { probeIsolation, type SandboxMode } from "./sandbox.ts";
 import { validateAgainst } from "./schemaValidator.ts";
 import { makeRedactor } from "./secretRedaction.ts";
+import { isRemoteVersionId, loadPinnedRemote } from "../remote/remotePin.ts";
+import { remoteTarget } from "../remote/remoteTarget.ts";
 
 /** An error the runner reports by code (for load and configuration problems; calls return results). */
 export class RunnerError extends Error {
@@ -88,6 +90,11 @@ export type RunnerOptions = {
    */
   extraCaCerts?: string;
   logStore?: LogStore;
+  /**
+   * Operator-only, for local development and tests: remote MCP versions may be reached over http and at
+   * loopback or private addresses. Default from CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1. Never the default.
+   */
+  allowPrivateRemote?: boolean;
 };
 
 /** What a call needs from wherever the tools run: a connected MCP client and call routing. */
@@ -107,8 +114,13 @@ export type Target = {
   effectOutcomes: boolean;
   /** Secret names the target may receive. */
   secretNames: string[];
-  /** A connected session; `waitMs`: how long a package version may wait for a free process place. */
-  session: (waitMs?: number) => Promise<Session>;
+  /**
+   * A connected session; `waitMs`: how long a package version may wait for a free process place;
+   * `secrets`: the call's secret values (a remote version takes its authorization header from them).
+   */
+  session: (waitMs?: number, secrets?: Record<string, string>) => Promise<Session>;
+  /** Checked once the session is open, before the tool is called: a refusal message, or undefined to call it. */
+  beforeCall?: (session: Session, tool: string, timeoutMs: number) => Promise<string | undefined>;
   close: () => Promise<void>;
 };
 
@@ -211,6 +223,7 @@ export class CaploToolRunner implements ToolRunner {
 
   async load(version: PackageVersion): Promise<void> {
     if (this.targets.has(version.id)) return;
+    if (isRemoteVersionId(version.id)) return this.loadRemote(version);
     if (this.sandboxMode === "unavailable") throw new RunnerError("sandbox_unavailable", this.sandboxNote);
     const node = this.options.node ?? (() => {
       const found = findNode24();
@@ -263,6 +276,19 @@ export class CaploToolRunner implements ToolRunner {
       }
     }
     this.targets.set(version.id, target);
+  }
+
+  /**
+   * A remote MCP server version a release pinned: its frozen version file must hash to the pinned id and
+   * hold the pinned tools. Nothing is connected yet: the authorization header comes with each call's
+   * secrets, so the first call connects (over the reviewed transport).
+   */
+  private async loadRemote(version: PackageVersion): Promise<void> {
+    const pinned = await loadPinnedRemote(version);
+    if (!pinned.ok) throw new RunnerError(pinned.error.code, pinned.error.message, pinned.error.path);
+    const allowPrivateNetwork = this.options.allowPrivateRemote ?? process.env.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK === "1";
+    if (this.targets.has(version.id)) return;
+    this.targets.set(version.id, remoteTarget(pinned.version, { ...(allowPrivateNetwork && { allowPrivateNetwork }) }));
   }
 
   /** The host module (and preload) packages run with; see RunnerOptions.hostModule. */
@@ -343,9 +369,19 @@ export class CaploToolRunner implements ToolRunner {
     const timeoutMs = policy.timeoutSeconds * 1000;
     let session: Session;
     try {
-      session = await target.session(timeoutMs);
+      session = await target.session(timeoutMs, request.context.secrets);
     } catch (error) {
       return refuse(`The tool could not be started: ${describeError(error)}`);
+    }
+    // A remote version lists its tools again first: a tool changed since review is not called.
+    if (target.beforeCall) {
+      let refusal: string | undefined;
+      try {
+        refusal = await target.beforeCall(session, tool.name, timeoutMs);
+      } catch (error) {
+        refusal = `The tool's server could not list its tools: ${describeError(error)}`;
+      }
+      if (refusal !== undefined) return refuse(refusal);
     }
 
     const deadline = new Date(Date.now() + timeoutMs);
@@ -488,7 +524,7 @@ export class CaploToolRunner implements ToolRunner {
     if (!tool.hasStatus) return record({ outcome: "unknown", reason: "the tool has no status check" });
     let session: Session;
     try {
-      session = await target.session(tool.policy.timeoutSeconds * 1000);
+      session = await target.session(tool.policy.timeoutSeconds * 1000, request.context.secrets);
     } catch (error) {
       return record({ outcome: "unknown", reason: `the tool could not be started: ${describeError(error)}` });
     }
