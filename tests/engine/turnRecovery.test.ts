@@ -124,6 +124,21 @@ describe("taking over the turns of a lost node", () => {
     expect(await h.store.listOwedTurns("node-test", 10)).toEqual([]);
   });
 
+  it("a turn taken over while it ran (its node stalled) stops at its next step: the node that took it over answers, not both", async () => {
+    h = await engineHarness({ rules: [{ when: "reach", replies: [{ toolCalls: [{ name: "shop__contact", args: {} }] }, { text: "late: {{tool}}" }] }] });
+    const turn = h.say("please reach me");
+    // The turn waits inside its read for the customer's answer; meanwhile another node takes the turn over.
+    let question;
+    while (!(question = (await h.ofType("question"))[0])) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await h.store.claimOwedTurns("node-test", "node-other", 10)).toMatchObject([{ conversationId: h.conversation.id, nodeId: "node-other" }]);
+    await h.engine.handle(h.conversation.id, "owner-1", { type: "answer", elicitationId: question.elicitationId, action: "accept", content: { email: "a@b.example" } });
+    expect(await turn).toEqual({ ok: true });
+    // The read's result is kept, but this node asks the model nothing more and leaves the turn to its new owner.
+    expect((await h.ofType("text")).filter((event) => event.from === "agent")).toEqual([]);
+    expect(await roles()).toEqual(["user", "assistant", "tool"]);
+    expect(await h.store.listOwedTurns("node-other", 10)).toMatchObject([{ conversationId: h.conversation.id }]);
+  });
+
   it("a message answered normally owes nothing afterwards", async () => {
     h = await engineHarness({ rules: [{ when: "hello", replies: [{ text: "Hi!" }] }] });
     await h.say("hello");

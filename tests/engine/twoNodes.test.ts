@@ -121,6 +121,38 @@ describe("two nodes, one PostgreSQL store", () => {
     expect(backend.invocations.filter((call) => call.tool === "cancel_order" && ["SO-8101", "SO-8102"].includes(String(call.args.orderId)))).toEqual([]);
   });
 
+  it("both nodes taking over a lost node at once run each turn it owed once", async () => {
+    const [a, b] = nodes as [Node, Node];
+    const lost = `node-lost-${randomBytes(3).toString("hex")}`;
+    const conversations = [];
+    // The lost node stored each customer's message (owing its turn) and died before its model answered.
+    for (let index = 0; index < 4; index++) {
+      const conversation = await a.engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: WEB, ownerId: "owner" });
+      await a.store.append(conversation.id, { events: [{ type: "text", id: `m_lost_${index}`, from: "customer", text: "hello?" }], transcript: [{ role: "user", content: "hello?" }], owedBy: lost }, clock.now);
+      conversations.push(conversation);
+    }
+    modelOverride = {
+      id: "test:answer",
+      async *stream() {
+        yield { type: "text-delta", text: "Hello again." };
+        yield { type: "finish", reason: "stop" };
+      },
+    };
+    try {
+      const claimed = await Promise.all([a.engine.recoverTurns(lost), b.engine.recoverTurns(lost), a.engine.recoverTurns(lost), b.engine.recoverTurns(lost)]);
+      expect(claimed.reduce((sum, count) => sum + count, 0)).toBe(4);
+      await Promise.all([a.engine.idle(), b.engine.idle()]);
+    } finally {
+      modelOverride = undefined;
+    }
+    for (const conversation of conversations) {
+      const replies = (await a.store.listEvents(conversation.id, 0)).map((event) => event.message).filter((message) => message.type === "text" && message.from === "agent");
+      expect(replies.map((reply) => reply.type === "text" && reply.text)).toEqual(["Hello again."]);
+      expect((await a.store.listTranscript(conversation.id)).map((entry) => entry.message.role)).toEqual(["user", "assistant"]);
+    }
+    for (const node of ["node-a", "node-b", lost]) expect(await a.store.listOwedTurns(node, 10)).toEqual([]);
+  });
+
   it("a due status check is run by one node only", async () => {
     const [a, b] = nodes as [Node, Node];
     const conversation = await a.engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: WEB, ownerId: "owner" });

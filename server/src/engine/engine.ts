@@ -539,7 +539,7 @@ export class Engine {
       owedBy: this.nodeId,
     });
     const seq = transcript[0]!.seq;
-    if (!conversation.handoff) await this.runTurn(conversation, true); // the team holds it: the agent stays silent
+    if (!conversation.handoff) await this.runTurn(conversation, true, seq); // the team holds it: the agent stays silent
     // A turn that ended by throwing (the store away) stays owed, for a restart or a survivor.
     await this.store.finishTurn(conversationId, this.nodeId, seq);
     return { ok: true };
@@ -606,7 +606,7 @@ export class Engine {
     await this.flushCarry(conversationId, carry);
     if (!finished) {
       const current = (await this.store.getConversation(conversationId))!;
-      if (!current.handoff) await this.runTurn(current);
+      if (!current.handoff) await this.runTurn(current, true, seq);
     }
     await this.store.finishTurn(conversationId, this.nodeId, seq);
   }
@@ -731,7 +731,7 @@ export class Engine {
    * a read's progress end and result, the tool entry) are stored in one transaction before anything acts
    * on them; `fresh` says the caller's record was read in the transaction that stored the customer's input.
    */
-  private async runTurn(conversation: ConversationRecord, fresh = false): Promise<void> {
+  private async runTurn(conversation: ConversationRecord, fresh = false, owedSeq?: number): Promise<void> {
     const release = this.releaseOf(conversation);
     if (!release) return;
     const model = this.modelFor(release);
@@ -744,6 +744,12 @@ export class Engine {
         const stored = await this.flushCarry(conversation.id, carry);
         const current = stored?.conversation ?? (step === 0 && fresh ? conversation : (await this.store.getConversation(conversation.id))!);
         if (current.handoff) return;
+        // The turn owed to a customer message stops once it is no longer this node's: this node stalled and
+        // another took it over, or a newer message on another node owes the next turn (which sees this one's steps).
+        if (owedSeq !== undefined && (current.owedTurn?.nodeId !== this.nodeId || current.owedTurn.seq !== owedSeq)) {
+          this.log("warn", "a turn no longer owed by this node stops", { conversationId: conversation.id, owedTurn: current.owedTurn });
+          return;
+        }
         const transcript = await this.transcriptOf(current);
         const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
         const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcriptWindow(transcript.messages, this.transcriptBudget(), transcript.earlier)];

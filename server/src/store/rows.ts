@@ -67,6 +67,7 @@ export function toConversation(row: Row): ConversationRecord {
     createdAt: num(row.created_at),
     lastSeq: num(row.last_seq),
     lastTranscriptSeq: num(row.last_transcript_seq),
+    owedTurn: row.turn_node === null || row.turn_node === undefined ? null : { nodeId: String(row.turn_node), seq: num(row.turn_seq) },
   };
 }
 

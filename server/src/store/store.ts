@@ -64,9 +64,11 @@ export type ConversationRecord = {
   lastSeq: number;
   /** The seq of the last transcript entry (0 for none): tells a cached transcript whether it is current. */
   lastTranscriptSeq: number;
+  /** The turn owed to the latest customer input, while it has not finished (AppendBatch.owedBy). */
+  owedTurn: { nodeId: string; seq: number } | null;
 };
 
-export type NewConversation = Omit<ConversationRecord, "lastSeq" | "lastTranscriptSeq" | "subject" | "handoff"> & {
+export type NewConversation = Omit<ConversationRecord, "lastSeq" | "lastTranscriptSeq" | "subject" | "handoff" | "owedTurn"> & {
   subject?: CallSubject | null;
 };
 
