@@ -195,6 +195,7 @@ describe("review and publish", () => {
       const changed = await runner.call({ packageVersionId: published.version.id, tool: "find_customer", args: { email: "a@b.co" }, context: { invocationId: "r1", secrets: {} } });
       expect(changed.isError).toBe(true);
       expect(changed.modelText).toContain("remote_tool_changed: the server changed find_customer");
+      expect(changed.logs).toEqual([expect.objectContaining({ level: "warn", message: expect.stringContaining("remote_tool_changed") })]);
       const added = await runner.call({ packageVersionId: published.version.id, tool: "export_all", args: {}, context: { invocationId: "r2", secrets: {} } });
       expect(added.isError).toBe(true);
       expect(drifts).toHaveLength(1);

@@ -381,7 +381,10 @@ export class CaploToolRunner implements ToolRunner {
       } catch (error) {
         refusal = `The tool's server could not list its tools: ${describeError(error)}`;
       }
-      if (refusal !== undefined) return refuse(refusal);
+      if (refusal !== undefined) {
+        logs.push({ level: "warn", message: refusal, at: new Date().toISOString() });
+        return refuse(refusal);
+      }
     }
 
     const deadline = new Date(Date.now() + timeoutMs);
