@@ -239,12 +239,19 @@ describe("caplo remote", () => {
       const flags = ["--allow-private-network"];
       expect(await remoteCli(["list", base, "--name", "crm", "--auth-secret", "CRM_TOKEN", "--out", file, ...flags])).toBe(0);
       expect(readFileSync(file, "utf8")).toContain("effect: unreviewed");
+      expect(readFileSync(file, "utf8")).toContain("transport: streamable-http");
+      const sseFile = join(dir, "oldcrm.review.yaml");
+      expect(await remoteCli(["list", sseBase, "--name", "oldcrm", "--auth-secret", "CRM_TOKEN", "--out", sseFile, ...flags])).toBe(0);
+      expect(readFileSync(sseFile, "utf8")).toContain("transport: sse");
       expect(await remoteCli(["publish", file, "--out", out, ...flags])).toBe(1);
       expect(lines.join("\n")).toContain("remote_nothing_reviewed");
       writeFileSync(file, readFileSync(file, "utf8").replace("effect: unreviewed", "effect: read"));
       expect(await remoteCli(["publish", file, "--out", out, ...flags])).toBe(0);
       const [versionFile] = readdirSync(out);
-      expect(JSON.parse(readFileSync(join(out, versionFile!), "utf8")).tools.map((tool: { name: string }) => tool.name)).toEqual(["find_customer"]);
+      const version = JSON.parse(readFileSync(join(out, versionFile!), "utf8"));
+      expect(version.tools.map((tool: { name: string }) => tool.name)).toEqual(["find_customer"]);
+      // What the server advertised when published (this one: neither capability), and the reviewed transport.
+      expect(version).toMatchObject({ transport: "streamable-http", effectOutcomes: false, operationStatus: false });
       expect(lines.join("\n")).toContain("not published (unreviewed): delete_customer");
       expect(await remoteCli(["check", join(out, versionFile!), ...flags])).toBe(0);
       config.extraTool = true;
