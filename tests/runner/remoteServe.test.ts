@@ -85,13 +85,12 @@ it("serve loads the remote version from the release and a conversation reads and
       { when: "redeem", replies: [{ toolCalls: [{ name: "crm__redeem", args: { email: "ana@example.com", points: 100 } }] }] },
     ]),
   );
-  const env = { CAPLO_SECRET_CRM_TOKEN: TOKEN };
+  // Loopback http is the operator's local-development allowance, set in serve's environment.
+  const env = { CAPLO_SECRET_CRM_TOKEN: TOKEN, CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK: "1" };
   const parsed = parseServeArgs(["--port", "0", "--agent", "loyalty", "--db", join(dir, "caplo.db"), "--releases", join(dir, "releases"), "--script", script], env);
   if (!parsed.ok) throw new Error(parsed.error.message);
-  // serve's own runner (no runner passed); loopback http is the operator's local-development allowance.
-  process.env.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK = "1";
+  // serve's own runner (no runner passed)
   const started = await startServe(parsed.options, () => undefined);
-  delete process.env.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK;
   if (!started.ok) throw new Error(started.error.message);
   try {
     const ws = new WebSocket(`${started.server.url.replace("http", "ws")}/v1/ws`, { origin: "https://site.example" });

@@ -63,6 +63,8 @@ Environment only:
                       (docs/channels.md); webhooks at /webhooks/<platform>; CAPLO_<PLATFORM>_AGENTS maps
                       each number/page/account to an agent, CAPLO_<PLATFORM>_AGENT for the rest (default:
                       the first)
+  CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1  local development only: remote MCP versions may be reached over
+                      http and at loopback or private addresses (never set it in production)
   CAPLO_PUBLIC_URL    this server's public https address: signed webhook URLs, and files sent to
                       messaging customers (without it a file is not sent and the customer is told)
   CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db); with a postgres:// store
@@ -304,7 +306,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     const { CaploToolRunner } = await import("../runner/toolRunner.ts");
     // Every invocation's record (log lines, secrets redacted) in a bounded file: `caplo tool logs --db DB`.
     const logStore = new JsonlLogStore(invocationLog.file, { maxBytes: invocationLog.maxBytes, onError: (error) => log(`invocation log not written: ${error.message}`) });
-    const sandboxed = new CaploToolRunner({ logStore });
+    const sandboxed = new CaploToolRunner({ logStore, allowPrivateRemote: options.env.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK === "1" });
     log(sandboxed.sandboxNote);
     log(`invocation logs: ${logStore.file} (at most ${invocationLog.maxBytes / 1024 / 1024} MiB)`);
     runner = sandboxed;
