@@ -173,6 +173,12 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   };
 }
 
+/** A failure thrown during start, as serve's coded error (its own code and path when it has them). */
+function startError(error: unknown, fallbackCode: string): ServeError {
+  const typed = error as { code?: string; path?: string; message?: string };
+  return { code: typed.code ?? fallbackCode, path: typed.path ?? "", message: typed.message ?? String(error) };
+}
+
 const isPostgres = (db: string) => /^postgres(ql)?:\/\//.test(db);
 
 /**
@@ -336,6 +342,16 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
   });
   let cluster: ClusterNode | undefined;
+  /** Stops what this start has started so far, last first: a start that fails part way leaves nothing running. */
+  const stopStarted = async () => {
+    await cluster?.stop();
+    await handoffDelivery?.stop();
+    await engine.stop();
+    await runner.close();
+    await store.close();
+    await bus.close();
+  };
+  const schema = (store as { schema?: string }).schema ?? "public";
   try {
     await engine.start();
     handoffDelivery?.start();
@@ -343,7 +359,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     if (isPostgres(options.db)) {
       cluster = await startClusterNode({
         databaseUrl: options.db,
-        schema: (store as { schema?: string }).schema ?? "public",
+        schema,
         nodeId: options.nodeId,
         ...(options.nodeLeaseMs !== undefined && { leaseMs: options.nodeLeaseMs }),
         recover: (lostNodeId) => engine.recover(lostNodeId),
@@ -352,13 +368,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
       log(`cluster: node ${options.nodeId}, liveness lease ${cluster.leaseMs} ms`);
     }
   } catch (error) {
-    await handoffDelivery?.stop();
-    await engine.stop();
-    await runner.close();
-    await store.close();
-    await bus.close();
-    const typed = error as { code?: string; path?: string; message?: string };
-    return { ok: false, error: { code: typed.code ?? "start_failed", path: typed.path ?? "", message: typed.message ?? String(error) } };
+    await stopStarted();
+    return { ok: false, error: startError(error, "start_failed") };
   }
   const gateway = new Gateway({
     engine,
@@ -371,12 +382,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   // Messaging channels configured by environment (docs/channels.md): their webhooks mount on this gateway.
   const channelSettings = readChannelSettings(options.env);
   if (!channelSettings.ok) {
-    await cluster?.stop();
-    await handoffDelivery?.stop();
-    await engine.stop();
-    await runner.close();
-    await store.close();
-    await bus.close();
+    await stopStarted();
     const first = channelSettings.errors[0]!;
     return { ok: false, error: { code: first.code, path: first.path, message: channelSettings.errors.map((error) => error.message).join("; ") } };
   }
@@ -388,7 +394,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   try {
     sharedChannelState =
       channelsOn && isPostgres(options.db)
-        ? await PostgresInboxStore.open({ connectionString: options.db, schema: (store as { schema?: string }).schema ?? "public", nodeId: options.nodeId })
+        ? await PostgresInboxStore.open({ connectionString: options.db, schema, nodeId: options.nodeId })
         : undefined;
     channels = !channelsOn
       ? undefined
@@ -401,23 +407,14 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
           file: options.env.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
         });
   } catch (error) {
-    // Nothing half-started is left behind: the channels' store, the node's lease and every process.
     try {
       sharedChannelState?.close();
     } catch {
       // already unusable
     }
-    await cluster?.stop();
-    await handoffDelivery?.stop();
-    await engine.stop();
-    await runner.close();
-    await store.close();
-    await bus.close();
-    const typed = error as { code?: string; path?: string; message?: string };
-    return {
-      ok: false,
-      error: { code: typed.code ?? "channels_unavailable", path: typed.path ?? "", message: `the messaging channels could not start: ${typed.message ?? String(error)}` },
-    };
+    await stopStarted();
+    const coded = startError(error, "channels_unavailable");
+    return { ok: false, error: { ...coded, message: `the messaging channels could not start: ${coded.message}` } };
   }
   if (channels) log(`channels: ${channels.platforms.join(", ")} (webhooks at /webhooks/<platform>)`);
   const address = await gateway.listen(options.port, options.host);
