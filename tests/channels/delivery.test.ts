@@ -26,6 +26,9 @@ afterEach(async () => {
 });
 const texts = (bench: Bench) => bench.received().map((m) => m.text);
 const conversationOf = async (bench: Bench) => (await bench.store.listBindings())[0]!.conversationId;
+/** An Instagram "hello again" stored straight in the inbox, as a webhook (this node's or another's) would have. */
+const storeInstagramHello = (bench: Bench, messageId: string) =>
+  bench.store.insertInbound({ platform: "instagram", messageId, event: JSON.stringify({ kind: "message", messageId, from: bench.customer, to: "105000000000001", timestamp: Date.now(), text: "hello again" }), receivedAt: Date.now() });
 
 describe("sending with retry and recorded failures", () => {
   it("WhatsApp: a 503 twice is retried with backoff and the message is sent once", async () => {
@@ -349,7 +352,7 @@ describe("restart", () => {
     bench.service.close();
     const sentBefore = bench.graph!.sent.length;
     // A row left in processing by a crash.
-    await bench.store.insertInbound({ platform: "instagram", messageId: "m_crashed", event: JSON.stringify({ kind: "message", messageId: "m_crashed", from: bench.customer, to: "105000000000001", timestamp: Date.now(), text: "hello again" }), receivedAt: Date.now() });
+    await storeInstagramHello(bench, "m_crashed");
     await bench.store.claimInbound(10);
     const restarted = new ChannelService({ store: bench.store, port: bench.port, adapters: [bench.adapter], retry: { attempts: 2, baseMs: 1, maxMs: 2 } });
     try {
@@ -376,7 +379,7 @@ describe("sweeping", () => {
     await bench.waitFor(() => texts(bench).includes("Hello there."), "the first reply");
     await bench.service.idle();
     // Stored as another node would have, with nothing to tell this service.
-    await bench.store.insertInbound({ platform: "instagram", messageId: "m_unnoticed", event: JSON.stringify({ kind: "message", messageId: "m_unnoticed", from: bench.customer, to: "105000000000001", timestamp: Date.now(), text: "hello again" }), receivedAt: Date.now() });
+    await storeInstagramHello(bench, "m_unnoticed");
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(texts(bench).filter((t) => t === "Hello there.")).toHaveLength(1); // nothing looks for it yet
     bench.service.startSweeping(20);
