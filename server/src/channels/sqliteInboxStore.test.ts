@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
-import { inboxSynchronous, SqliteInboxStore } from "./sqliteInboxStore.ts";
+import { sqliteSynchronous } from "../store/sqliteStore.ts";
+import { SqliteInboxStore } from "./sqliteInboxStore.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -40,9 +41,9 @@ describe("SqliteInboxStore", () => {
     expect([level(normal), level(full)]).toEqual([1, 2]);
     normal.close();
     full.close();
-    expect(inboxSynchronous({})).toBe("normal");
-    expect(inboxSynchronous({ CAPLO_SQLITE_SYNCHRONOUS: "full" })).toBe("full");
-    expect(() => inboxSynchronous({ CAPLO_SQLITE_SYNCHRONOUS: "fast" })).toThrow(/normal or full, not 'fast'/);
+    expect(sqliteSynchronous({})).toBe("normal");
+    expect(sqliteSynchronous({ CAPLO_SQLITE_SYNCHRONOUS: "full" })).toBe("full");
+    expect(() => sqliteSynchronous({ CAPLO_SQLITE_SYNCHRONOUS: "fast" })).toThrow(/normal or full, not 'fast'/);
   });
 
   it("stores a repeat of the same (platform, message id) once, and the same id on another platform separately", async () => {

@@ -48,8 +48,9 @@ export type SqliteStoreOptions = {
   synchronous?: "normal" | "full";
 };
 
-function synchronousFromEnvironment(): "normal" | "full" {
-  const value = process.env.CAPLO_SQLITE_SYNCHRONOUS;
+/** CAPLO_SQLITE_SYNCHRONOUS, the durability setting of every SQLite file Caplo writes (this store, the channels' inbox). */
+export function sqliteSynchronous(env: Record<string, string | undefined> = process.env): "normal" | "full" {
+  const value = env.CAPLO_SQLITE_SYNCHRONOUS;
   if (value === undefined || value === "" || value === "normal") return "normal";
   if (value === "full") return "full";
   throw new Error(`CAPLO_SQLITE_SYNCHRONOUS must be normal or full, not '${value}'`);
@@ -62,7 +63,7 @@ export class SqliteStore implements Store {
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.path = path;
-    const synchronous = options.synchronous ?? synchronousFromEnvironment();
+    const synchronous = options.synchronous ?? sqliteSynchronous();
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma("journal_mode = WAL");
