@@ -5,6 +5,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { StaticReleases } from "../../server/src/engine/release.ts";
 import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
+import type { InboxStore } from "../../server/src/channels/ports.ts";
+import type { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
 import { channelBench, PUBLIC_BASE, type Bench } from "./support.ts";
 
 const rules = [{ when: /invoice/i, replies: [{ toolCalls: [{ name: "shop__invoice", args: { orderId: ORDERS.applied } }] }, { text: "Here is your invoice." }] }];
@@ -58,5 +60,37 @@ describe("files on messaging channels", () => {
       "the history note",
     );
     expect(note.type === "text" && note.text).toContain("set CAPLO_PUBLIC_URL");
+  });
+
+  it("without a public address, an attempt repeated after a store failure does not alert or note the history twice", async () => {
+    // Each event's first attempt to record that it was sent fails once, so every event is handled twice.
+    const failedOnce = new Set<number>();
+    const storeFor = (store: SqliteInboxStore): InboxStore =>
+      new Proxy(store, {
+        get(target, prop) {
+          if (prop === "setCursor") {
+            return async (...args: Parameters<InboxStore["setCursor"]>) => {
+              if (!failedOnce.has(args[1])) {
+                failedOnce.add(args[1]);
+                throw new Error("database is locked");
+              }
+              return target.setCursor(...args);
+            };
+          }
+          const value = Reflect.get(target, prop, target) as unknown;
+          return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    b = await channelBench({ platform: "whatsapp", rules, publicUrl: null, storeFor });
+    const bench = b;
+    await bench.say("My invoice please");
+    await bench.waitFor(() => texts(bench).some((t) => /^The file .+\.pdf could not be sent here\.$/.test(t)), "the customer's notice");
+    await bench.service.idle();
+    await bench.h.engine.idle();
+    expect(failedOnce.size).toBeGreaterThan(1); // the store did fail, so the events were handled again
+    expect(bench.alerts.filter((alert) => alert.code === "file_unreachable")).toHaveLength(1);
+    const conversationId = (await bench.store.listBindings())[0]!.conversationId;
+    const notes = (await bench.h.events(conversationId)).filter((e) => e.type === "text" && e.from === "system" && e.id.startsWith("undelivered_"));
+    expect(notes).toHaveLength(1);
   });
 });

@@ -384,9 +384,13 @@ export class ChannelService {
    * team is told (send_failed).
    */
   async #outboundRetried(binding: Binding, event: ConversationEvent): Promise<void> {
+    // What the event becomes for this platform is decided once: an attempt after a store failure must not
+    // alert the team or note the history a second time for a file it cannot send.
+    let reached: Outbound | undefined;
+    const reach = (current: Binding, outbound: Outbound) => (reached ??= this.#reachable(current, outbound));
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#outbound(binding, event);
+        return await this.#outbound(binding, event, reach);
       } catch (error) {
         if (attempt >= OUTBOUND_ATTEMPTS || this.#closed) throw error;
         const pause = this.#drainRetry.first * 2 ** (attempt - 1);
@@ -396,11 +400,11 @@ export class ChannelService {
     }
   }
 
-  async #outbound(staleBinding: Binding, event: ConversationEvent): Promise<void> {
+  async #outbound(staleBinding: Binding, event: ConversationEvent, reach: (binding: Binding, outbound: Outbound) => Outbound): Promise<void> {
     const { platform, conversationId } = staleBinding;
     const binding = (await this.#store.findBinding(staleBinding)) ?? staleBinding;
     if (event.seq <= binding.cursor) return;
-    const outbound = this.#reachable(binding, event.outbound);
+    const outbound = reach(binding, event.outbound);
     await this.#bookkeep(conversationId, outbound);
     const adapter = this.#adapter(platform);
     const refs: ButtonRef[] = [];
