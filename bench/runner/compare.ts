@@ -4,12 +4,13 @@
 // OTHER_REPO_ROOT needs its node_modules and runtime/node24 (a hard-linked copy is enough:
 // `git archive REV | tar -x -C DIR; cp -al node_modules runtime DIR/`). Prints wall time (median,
 // p90) and the CPU time of the sandbox's processes (median) for each, and their ratios.
-import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { PackageVersion } from "@caplo/shared";
 import { buildPackage } from "../../server/src/build/index.ts";
 import { CaploToolRunner } from "../../server/src/runner/index.ts";
+import { groupCpuMs, percentile } from "./stats.ts";
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { cold: { type: "string", default: "15" } } });
 const other = positionals[0];
@@ -19,25 +20,6 @@ const COLD = Number(values.cold);
 type Runner = { load(version: PackageVersion): Promise<void>; unload(id: string): Promise<void>; close(): Promise<void>; processOf(id: string): Promise<{ pid?: number } | undefined> };
 const { CaploToolRunner: OtherRunner } = (await import(join(resolve(other), "server", "src", "runner", "index.ts"))) as { CaploToolRunner: new (options: object) => Runner };
 
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-/** CPU time (ms) of the processes in a process group, and of their reaped children, from /proc. */
-function groupCpuMs(pgid: number): number {
-  let ticks = 0;
-  for (const name of readdirSync("/proc")) {
-    if (!/^[0-9]+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks * 10;
-}
 
 const built = await buildPackage(join(import.meta.dirname, "package"));
 if (!built.ok) throw new Error(JSON.stringify(built.errors));

@@ -5,7 +5,7 @@
 // Cold starts are measured for the prebuilt host bundle (the default) and for sdk/src/host.ts (the path
 // without the bundle), interleaved in the same run, with the CPU time the sandbox's processes used
 // (wall time on a shared machine is noisy: compare the two, and see the load average printed).
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -14,6 +14,7 @@ import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { buildPackage } from "../../server/src/build/index.ts";
 import { CaploToolRunner } from "../../server/src/runner/index.ts";
 import { HOST_MODULE } from "../../server/src/runner/node24.ts";
+import { groupCpuMs, percentile } from "./stats.ts";
 
 const { values } = parseArgs({ options: { calls: { type: "string", default: "500" }, cold: { type: "string", default: "9" } } });
 const CALLS = Number(values.calls);
@@ -21,10 +22,6 @@ const COLD = Number(values.cold);
 const WARMUP = 50;
 const dir = join(import.meta.dirname, "package");
 
-function percentile(samples: number[], p: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 const ms = (value: number) => `${value.toFixed(3)} ms`;
 
 const built = await buildPackage(dir);
@@ -60,23 +57,6 @@ await client.close();
 
 // 3. Cold start: a fresh sandboxed process until it answers initialize and tools/list, with the
 // prebuilt host bundle (default) and with sdk/src/host.ts, alternating.
-const TICK_MS = 1000 / 100; // USER_HZ
-/** CPU time (user + system, ms) of the processes in a process group, from /proc. */
-function groupCpuMs(pgid: number): number {
-  let ticks = 0;
-  for (const name of readdirSync("/proc")) {
-    if (!/^[0-9]+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // utime, stime, and the same of reaped children (the mount helpers of the sandbox script).
-      if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks * TICK_MS;
-}
 const source = new CaploToolRunner({ hostModule: HOST_MODULE });
 const variants = [
   { name: "prebuilt host bundle", runner, wall: [] as number[], cpu: [] as number[] },
