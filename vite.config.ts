@@ -9,6 +9,8 @@ export default defineConfig({
     exclude: ["**/node_modules/**", "**/dist/**", "runtime/**", "tests/faults/**"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // PostgreSQL, Redis and Chromium: the machine's, or started from npm packages on a bare machine.
+    globalSetup: ["tests/support/globalSetup.ts"],
     pool: "forks",
     reporters: ["default", "./scripts/summaryReporter.ts"],
   },

@@ -7,6 +7,8 @@ export default defineConfig({
     include: ["tests/faults/**/*.test.ts"],
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    // PostgreSQL, Redis and Chromium: the machine's, or started from npm packages on a bare machine.
+    globalSetup: ["tests/support/globalSetup.ts"],
     pool: "forks",
     // One file at a time: each starts several servers and their sandboxes on a small machine.
     fileParallelism: false,

@@ -13,10 +13,11 @@ import { WEB } from "./support/harness.ts";
 import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
 import { createShopServer, ShopBackend, shopVersion } from "./support/shopTools.ts";
 import { teamEndpoint } from "./support/teamEndpoint.ts";
+import { testPg } from "../support/services.ts";
 
 const SECRET = "handoff-webhook-secret-of-32-chars-or-more!";
 const schema = `caplo_handoff_${process.pid}_${randomBytes(4).toString("hex")}`;
-const settings = { host: "127.0.0.1", port: 5432, user: "postgres", database: "test", schema };
+const settings = { ...testPg(), schema };
 const clock = { now: Date.parse("2026-03-01T10:00:00Z") };
 const hub = new MemoryHub();
 type Node = { store: PostgresStore; runner: InMemoryMcpRunner; engine: Engine; delivery: HandoffDelivery };

@@ -12,9 +12,10 @@ import { PostgresStore } from "../../server/src/store/postgresStore.ts";
 import { CANCEL, WEB } from "./support/harness.ts";
 import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
 import { createShopServer, ORDERS, ShopBackend, shopVersion } from "./support/shopTools.ts";
+import { testPg } from "../support/services.ts";
 
 const schema = `caplo_sweep_${process.pid}_${randomBytes(4).toString("hex")}`;
-const settings = { host: "127.0.0.1", port: 5432, user: "postgres", database: "test", schema };
+const settings = { ...testPg(), schema };
 const clock = { now: Date.parse("2026-03-01T10:00:00Z") };
 const hub = new MemoryHub();
 type Node = { store: PostgresStore; runner: InMemoryMcpRunner; engine: Engine };

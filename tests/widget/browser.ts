@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { chromium, type Browser } from "playwright-core";
+import { CHROMIUM_PATH } from "../support/services.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -54,7 +55,7 @@ async function build(): Promise<void> {
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
-    executablePath: "/usr/bin/chromium",
+    executablePath: CHROMIUM_PATH,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
   });
 }

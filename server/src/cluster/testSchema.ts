@@ -3,7 +3,10 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 
-export const TEST_DATABASE_URL = process.env.CAPLO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+// The database comes from tests/support/services.ts (the machine's PostgreSQL, or one the test setup started).
+import { TEST_DATABASE_URL } from "../../../tests/support/services.ts";
+
+export { TEST_DATABASE_URL };
 
 export class TestSchema {
   readonly name = `caplo_cluster_test_${randomUUID().replaceAll("-", "").slice(0, 12)}`;

@@ -1,4 +1,4 @@
-// One contract suite, run against every Store: SQLite in a real file and PostgreSQL on 127.0.0.1:5432
+// One contract suite, run against every Store: SQLite in a real file and PostgreSQL (the machine's, or one tests/support/globalSetup.ts started)
 // (a schema of its own per run, dropped afterwards).
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChannelCapabilities, Outbound } from "@caplo/shared";
 import { PostgresStore, SqliteStore, WriteBlockedError, type NewWrite, type Store } from "./index.ts";
+import { testPg } from "../../../tests/support/services.ts";
 
 const capabilities: ChannelCapabilities = { editableFields: true, forms: true, questions: true, files: false, pages: false, richText: true };
 
@@ -28,7 +29,7 @@ function sqliteHarness(): Harness {
 
 function postgresHarness(): Harness {
   const schema = `caplo_test_${process.pid}_${randomBytes(4).toString("hex")}`;
-  const settings = { host: "127.0.0.1", port: 5432, user: "postgres", database: "test", schema };
+  const settings = { ...testPg(), schema };
   return {
     name: "postgres",
     open: async () => {
@@ -524,7 +525,7 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
 describe("postgres migrations", () => {
   it("five nodes migrating a schema that does not exist yet all succeed, and each migration applies once", async () => {
     const schema = `caplo_test_${process.pid}_${randomBytes(4).toString("hex")}`;
-    const settings = { host: "127.0.0.1", port: 5432, user: "postgres", database: "test", schema };
+    const settings = { ...testPg(), schema };
     const nodes = Array.from({ length: 5 }, () => new PostgresStore(settings));
     try {
       const results = await Promise.allSettled(nodes.map((node) => node.migrate()));

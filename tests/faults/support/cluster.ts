@@ -15,11 +15,12 @@ import { createRelease } from "../../../server/src/agents/release.ts";
 import { FileReleaseStore } from "../../../server/src/agents/releaseStore.ts";
 import { buildPackage } from "../../../server/src/build/index.ts";
 import type { ScriptedRule } from "../../../server/src/model/scripted.ts";
+import { TEST_DATABASE_URL } from "../../support/services.ts";
 
 export const ROOT = join(import.meta.dirname, "..", "..", "..");
 export const ORIGIN = "https://faults.example";
 export const AGENT = "faults";
-export const ADMIN_URL = process.env.CAPLO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+export const ADMIN_URL = TEST_DATABASE_URL;
 const FIXTURES = join(import.meta.dirname, "..", "fixtures");
 const PACKAGES = ["fault-shop", "fault-hang", "fault-crash", "fault-big", "fault-echo", "fault-ask"];
 

