@@ -3,6 +3,7 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type { BuiltTool, PackageVersion, ToolPolicy } from "@caplo/shared";
+import { contentHash } from "../../server/src/build/contentHash.ts";
 
 export const PACKAGES_DIR = join(import.meta.dirname, "packages");
 export const TEST_HOST = join(PACKAGES_DIR, "host.mjs");
@@ -36,7 +37,9 @@ export function testVersion(
     id: `${name}@sha256:${hash}`,
     name,
     type: "mcp",
-    contentHash: hash,
+    // The runner loads a folder only if it holds exactly the version's files: the folder's real hash.
+    // (The id stays unique per tools and options, so one folder can serve several test versions.)
+    contentHash: contentHash(dir),
     dir,
     manifest: {
       apiVersion: "v1",

@@ -1,9 +1,15 @@
 // Where releases are kept: a small ReleaseStore interface (put, get, latest) and a store of JSON files
 // in a folder, one file per release written once, plus a pointer to each agent's latest release.
 // Another store (SQLite, PostgreSQL) may implement the same interface; releaseStore.contract.ts tests any.
+// The frozen copies of the package versions a release pins are kept with it, in `<dir>/versions/` (see
+// keepVersions): every node that serves the releases folder runs exactly those files.
+import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { AGENT_NAME_PATTERN, releaseSchema, type Release } from "@caplo/shared";
+// Not ../build/index.ts: that pulls in the MCP SDK and the Node 24 host, which keeping files needs not.
+import { frozenDir, keepFrozen, type FrozenProblem } from "../build/frozenVersion.ts";
+import { isRemoteVersionId } from "../remote/remotePin.ts";
 import { deepFreeze, verifyRelease } from "./release.ts";
 
 export interface ReleaseStore {
@@ -80,6 +86,40 @@ export class FileReleaseStore implements ReleaseStore {
     const release = await this.get(id);
     if (!release) throw new ReleaseStoreError("release_corrupt", `the latest release of ${agent}, ${id}, is missing`);
     return release;
+  }
+
+  /** The folder holding the frozen copies of the package versions its releases pin. */
+  get versionsDir(): string {
+    return join(this.dir, "versions");
+  }
+
+  /**
+   * Copies the frozen copy of every package version the release pins (each checked against its hash
+   * first) into versionsDir. Publish calls it before put: a release is kept only with its code.
+   */
+  keepVersions(release: Release): FrozenProblem | undefined {
+    for (const version of release.packages) {
+      if (isRemoteVersionId(version.id)) continue;
+      const kept = keepFrozen(version, this.versionsDir);
+      if (!kept.ok) return { ...kept.error, message: `${version.id}: ${kept.error.message}` };
+    }
+    return undefined;
+  }
+
+  /**
+   * The release with each package version's dir naming its frozen copy in this store's versionsDir,
+   * wherever it was built (the folder may have moved, or be another node's mount of it). A version the
+   * store holds no copy of (a release put without keepVersions) keeps the frozen copy its build made.
+   * Either way the runner checks the copy against the version's hash when it loads it, and runs nothing
+   * from one that does not match. A remote version keeps its version file.
+   */
+  withKeptVersions(release: Release): Release {
+    const packages = release.packages.map((version) => {
+      if (isRemoteVersionId(version.id)) return version;
+      const kept = frozenDir(this.versionsDir, version.name, version.contentHash);
+      return existsSync(kept) ? { ...version, dir: kept } : version;
+    });
+    return deepFreeze({ ...release, packages });
   }
 
   private async read(file: string): Promise<Release | undefined> {

@@ -1,16 +1,28 @@
 // buildPackage: validates a tool package folder and freezes it as an immutable PackageVersion: parses
-// caplo.yaml, checks the entry exists, lists the tools its code defines (Node 24 host over MCP stdio),
-// joins them with caplo.yaml, checks every presentation, and hashes the files. Every error is returned.
+// caplo.yaml, checks the entry exists, copies what the package ships into a content-addressed frozen
+// copy (frozenVersion.ts), lists the tools that copy's code defines (Node 24 host over MCP stdio), joins
+// them with caplo.yaml and checks every presentation. The version's dir is the frozen copy, never the
+// package folder. Every error is returned; warnings say what builds but may not work as meant.
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { parseManifest, type PackageVersion } from "@caplo/shared";
 import type { BuildError } from "./buildError.ts";
-import { contentHash } from "./contentHash.ts";
+import { freezePackage } from "./frozenVersion.ts";
 import { checkPackage } from "./packageCheck.ts";
 import { listTools } from "./toolListing.ts";
 
-export type BuildResult = { ok: true; version: PackageVersion } | { ok: false; errors: BuildError[] };
-export type BuildOptions = { timeoutMs?: number; now?: () => Date };
+export type BuildResult = { ok: true; version: PackageVersion; warnings: BuildError[] } | { ok: false; errors: BuildError[] };
+export type BuildOptions = {
+  timeoutMs?: number;
+  now?: () => Date;
+  /** Where the frozen copy is kept: default the package's own .caplo/versions (never shipped itself). */
+  versionsDir?: string;
+};
+
+/** The versions folder a package's own builds use unless told otherwise. */
+export function localVersionsDir(packageDir: string): string {
+  return join(resolve(packageDir), ".caplo", "versions");
+}
 
 export async function buildPackage(dir: string, options: BuildOptions = {}): Promise<BuildResult> {
   const packageDir = resolve(dir);
@@ -29,7 +41,12 @@ export async function buildPackage(dir: string, options: BuildOptions = {}): Pro
   if (!existsSync(entryPath) || !statSync(entryPath).isFile()) {
     return { ok: false, errors: [{ code: "entry_invalid", path: "entry", message: `entry ${manifest.entry} does not exist in the package` }] };
   }
-  const listing = await listTools(packageDir, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+  // What runs, at build time as later, is the frozen copy: a file the package needs but does not ship
+  // (its .caplo folder, a local secrets file) is missing here too.
+  const frozen = freezePackage(packageDir, manifest.name, options.versionsDir ?? localVersionsDir(packageDir));
+  if (!frozen.ok) return { ok: false, errors: [{ code: frozen.error.code, path: "", message: frozen.error.message }] };
+  const warnings: BuildError[] = frozen.skipped.map((path) => ({ code: "file_not_shipped", path, message: `${path} is a link to a folder or to nothing; it is not part of the version` }));
+  const listing = await listTools(frozen.dir, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
   if (!listing.ok) return { ok: false, errors: [{ code: listing.code, path: listing.code === "entry_invalid" ? "entry" : "", message: listing.message }] };
 
   const checked = checkPackage(manifest, {
@@ -40,17 +57,19 @@ export async function buildPackage(dir: string, options: BuildOptions = {}): Pro
       ...(tool.outputSchema && { outputSchema: tool.outputSchema as Record<string, unknown> }),
     })),
     experimental: listing.experimental,
+    ownsMcpSdk: frozen.ownsMcpSdk,
   });
   if (checked.errors.length > 0) return { ok: false, errors: checked.errors };
-  const hash = contentHash(packageDir);
+  const hash = frozen.contentHash;
   return {
     ok: true,
+    warnings: [...warnings, ...checked.warnings],
     version: {
       id: `${manifest.name}@sha256:${hash}`,
       name: manifest.name,
       type: manifest.type,
       contentHash: hash,
-      dir: packageDir,
+      dir: frozen.dir,
       manifest,
       effectOutcomes: checked.effectOutcomes,
       tools: checked.tools,

@@ -53,12 +53,34 @@ const errorsOf = (m: Manifest, tools: ListedTool[] = [getOrder()], experimental?
 
 describe("joining listed tools with caplo.yaml", () => {
   it("builds a function package's one tool with the top-level policy and its model name", () => {
-    const checked = checkPackage(fn(), listing([getOrder()], { ...EFFECT_OUTCOME_CAPABILITY, ...OPERATION_STATUS_CAPABILITY }));
+    const checked = checkPackage(fn({ effect: "write" }), listing([getOrder()], { ...EFFECT_OUTCOME_CAPABILITY, ...OPERATION_STATUS_CAPABILITY }));
     expect(checked.errors).toEqual([]);
     expect(checked.effectOutcomes).toBe(true);
     expect(checked.tools).toEqual([
-      expect.objectContaining({ name: "get_order", modelName: "order_lookup__get_order", policy: { name: "get_order", effect: "read", timeoutSeconds: 5 }, hasStatus: true }),
+      expect.objectContaining({ name: "get_order", modelName: "order_lookup__get_order", policy: { name: "get_order", effect: "write", timeoutSeconds: 5, confirmation: "required" }, hasStatus: true }),
     ]);
+  });
+
+  it("fails with status_invalid at effect when a read tool defines status (status checks are for writes)", () => {
+    const checked = checkPackage(fn(), listing([getOrder()], { ...EFFECT_OUTCOME_CAPABILITY, ...OPERATION_STATUS_CAPABILITY }));
+    expect(checked.errors).toEqual([{ code: "status_invalid", path: "effect", message: expect.stringContaining("status checks are for write tools") }]);
+    // An MCP server advertises status for all its tools: only its writes are marked as having it.
+    const both = checkPackage(
+      mcp([{ name: "get_order", effect: "read", timeoutSeconds: 5 }, { name: "cancel_order", effect: "write", timeoutSeconds: 5 }]),
+      listing([getOrder(), getOrder({ name: "cancel_order" })], { ...EFFECT_OUTCOME_CAPABILITY, ...OPERATION_STATUS_CAPABILITY }),
+    );
+    expect(both.errors).toEqual([]);
+    expect(both.tools.map((tool) => [tool.name, tool.hasStatus])).toEqual([["get_order", false], ["cancel_order", true]]);
+  });
+
+  it("warns (pending_needs_structured_content) when an MCP write with an outputSchema runs on the package's own MCP SDK", () => {
+    const m = mcp([{ name: "get_order", effect: "read", timeoutSeconds: 5 }, { name: "cancel_order", effect: "write", timeoutSeconds: 5 }]);
+    const tools = [getOrder(), getOrder({ name: "cancel_order" })];
+    expect(checkPackage(m, { ...listing(tools), ownsMcpSdk: true }).warnings).toEqual([
+      { code: "pending_needs_structured_content", path: "tools[1].name", message: expect.stringContaining("drop outputSchema") },
+    ]);
+    // On Caplo's own copy of the SDK the host lets a pending result through: nothing to warn about.
+    expect(checkPackage(m, listing(tools)).warnings).toEqual([]);
   });
 
   it("fails with policy_missing for a listed tool caplo.yaml has no policy for", () => {

@@ -18,14 +18,20 @@ import { checkPresentation, checkSubjectSelector } from "./presentationCheck.ts"
 
 /** A tool as the package's server lists it (the MCP Tool fields the build reads). */
 export type ListedTool = { name: string; description?: string; inputSchema: Record<string, unknown>; outputSchema?: Record<string, unknown> };
-export type Listing = { tools: ListedTool[]; experimental: Record<string, unknown> };
-export type PackageCheck = { errors: BuildError[]; tools: BuiltTool[]; effectOutcomes: boolean };
+export type Listing = {
+  tools: ListedTool[];
+  experimental: Record<string, unknown>;
+  /** The package ships its own MCP SDK, which Caplo's host cannot make accept a pending result (see hostServe.ts). */
+  ownsMcpSdk?: boolean;
+};
+export type PackageCheck = { errors: BuildError[]; warnings: BuildError[]; tools: BuiltTool[]; effectOutcomes: boolean };
 
 const EFFECT_KEY = Object.keys(EFFECT_OUTCOME_CAPABILITY)[0]!;
 const STATUS_KEY = Object.keys(OPERATION_STATUS_CAPABILITY)[0]!;
 
 export function checkPackage(manifest: Manifest, listing: Listing): PackageCheck {
   const errors: BuildError[] = [];
+  const warnings: BuildError[] = [];
   const tools: BuiltTool[] = [];
   const effectOutcomes = listing.experimental[EFFECT_KEY] !== undefined;
   const hasStatus = listing.experimental[STATUS_KEY] !== undefined;
@@ -73,6 +79,17 @@ export function checkPackage(manifest: Manifest, listing: Listing): PackageCheck
     if (modelName.length > MODEL_TOOL_NAME_MAX) {
       errors.push({ code: "tool_name_invalid", path: namePath, message: `the model sees ${modelName}: ${modelName.length} characters, at most ${MODEL_TOOL_NAME_MAX}` });
     }
+    // Status checks ask about a write's outcome; a read has none to ask about.
+    if (manifest.type === "function" && hasStatus && policy.effect === "read") {
+      errors.push({ code: "status_invalid", path: `${at}effect`, message: `tool "${tool.name}" defines status, but it is a read: status checks are for write tools (remove status, or set effect: write)` });
+    }
+    if (manifest.type === "mcp" && listing.ownsMcpSdk && policy.effect === "write" && tool.outputSchema) {
+      warnings.push({
+        code: "pending_needs_structured_content",
+        path: `${at}name`,
+        message: `write tool "${tool.name}" has an outputSchema and the package ships its own @modelcontextprotocol/sdk, whose McpServer refuses a pending result without structuredContent (the write would be unknown): use Caplo's copy (remove the package's own), or drop outputSchema from this tool`,
+      });
+    }
     const schemas = { inputSchema: tool.inputSchema, outputSchema: tool.outputSchema };
     errors.push(...checkPresentation(policy, schemas, at), ...checkSubjectSelector(policy, schemas, at));
     tools.push({
@@ -82,8 +99,9 @@ export function checkPackage(manifest: Manifest, listing: Listing): PackageCheck
       inputSchema: tool.inputSchema,
       ...(tool.outputSchema && { outputSchema: tool.outputSchema }),
       policy,
-      hasStatus,
+      // An MCP server advertises status for the package; only its writes have outcomes to check.
+      hasStatus: hasStatus && policy.effect === "write",
     });
   }
-  return { errors, tools, effectOutcomes };
+  return { errors, warnings, tools, effectOutcomes };
 }

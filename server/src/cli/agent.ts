@@ -29,6 +29,8 @@ Publishes an agent as an immutable release. Each --packages DIR is a tool packag
 (caplo remote publish; the release pins its id, and serving reads it from that file). Every package/tool the agent
 lists must resolve to exactly one of them. The release pins those exact package version ids and is
 content-hashed: publishing the same agent with the same package versions again changes nothing.
+Each pinned version's frozen copy (exactly the files the package ships) is kept in DIR/versions/ of the
+store; caplo serve runs those copies, checked against their hashes, never the package folders.
 A new package version reaches customers only through a new release.
 
   --store DIR  where releases are kept (default $CAPLO_RELEASES_DIR or ${DEFAULT_RELEASES_DIR})
@@ -204,6 +206,12 @@ export async function runPublish(args: string[], io: Io, env: Record<string, str
     return 1;
   }
   const store = new FileReleaseStore(resolve(parsed.store));
+  // The pinned versions' frozen copies go with the release: serving runs exactly those files.
+  const kept = store.keepVersions(result.release);
+  if (kept) {
+    io.err(`${parsed.file}: ${kept.message} [${kept.code}]`);
+    return 1;
+  }
   const { created } = await store.put(result.release);
   // Unchanged content keeps the release as first published (its publishedAt included).
   const release = created ? result.release : ((await store.get(result.release.id)) ?? result.release);

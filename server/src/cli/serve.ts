@@ -257,7 +257,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   for (const agent of options.agents) {
     const release: Release | undefined = await releaseStore.latest(agent).catch(() => undefined);
     if (!release) return { ok: false, error: { code: "release_not_found", path: agent, message: `no published release of agent ${agent} in ${options.releasesDir} (caplo agent publish)` } };
-    releases.push(release);
+    // Each pinned package version runs from its frozen copy kept with the releases (checked at load).
+    releases.push(releaseStore.withKeptVersions(release));
   }
   // One model per agent: its `model:` override, else the environment's provider, else the scripted model.
   const models = new Map<string, Model>();

@@ -6,10 +6,13 @@ import { buildPackage, type BuildResult } from "../build/index.ts";
 
 export const help = `caplo tool build [DIR] [--json]
 
-Loads the package in DIR (default .), lists the tools its code defines on Node 24, joins them with
-caplo.yaml, checks every presentation against the tools' schemas, and prints the frozen version.
-Every error is reported with its code and caplo.yaml path:
-  manifest_invalid, tool_name_invalid, policy_missing, policy_unknown, presentation_invalid, entry_invalid
+Loads the package in DIR (default .), freezes what it ships (not its .caplo folder, local secrets
+files, logs or test output) into DIR/.caplo/versions/NAME/HASH, lists the tools that copy defines on
+Node 24, joins them with caplo.yaml, checks every presentation against the tools' schemas, and prints
+the frozen version. Every error is reported with its code and caplo.yaml path:
+  manifest_invalid, tool_name_invalid, policy_missing, policy_unknown, presentation_invalid,
+  entry_invalid, status_invalid, package_too_large, version_altered
+Warnings (the build still succeeds): file_not_shipped, pending_needs_structured_content
 
 --json  print one JSON object: {"ok": true, "version": {...}} or {"ok": false, "errors": [{"code", "path", "message"}]}
 Exit status: 0 built, 1 failed.`;
@@ -24,7 +27,10 @@ export async function run(args: string[]): Promise<number> {
   }
   const result = await buildPackage(dirs[0] ?? ".");
   if (json) console.log(JSON.stringify(result));
-  else if (result.ok) console.log(describeVersion(result.version));
+  else if (result.ok) {
+    console.log(describeVersion(result.version));
+    for (const warning of result.warnings) console.error(`warning ${warning.code}  ${warning.path || "caplo.yaml"}: ${warning.message}`);
+  }
   else console.error(describeErrors(result));
   return result.ok ? 0 : 1;
 }
@@ -39,6 +45,7 @@ export function describeVersion(version: PackageVersion): string {
     `Built ${version.name} (${version.type} package)`,
     `  version  ${version.id}`,
     `  hash     sha256:${version.contentHash}`,
+    `  frozen   ${version.dir}`,
     `  tools    ${version.tools.length}`,
   ];
   for (const tool of version.tools) {

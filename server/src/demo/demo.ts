@@ -75,7 +75,7 @@ function buildCodeStamp(): string {
 function readCached(file: string): PackageVersion | undefined {
   try {
     const parsed = packageVersionSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-    // A version built from a copy (see demoPackages.ts) is usable only while the copy is there.
+    // Usable only while its frozen copy is there (the runner checks it again when it loads it).
     return parsed.success && existsSync(parsed.data.dir) ? parsed.data : undefined;
   } catch {
     return undefined;
@@ -109,7 +109,8 @@ async function buildPackages(dirs: string[], log: Log, signal?: AbortSignal): Pr
         continue;
       }
       const started = Date.now();
-      const result = await buildPackage(dir);
+      // Frozen copies kept beside the build cache: a copy's folder (demoPackages.ts) does not outlive the demo.
+      const result = await buildPackage(dir, { versionsDir: join(BUILD_CACHE, "versions") });
       if (!result.ok) {
         const first = result.errors[0]!;
         problem = { code: "package_build_failed", path: `examples/demo/${name}`, message: `${first.code} at ${first.path}: ${first.message} (run \`caplo tool build examples/demo/${name}\` to see every error)` };
@@ -236,7 +237,10 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   const release = createRelease(agent, built.versions, new Date());
   if (!release.ok) return failed({ code: release.issues[0]!.code, path: `examples/demo/agent.yaml ${release.issues[0]!.path}`, message: release.issues[0]!.message });
   const releasesDir = join(options.dataDir, "releases");
-  const stored = await new FileReleaseStore(releasesDir).put(release.release);
+  const releaseStore = new FileReleaseStore(releasesDir);
+  const kept = releaseStore.keepVersions(release.release);
+  if (kept) return failed({ code: kept.code, path: kept.path, message: kept.message });
+  const stored = await releaseStore.put(release.release);
   log(`Agent ${agent.name}: release ${release.release.id}${stored.created ? " published" : " (unchanged)"}`);
 
   const scriptFile = join(options.dataDir, "demo-script.json");

@@ -40,6 +40,7 @@ import { ProcessPool } from "./processPool.ts";
 import { probeIsolation, type SandboxMode } from "./sandbox.ts";
 import { validateAgainst } from "./schemaValidator.ts";
 import { makeRedactor } from "./secretRedaction.ts";
+import { checkFrozen } from "../build/frozenVersion.ts";
 import { isRemoteVersionId, loadPinnedRemote } from "../remote/remotePin.ts";
 import { remoteTarget } from "../remote/remoteTarget.ts";
 
@@ -225,6 +226,10 @@ export class CaploToolRunner implements ToolRunner {
     if (this.targets.has(version.id)) return;
     if (isRemoteVersionId(version.id)) return this.loadRemote(version);
     if (this.sandboxMode === "unavailable") throw new RunnerError("sandbox_unavailable", this.sandboxNote);
+    // A version runs only from its frozen copy, and only while that copy still holds exactly its files:
+    // an edited, added or removed file (or a package folder given instead of the copy) runs nothing.
+    const frozen = checkFrozen(version.dir, version.contentHash);
+    if (frozen) throw new RunnerError(frozen.code, `${version.id}: ${frozen.message}`, frozen.path);
     const node = this.options.node ?? (() => {
       const found = findNode24();
       if (!found.ok) throw new RunnerError(found.code, found.message);
