@@ -107,9 +107,12 @@ export const FILES_PER_RESULT_MAX = 3;
 /** Widget status line: 3 to 40 characters, no trailing punctuation, no links, never interpolated. */
 export const PROGRESS_LABEL_PATTERN =
   /^(?![\s\S]*(?:https?:|www\.))[^\s<>{}\u0000-\u001f\u007f][^<>{}\u0000-\u001f\u007f]{1,38}[^\s.!?:;,\u2026<>{}\u0000-\u001f\u007f]$/;
-/** Voice acknowledgement: one sentence of 3 to 90 characters ending with a full stop. */
+/**
+ * Voice acknowledgement: one sentence of 3 to 90 characters ending with a full stop. (The seed's own
+ * pattern has {1,87} here, which stops at 89; its text says 90, and 90 is what an author is promised.)
+ */
 export const PROGRESS_SPOKEN_PATTERN =
-  /^(?![\s\S]*(?:https?:|www\.))[^\s<>{}\u0000-\u001f\u007f][^<>{}\u0000-\u001f\u007f]{1,87}\.$/;
+  /^(?![\s\S]*(?:https?:|www\.))[^\s<>{}\u0000-\u001f\u007f][^<>{}\u0000-\u001f\u007f]{1,88}\.$/;
 
 export const ELICITATION_STYLES = ["form", "questions"] as const;
 export const ELICITATION_FIELDS_MAX = 12;
