@@ -30,6 +30,7 @@ const outcomes = testVersion(
     },
     { name: "files", policy: { effect: "read", timeoutSeconds: 5, presentation: files } },
     { name: "big", policy: { effect: "read", timeoutSeconds: 5 } },
+    { name: "big_object", policy: { effect: "read", timeoutSeconds: 5 } },
     { name: "typed", policy: { effect: "read", timeoutSeconds: 5 }, outputSchema: { type: "object", properties: { orderId: { type: "string" }, status: { type: "string" } }, required: ["orderId", "status"] } },
     { name: "ask", policy: { effect: "read", timeoutSeconds: 5, elicitation: { style: "form", fields: [{ name: "size" }, { name: "color" }, { name: "password" }] } } },
     { name: "ask_questions", policy: { effect: "read", timeoutSeconds: 5, elicitation: { style: "questions", fields: [{ name: "size" }, { name: "color" }] } } },
@@ -248,6 +249,17 @@ describe("results: files, size, output schema", () => {
     const over = await runner.call(request("big", { bytes: RESULT_BYTES_MAX - overhead + 1 }));
     expect(over.isError).toBe(true);
     expect(over.modelText).toContain("over the limit of 262144 bytes");
+  });
+
+  it("a structured result is counted once, not with its JSON text: 137 KiB passes, exactly 256 KiB passes, one byte more fails", async () => {
+    const medium = await runner.call(request("big_object", { bytes: 137 * 1024 }));
+    expect(medium.isError, medium.modelText.slice(0, 200)).toBe(false);
+    expect((medium.structuredContent as { data: string }).data).toHaveLength(137 * 1024);
+    const overhead = JSON.stringify({ content: [], structuredContent: { data: "" } }).length;
+    const at = await runner.call(request("big_object", { bytes: RESULT_BYTES_MAX - overhead }));
+    expect(at.isError, at.modelText.slice(0, 200)).toBe(false);
+    const over = await runner.call(request("big_object", { bytes: RESULT_BYTES_MAX - overhead + 1 }));
+    expect(over).toMatchObject({ isError: true, modelText: `The tool's result is ${RESULT_BYTES_MAX + 1} bytes, over the limit of ${RESULT_BYTES_MAX} bytes (256 KiB).` });
   });
 
   it("a result that does not match outputSchema fails the call", async () => {

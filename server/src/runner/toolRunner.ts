@@ -39,6 +39,7 @@ import type { CallRoute } from "./packageProcess.ts";
 import { ProcessPool } from "./processPool.ts";
 import { probeIsolation, type SandboxMode } from "./sandbox.ts";
 import { validateAgainst } from "./schemaValidator.ts";
+import { resultBytes } from "./resultSize.ts";
 import { makeRedactor } from "./secretRedaction.ts";
 import { checkFrozen } from "../build/frozenVersion.ts";
 import { isRemoteVersionId, loadPinnedRemote } from "../remote/remotePin.ts";
@@ -468,7 +469,7 @@ export class CaploToolRunner implements ToolRunner {
     if (stepUp) {
       return finish({ modelText: "The customer must verify again before this can be done.", isError: false, files: [], stepUp, ...(isWrite && { outcome: { outcome: "step_up_required", stepUp } }) });
     }
-    const size = Buffer.byteLength(JSON.stringify({ content: files.content, structuredContent: result.structuredContent }));
+    const size = resultBytes(files.content, result.structuredContent);
     if (size > RESULT_BYTES_MAX) return fail(`The tool's result is ${size} bytes, over the limit of ${RESULT_BYTES_MAX} bytes (256 KiB).`);
     const outcome = isWrite ? mapWriteResult(shape, target.effectOutcomes) : undefined;
     // outputSchema describes the tool's result: a read's, or an applied write's. A pending write has no

@@ -65,6 +65,11 @@ export function createServer() {
     content: [{ type: "text", text: "here you go" }, ...files.map((file) => ({ type: "resource", resource: file }))],
   }));
   server.registerTool("big", { inputSchema: { bytes: z.number() } }, async ({ bytes }) => ({ content: [{ type: "text", text: "x".repeat(bytes) }] }));
+  // A structured object with its JSON text beside it, as defineTool and the seed's MCP example send it.
+  server.registerTool("big_object", { inputSchema: { bytes: z.number() } }, async ({ bytes }) => {
+    const value = { data: "x".repeat(bytes) };
+    return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
+  });
   server.registerTool("typed", { inputSchema: { valid: z.boolean() } }, async ({ valid }) => ({
     content: text("typed"),
     structuredContent: valid ? { orderId: "SO-1002", status: "shipped" } : { orderId: "SO-1002", status: 42 },
