@@ -6,6 +6,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { isTool } from "./defineTool.ts";
+import { allowPendingResults } from "./pendingResult.ts";
 import { setDeclaredSecrets } from "./runtime.ts";
 import { keepStdoutForFrames, type Connectable } from "./stdio.ts";
 
@@ -110,6 +111,8 @@ export async function runHost(packageDir: string | undefined, options: HostOptio
   if (!packageDir) fail({ code: "manifest_invalid", message: "usage: host.ts <packageDir>" });
   const frames = keepStdoutForFrames();
   registerResolution(options);
+  // Before the package's code: its McpServer is this one when it uses Caplo's copy of the SDK.
+  allowPendingResults();
   const server = await loadServer(resolve(packageDir), options.manifest);
   await server.connect(new StdioServerTransport(process.stdin, frames));
 }

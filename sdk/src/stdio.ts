@@ -5,6 +5,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Writable } from "node:stream";
 import { setDeclaredSecrets, setLocalSecrets } from "./runtime.ts";
+import { allowPendingResults } from "./pendingResult.ts";
 
 /** Anything with connect(transport): the SDK's Server or McpServer. */
 export type Connectable = { connect(transport: Transport): Promise<void> };
@@ -20,6 +21,8 @@ export async function serveStdio(createServer: () => Connectable | Promise<Conne
   setDeclaredSecrets(names);
   setLocalSecrets(values);
   const frames = keepStdoutForFrames();
+  // The same as on Caplo: a pending write result passes McpServer's output check (pendingResult.ts).
+  allowPendingResults();
   const server = await createServer();
   await server.connect(new StdioServerTransport(process.stdin, frames));
   return server;
