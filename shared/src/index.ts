@@ -9,3 +9,4 @@ export * from "./version.ts";
 export * from "./channel.ts";
 export * from "./agent.ts";
 export * from "./channels.ts";
+export * from "./evalCases.ts";

@@ -221,7 +221,7 @@ export async function runPublish(args: string[], io: Io, env: Record<string, str
 }
 
 /** A package folder is built now; a .json file is a version `caplo tool build` already recorded. */
-async function loadVersion(source: string): Promise<{ ok: true; version: unknown } | { ok: false; issues: AgentIssue[] }> {
+export async function loadVersion(source: string): Promise<{ ok: true; version: unknown } | { ok: false; issues: AgentIssue[] }> {
   if (source.endsWith(".json")) {
     try {
       const data: unknown = JSON.parse(await readFile(source, "utf8"));

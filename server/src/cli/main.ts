@@ -20,6 +20,7 @@ export const COMMANDS: Record<string, Command> = {
   "tool test": { summary: "Run a tool package's fixtures through the sandboxed runner", load: () => import("./tool-test.ts") },
   "tool dev": { summary: "Start a package's src/stdio.ts on Node 24 for local MCP clients", load: () => import("./tool-dev.ts") },
   "tool logs": { summary: "Show an invocation's log lines (from caplo tool test)", load: () => import("./tool-logs.ts") },
+  eval: { summary: "Run an agent release's evaluation cases: writes proposed, never run (CASES.yaml --release NAME@ID)", load: () => import("./eval.ts") },
   remote: { summary: "Connect a remote MCP server: list, review and publish its tools", load: () => import("./remote.ts") },
 };
 
