@@ -204,9 +204,11 @@ export function parseEvalCases(yamlText: string): EvalCasesResult {
   }
   const parsed = evalCasesSchema.safeParse(value);
   if (parsed.success) return { ok: true, cases: parsed.data };
+  // An unknown key already says what is wrong with its object: no second error for the same object.
+  const unknownAt = new Set(parsed.error.issues.filter((issue) => issue.code === "unrecognized_keys").map((issue) => formatPath(issue.path)));
   return {
     ok: false,
-    errors: parsed.error.issues.flatMap((issue) => {
+    errors: parsed.error.issues.filter((issue) => issue.code !== "custom" || !unknownAt.has(formatPath(issue.path))).flatMap((issue) => {
       const keys = issue.code === "unrecognized_keys" ? issue.keys : [undefined];
       return keys.map((key) => {
         const path = key === undefined ? issue.path : [...issue.path, key];
