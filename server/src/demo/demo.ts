@@ -88,7 +88,7 @@ const BUILD_CONCURRENCY = Math.max(2, Math.min(4, availableParallelism()));
 type BuiltPackages = { ok: true; versions: PackageVersion[]; builtCount: number } | { ok: false; error: DemoError };
 
 /** Builds the packages not in the cache, a few at a time, with a `[n/total]` line as each is ready. */
-async function buildPackages(dirs: string[], log: Log, signal?: AbortSignal): Promise<BuiltPackages> {
+export async function buildPackages(dirs: string[], log: Log, signal?: AbortSignal): Promise<BuiltPackages> {
   const versions: PackageVersion[] = new Array(dirs.length);
   const stamp = buildCodeStamp();
   let next = 0;
