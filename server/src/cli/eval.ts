@@ -26,8 +26,8 @@ Every run has a store of its own in memory: no live conversation is touched.
   --filter TEXT       only cases whose name contains TEXT
   --reads MODE        live or fixtures for every case, whatever the file says
   --script FILE|demo  rules of the scripted model (caplo serve --script JSON), or demo: the offline demo's
-  --secrets FILE      dotenv file of secret values for live reads (after the environment; then each
-                      package's .caplo/secrets.env)
+  --secrets FILE      dotenv file of secret values for live reads (the environment variable of the
+                      same name wins)
   --json FILE         write the JSON report (- for standard output)
   --junit FILE        write JUnit XML for CI (- for standard output)
   --quiet             no progress lines

@@ -4,7 +4,6 @@
 // the configured one: OpenAI-compatible from the environment, else the scripted model with a rules file
 // (`caplo serve --script` format) or the offline demo's rules. Every failure is a coded error value.
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { parseEvalCases, type EvalCases, type EvalCasesError, type PackageVersion, type Release } from "@caplo/shared";
 import { createRelease, FileReleaseStore, loadAgentFile } from "../agents/index.ts";
 import type { AgentRelease } from "../engine/release.ts";
@@ -93,15 +92,11 @@ export async function evalModel(release: AgentRelease, env: Record<string, strin
 
 /**
  * Secret values for live reads, as `caplo tool test` finds them: the environment variable of each name the
- * package declares, then `secretsFile`, then the package's own .caplo/secrets.env.
+ * package declares, then `secretsFile` (dotenv lines). A release runs a frozen copy of each package, which
+ * holds no local secrets file.
  */
 export function testSecrets(versions: readonly PackageVersion[], env: NodeJS.ProcessEnv, secretsFile?: string): (packageVersionId: string) => Record<string, string> {
   const byVersion = new Map<string, Record<string, string>>();
-  for (const version of versions) {
-    const names = version.manifest.secrets ?? [];
-    const first = secretValues(names, env, secretsFile);
-    const rest = secretValues(first.missing, {}, join(version.dir, ".caplo", "secrets.env"));
-    byVersion.set(version.id, { ...first.values, ...rest.values });
-  }
+  for (const version of versions) byVersion.set(version.id, secretValues(version.manifest.secrets ?? [], env, secretsFile).values);
   return (packageVersionId) => byVersion.get(packageVersionId) ?? {};
 }
