@@ -5,6 +5,7 @@ export * from "./manifestParse.ts";
 export * from "./outcome.ts";
 export * from "./messages.ts";
 export * from "./protocol.ts";
+export * from "./widgetCodes.ts";
 export * from "./version.ts";
 export * from "./channel.ts";
 export * from "./agent.ts";

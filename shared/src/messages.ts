@@ -138,6 +138,35 @@ export const outboundSchema = z.discriminatedUnion("type", [
 export type Outbound = z.infer<typeof outboundSchema>;
 export type OutboundOf<T extends Outbound["type"]> = Extract<Outbound, { type: T }>;
 
+/**
+ * Names that would reach an object's prototype if used as a key (`obj["__proto__"] = ...`). An edit keyed by
+ * one, or with one as a segment of its path, is refused: JSON.parse keeps `"__proto__"` as an own key, but a
+ * record schema would drop it silently and the confirm would run without the edit the customer asked for.
+ */
+export const FORBIDDEN_KEYS = ["__proto__", "constructor", "prototype"] as const;
+const FORBIDDEN = new Set<string>(FORBIDDEN_KEYS);
+
+/** The first forbidden key in `value` (any depth, own keys as JSON.parse made them), as a path, else undefined. */
+export function forbiddenKeyPath(value: unknown, depth = 0): string[] | undefined {
+  if (!value || typeof value !== "object" || depth > 8) return undefined;
+  for (const key of Object.keys(value)) {
+    if (FORBIDDEN.has(key) || key.split(/[/.]/).some((segment) => FORBIDDEN.has(segment))) return [key];
+    const inner = forbiddenKeyPath((value as Record<string, unknown>)[key], depth + 1);
+    if (inner) return [key, ...inner];
+  }
+  return undefined;
+}
+
+/** New values of editable string fields, by presentation path; a forbidden key anywhere is refused (see FORBIDDEN_KEYS). */
+const editsSchema = z.preprocess(
+  (value, ctx) => {
+    const path = forbiddenKeyPath(value);
+    if (path) ctx.issues.push({ code: "custom", path, input: value, message: `${path.at(-1)} is not a field that can be edited` });
+    return value;
+  },
+  z.record(z.string(), z.string().max(L.OPTION_VALUE_MAX)),
+);
+
 /** What a customer does, from any channel. Only `confirm` from the customer's own client runs a write. */
 export const inboundSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("message"), text: z.string().min(1).max(4000) }),
@@ -145,7 +174,7 @@ export const inboundSchema = z.discriminatedUnion("type", [
     type: z.literal("confirm"),
     proposalId: id,
     /** New values of editable string fields, by presentation path. */
-    edits: z.record(z.string(), z.string().max(L.OPTION_VALUE_MAX)).optional(),
+    edits: editsSchema.optional(),
   }),
   z.object({ type: z.literal("decline"), proposalId: id }),
   z.object({

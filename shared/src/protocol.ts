@@ -5,6 +5,9 @@ import { inboundSchema, outboundSchema } from "./messages.ts";
 
 export const PROTOCOL_VERSION = 1;
 export const WS_PATH = "/v1/ws";
+/** A frame's `ref` (echoed on its ack or error): at most this many characters; a longer one is refused, never cut. */
+export const FRAME_REF_MAX = 64;
+const ref = z.string().max(FRAME_REF_MAX);
 
 export const clientCapabilitiesSchema = z.object({
   forms: z.boolean().default(false),
@@ -26,9 +29,9 @@ export const clientFrameSchema = z.discriminatedUnion("t", [
     resume: z.object({ token: z.string().max(512), after: z.int().min(0) }).optional(),
   }),
   /** The customer's action; `ref` is echoed on the ack or error so the client can match it. */
-  z.object({ t: z.literal("in"), ref: z.string().max(64), event: inboundSchema }),
+  z.object({ t: z.literal("in"), ref, event: inboundSchema }),
   /** A signed identity token from the site owner's backend. */
-  z.object({ t: z.literal("identify"), ref: z.string().max(64), token: z.string().max(8192) }),
+  z.object({ t: z.literal("identify"), ref, token: z.string().max(8192) }),
   z.object({ t: z.literal("ping") }),
 ]);
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
@@ -53,7 +56,12 @@ export const serverFrameSchema = z.discriminatedUnion("t", [
   }),
   /** One conversation event, in order; `seq` increases by one per conversation. */
   z.object({ t: z.literal("event"), seq: z.int().min(1), at: z.string(), message: outboundSchema }),
-  z.object({ t: z.literal("ack"), ref: z.string() }),
+  /**
+   * The frame `ref` was accepted: a message is taken, a confirm or decline is recorded (its outcome follows
+   * as events), an identity is verified. The ack of an identify carries the conversation's new resume token:
+   * the one from before is no longer valid, so a token handed out before sign-in cannot resume it.
+   */
+  z.object({ t: z.literal("ack"), ref: z.string(), resumeToken: z.string().optional() }),
   errorFrameSchema,
   z.object({ t: z.literal("typing"), on: z.boolean() }),
   z.object({ t: z.literal("pong") }),

@@ -18,6 +18,7 @@ import { readTranscriptBudget } from "../engine/transcriptWindow.ts";
 import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
 import { StaticReleases, type AgentRelease } from "../engine/release.ts";
 import { Gateway } from "../gateway/gateway.ts";
+import { readWidgetSettings } from "../gateway/settings.ts";
 import { parseTeamMembers, type TeamMember } from "../gateway/teamMembers.ts";
 import { describeModelConfig, modelFromEnv } from "../model/config.ts";
 import type { Model } from "../model/model.ts";
@@ -65,8 +66,17 @@ Environment only:
                       the first)
   CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1  local development only: remote MCP versions may be reached over
                       http and at loopback or private addresses (never set it in production)
-  CAPLO_PUBLIC_URL    this server's public https address: signed webhook URLs, and files sent to
-                      messaging customers (without it a file is not sent and the customer is told)
+  CAPLO_PUBLIC_URL    this server's public address as browsers reach it: the widget app's sockets come from
+                      its origin (besides the address serve listens on; the Host header is never trusted),
+                      signed webhook URLs, and files sent to messaging customers (https; without it a file
+                      is not sent and the customer is told)
+  CAPLO_TRUSTED_PROXIES  proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names
+                      the widget client's address for the per-address limits (default none: the socket's peer)
+  CAPLO_WIDGET_SOCKETS_PER_ADDRESS  open widget sockets per client address on this node (default 30;
+                      an IPv6 client counts by its /64); more are told too_many_connections and closed (1013)
+  CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE  new widget conversations per client address per minute on this
+                      node (default 20); more are told too_many_conversations and closed (1013)
+  CAPLO_WIDGET_HELLO_TIMEOUT_SECONDS  a widget socket that says no hello this long is closed (4408; default 10)
   CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db); with a postgres:// store
                       the channels' state is in PostgreSQL, shared by every node
   CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
@@ -275,6 +285,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   if (!retention.ok) return retention;
   const invocationLog = invocationLogSettings(options.db, options.env);
   if (!invocationLog.ok) return invocationLog;
+  const widget = readWidgetSettings(options.env);
+  if (!widget.ok) return widget;
   const proposalTtl = readProposalTtl(options.env);
   if (!proposalTtl.ok) return proposalTtl;
   const transcriptBudget = readTranscriptBudget(options.env);
@@ -379,6 +391,10 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     ...(options.widgetDir && { widgetDir: options.widgetDir }),
     secrets: secretsByName,
     log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
+    publicOrigins: widget.settings.publicOrigins,
+    trustedProxies: widget.settings.trustedProxies,
+    addressLimits: widget.settings.addressLimits,
+    helloTimeoutMs: widget.settings.helloTimeoutMs,
   });
   // Messaging channels configured by environment (docs/channels.md): their webhooks mount on this gateway.
   const channelSettings = readChannelSettings(options.env);
@@ -422,6 +438,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(options.env)}, agents: ${releases.map((release) => release.id).join(", ")})`);
   if (!options.teamMembers) log("team API disabled: no team members (CAPLO_TEAM_MEMBERS)");
+  log(`widget app origins: ${gateway.origins.join(", ")}${widget.settings.publicOrigins.length === 0 ? " (set CAPLO_PUBLIC_URL to the address browsers use, if another)" : ""}`);
   return {
     ok: true,
     server: {

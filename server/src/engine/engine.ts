@@ -505,8 +505,10 @@ export class Engine {
   /**
    * One customer action from the customer's own client. `ownerId` is the connection owner (resume-token
    * holder or channel identity); only `confirm` from that owner runs a write. Typed text never does.
+   * `recorded` is called once a confirm or decline is recorded, before the write runs and the model's next
+   * turn (the widget acks the decision then; the outcome follows as events).
    */
-  async handle(conversationId: string, ownerId: string, inbound: Inbound, source?: InboundSource): Promise<EngineResult> {
+  async handle(conversationId: string, ownerId: string, inbound: Inbound, source?: InboundSource, recorded?: () => void): Promise<EngineResult> {
     const owner = await this.ownerOf(conversationId);
     if (owner === undefined) return fail("conversation_not_found", "conversationId", "no such conversation");
     if (owner !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
@@ -526,7 +528,7 @@ export class Engine {
         return this.serial(conversationId, once(() => this.customerMessage(conversationId, inbound.text)));
       case "confirm":
       case "decline":
-        return this.serial(conversationId, once(() => this.decideProposal(conversationId, ownerId, inbound)));
+        return this.serial(conversationId, once(() => this.decideProposal(conversationId, ownerId, inbound, recorded)));
     }
   }
 
@@ -611,7 +613,7 @@ export class Engine {
     await this.store.finishTurn(conversationId, this.nodeId, seq);
   }
 
-  private async decideProposal(conversationId: string, ownerId: string, inbound: Extract<Inbound, { type: "confirm" | "decline" }>): Promise<EngineResult> {
+  private async decideProposal(conversationId: string, ownerId: string, inbound: Extract<Inbound, { type: "confirm" | "decline" }>, recorded?: () => void): Promise<EngineResult> {
     const conversation = (await this.store.getConversation(conversationId))!;
     const write = await this.store.getWrite(inbound.proposalId);
     // A proposal of another conversation is not visible here: refused exactly like a missing one.
@@ -628,6 +630,7 @@ export class Engine {
       if (!decision.ok) return fail(decision.code, "proposalId", decision.message);
       const declined = await this.apply(write, tool, decision);
       if (!declined) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
+      recorded?.();
       if (!conversation.handoff) await this.runTurn(conversation);
       return { ok: true };
     }
@@ -643,6 +646,7 @@ export class Engine {
     );
     // Two confirms (double click, two tabs): the compare-and-set lets exactly one through.
     if (!confirmed) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
+    recorded?.();
     await this.runWrite(confirmed, tool, conversation);
     const after = (await this.store.getConversation(conversationId))!;
     if (!after.handoff) await this.runTurn(after);
@@ -677,6 +681,19 @@ export class Engine {
       }
       return { ok: true } as EngineResult;
     });
+  }
+
+  /**
+   * Replace a web conversation's resume token hash (the visitor signed in or stepped up): only if it is still
+   * `from`, so of two rotations one wins; the old token no longer resumes the conversation.
+   */
+  rotateResume(conversationId: string, from: string, to: string): Promise<boolean> {
+    return this.store.rotateResumeHash(conversationId, from, to);
+  }
+
+  /** Whether `resumeHash` is still the conversation's (not replaced since a connection joined with it). */
+  async resumeCurrent(conversationId: string, resumeHash: string): Promise<boolean> {
+    return (await this.store.getConversation(conversationId))?.resumeHash === resumeHash;
   }
 
   /** A conversation's owner (it never changes): remembered for recent conversations, else read from the store. */

@@ -7,6 +7,7 @@ import {
   COLUMNS_MAX_WIDE,
   LAYOUT_ITEMS_MAX,
   WIDE_COLUMN_LAYOUTS,
+  forbiddenKeyPath,
   type ChannelCapabilities,
   type DisplayField,
   type OutboundOf,
@@ -79,6 +80,9 @@ export function applyEdits(
   edits: Record<string, string> | undefined,
   capabilities: ChannelCapabilities,
 ): { ok: true; args: Record<string, unknown> } | { ok: false; error: Problem } {
+  // Object.entries would show an own "__proto__" key, but `next[key] = value` would set the prototype instead.
+  const forbidden = forbiddenKeyPath(edits);
+  if (forbidden) return { ok: false, error: { code: "edit_invalid", path: `edits.${forbidden.join(".")}`, message: `${forbidden.at(-1)} is not a field that can be edited` } };
   const entries = Object.entries(edits ?? {});
   if (entries.length === 0) return { ok: true, args: { ...args } };
   if (!capabilities.editableFields) {

@@ -1,18 +1,22 @@
 // One widget WebSocket connection: validates every inbound frame against the protocol's zod schema
-// (a bad, oversized or too-frequent frame gets an error frame and the connection lives on), binds the
-// connection to a conversation by hello (new, or resumed with its token), and delivers the
-// conversation's stored events in order, exactly once, with backpressure.
+// (a bad, oversized or too-frequent frame gets an error frame with the frame's ref, and the connection
+// lives on), closes a socket that says no hello in time, binds the connection to a conversation by hello
+// (new, within the address's limit, or resumed with its token; the token is replaced when the visitor
+// signs in), and delivers the conversation's stored events in order, exactly once, with backpressure.
 import { createHash, randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
 import type WebSocket from "ws";
 import {
+  CLOSE,
   clientFrameSchema,
   PROTOCOL_VERSION,
   type ChannelCapabilities,
   type ClientCapabilities,
   type ClientFrame,
+  type GatewayErrorCode,
   type ServerFrame,
 } from "@caplo/shared";
+import { frameProblem, refOf, refOfText } from "./frameErrors.ts";
 import type { Unsubscribe } from "../bus/eventBus.ts";
 import type { Engine } from "../engine/engine.ts";
 import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
@@ -47,8 +51,17 @@ export type ConnectionDeps = {
    * in one turn of the event loop are corked into one write; without it each frame is a write of its own.
    */
   socket?: Socket;
-  /** The socket comes from the gateway's own origin: the widget app in its iframe (framing checked by CSP). */
-  sameOrigin: boolean;
+  /**
+   * The socket's Origin is one of this server's own (CAPLO_PUBLIC_URL or its listening address, never the
+   * Host header): the widget app in its iframe, whose framing the app page's CSP frame-ancestors checks.
+   */
+  ownOrigin: boolean;
+  /** Close a socket that has not said hello (and been welcomed) within this long. */
+  helloTimeoutMs: number;
+  /** Take one new conversation from the client address's allowance: 0, or the milliseconds until one is. */
+  startConversation: () => number;
+  /** The conversation's resume token was replaced by `by`: other connections joined with the old one close. */
+  rotated: (conversationId: string, by: Connection) => void;
   engine: Engine;
   releases: ReleaseSource;
   limits: ConnectionLimits;
@@ -62,6 +75,9 @@ export type ConnectionDeps = {
 };
 
 const EVENT_BATCH = 200;
+
+/** Whether a frame has been acked while it is still being handled. */
+type Answer = { acked: boolean };
 
 export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("hex");
@@ -92,6 +108,9 @@ export class Connection {
   private refilledAt: number;
   private starting = false;
   private corked = false;
+  /** The hash of the resume token this connection joined its conversation with. */
+  private tokenHash: string | undefined;
+  private helloTimer: NodeJS.Timeout | undefined;
   alive = true;
   private closed = false;
   private readonly deps: ConnectionDeps;
@@ -108,6 +127,13 @@ export class Connection {
     });
     ws.on("close", () => this.dispose());
     ws.on("error", () => this.dispose());
+    // A socket that never says hello holds a slot of its address and a file descriptor: close it.
+    this.helloTimer = setTimeout(() => {
+      if (this.conversationId || this.starting) return;
+      this.error("hello_timeout", `no hello within ${Math.round(deps.helloTimeoutMs / 1000)} s; connect again and say hello first`);
+      this.ws.close(CLOSE.helloTimeout, "no hello in time");
+    }, deps.helloTimeoutMs);
+    this.helloTimer.unref();
   }
 
   send(frame: ServerFrame): void {
@@ -128,7 +154,8 @@ export class Connection {
     });
   }
 
-  private error(code: string, message: string, extra: { path?: string; ref?: string } = {}): void {
+  /** A gateway error (its code from the widget protocol's list), or an engine's or identity check's passed on. */
+  private error(code: GatewayErrorCode | (string & {}), message: string, extra: { path?: string; ref?: string } = {}): void {
     this.send({ t: "error", code, message, ...(extra.path !== undefined && { path: extra.path }), ...(extra.ref !== undefined && { ref: extra.ref }) });
   }
 
@@ -144,8 +171,12 @@ export class Connection {
 
   private async receive(data: Buffer | Buffer[] | ArrayBuffer, isBinary: boolean): Promise<void> {
     const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-    if (!this.allow()) return this.error("rate_limited", `at most ${this.deps.limits.framesPerSecond} frames per second; this frame was dropped`);
-    if (bytes.length > this.deps.limits.maxFrameBytes) return this.error("frame_too_large", `frames are at most ${this.deps.limits.maxFrameBytes} bytes; this one had ${bytes.length}`);
+    // A dropped or refused frame is still answered with its ref, so the client knows which action failed
+    // (a rate-limited confirm's card becomes usable again instead of waiting forever).
+    const unread = () => (isBinary ? {} : { ref: refOfText(bytes) }).ref;
+    const withRef = (ref: string | undefined) => (ref !== undefined ? { ref } : {});
+    if (!this.allow()) return this.error("rate_limited", `at most ${this.deps.limits.framesPerSecond} frames per second; this frame was dropped`, withRef(unread()));
+    if (bytes.length > this.deps.limits.maxFrameBytes) return this.error("frame_too_large", `frames are at most ${this.deps.limits.maxFrameBytes} bytes; this one had ${bytes.length}`, withRef(unread()));
     if (isBinary) return this.error("frame_invalid", "frames are JSON text, not binary");
     let raw: unknown;
     try {
@@ -153,6 +184,10 @@ export class Connection {
     } catch {
       return this.error("frame_invalid", "the frame is not valid JSON");
     }
+    // A ref that cannot be echoed as sent (too long, not text) is refused by itself: cut short it could
+    // match another action of the client's.
+    const ref = refOf(raw);
+    if (!ref.ok) return this.error(ref.problem.code, ref.problem.message, { path: ref.problem.path });
     // A widget speaking another version of the protocol is told which one this gateway speaks.
     if (raw && typeof raw === "object" && (raw as { t?: unknown }).t === "hello" && (raw as { v?: unknown }).v !== PROTOCOL_VERSION) {
       const asked = (raw as { v?: unknown }).v;
@@ -160,21 +195,44 @@ export class Connection {
     }
     const parsed = clientFrameSchema.safeParse(raw);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const ref = raw && typeof raw === "object" && typeof (raw as { ref?: unknown }).ref === "string" ? String((raw as { ref: string }).ref).slice(0, 64) : undefined;
-      return this.error("frame_invalid", issue?.message ?? "invalid frame", { path: (issue?.path ?? []).map(String).join("."), ...(ref !== undefined && { ref }) });
+      const problem = frameProblem(parsed.error.issues, raw);
+      return this.error(problem.code, problem.message, { path: problem.path, ...withRef(ref.ref) });
     }
+    const answer: Answer = { acked: false };
     try {
-      await this.handle(parsed.data);
+      await this.handle(parsed.data, answer);
     } catch (error) {
       this.deps.log("error", "frame handling failed", { error: String(error) });
-      // With the frame's ref, so the client knows which message to send again (the store may be restarting).
-      const ref = "ref" in parsed.data && typeof parsed.data.ref === "string" ? parsed.data.ref : undefined;
-      this.error("internal_error", "something went wrong on our side; please try again", ref !== undefined ? { ref } : {});
+      // With the frame's ref, so the client knows which message to send again (the store may be restarting);
+      // not after its ack: the decision is recorded and its outcome will follow as events.
+      if (!answer.acked) this.error("internal_error", "something went wrong on our side; please try again", withRef(ref.ref));
     }
   }
 
-  private async handle(frame: ClientFrame): Promise<void> {
+  /** Ack a frame once (a confirm is acked when recorded, before its write runs; not again when it ends). */
+  private ack(answer: Answer, ref: string, extra: { resumeToken?: string } = {}): void {
+    if (answer.acked) return;
+    answer.acked = true;
+    this.send({ t: "ack", ref, ...extra });
+  }
+
+  /**
+   * Before an action: the resume token this connection joined with must still be the conversation's. It is
+   * replaced when the visitor signs in (perhaps on another node): a connection of the old token is closed.
+   */
+  private async stillCurrent(ref: string): Promise<boolean> {
+    if (this.tokenHash && (await this.deps.engine.resumeCurrent(this.conversationId!, this.tokenHash))) return true;
+    this.closeRotated(ref);
+    return false;
+  }
+
+  /** This connection's resume token was replaced on another connection: say so and close. */
+  closeRotated(ref?: string): void {
+    this.error("resume_rotated", "this conversation's resume token was replaced (the visitor signed in); resume with the new token", ref !== undefined ? { ref } : {});
+    this.ws.close(CLOSE.resumeRotated, "resume token replaced");
+  }
+
+  private async handle(frame: ClientFrame, answer: Answer): Promise<void> {
     switch (frame.t) {
       case "ping":
         return this.send({ t: "pong" });
@@ -182,25 +240,36 @@ export class Connection {
         return this.hello(frame);
       case "in": {
         if (!this.conversationId || !this.ownerId) return this.error("not_started", "say hello first", { ref: frame.ref });
+        if (!(await this.stillCurrent(frame.ref))) return;
         if (frame.event.type === "message") {
           // Accepted: the turn runs on; its events arrive as they are stored.
-          this.send({ t: "ack", ref: frame.ref });
+          this.ack(answer, frame.ref);
           const result = await this.deps.engine.handle(this.conversationId, this.ownerId, frame.event);
           if (!result.ok) this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
           return;
         }
-        const result = await this.deps.engine.handle(this.conversationId, this.ownerId, frame.event);
-        if (result.ok) this.send({ t: "ack", ref: frame.ref });
-        else this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
+        // A confirm or decline is acked once recorded: the write and the model's next turn run after it,
+        // and their outcome arrives as events.
+        const result = await this.deps.engine.handle(this.conversationId, this.ownerId, frame.event, undefined, () => this.ack(answer, frame.ref));
+        if (result.ok) this.ack(answer, frame.ref);
+        else if (!answer.acked) this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
         return;
       }
       case "identify": {
         if (!this.conversationId || !this.release) return this.error("not_started", "say hello first", { ref: frame.ref });
+        if (!(await this.stillCurrent(frame.ref))) return;
         const verified = await this.deps.verifyIdentity(this.release, frame.token);
         if (!verified.ok) return this.error(verified.error.code, verified.error.message, { path: verified.error.path, ref: frame.ref });
         const result = await this.deps.engine.verify(this.conversationId, verified.subject);
-        if (result.ok) this.send({ t: "ack", ref: frame.ref });
-        else this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
+        if (!result.ok) return this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
+        // Signed in (or stepped up): a new resume token, so one handed out before cannot resume the verified
+        // conversation. Other connections joined with the old token are closed.
+        const token = randomBytes(32).toString("base64url");
+        const tokenHash = hashToken(token);
+        if (!(await this.deps.engine.rotateResume(this.conversationId, this.tokenHash!, tokenHash))) return this.closeRotated(frame.ref);
+        this.tokenHash = tokenHash;
+        this.deps.rotated(this.conversationId, this);
+        this.ack(answer, frame.ref, { resumeToken: token });
         return;
       }
     }
@@ -210,9 +279,9 @@ export class Connection {
     if (this.conversationId || this.starting) return this.error("already_started", "this connection already said hello");
     const release = this.deps.releases.get(frame.agent);
     if (!release) return this.error("agent_unknown", `no agent named ${frame.agent}`, { path: "agent" });
-    if (!this.deps.sameOrigin && !release.config.origins.includes(this.origin)) {
+    if (!this.deps.ownOrigin && !release.config.origins.includes(this.origin)) {
       this.error("origin_not_allowed", `this agent is not embedded on ${this.origin}`);
-      this.ws.close(1008, "origin not allowed");
+      this.ws.close(CLOSE.originNotAllowed, "origin not allowed");
       return;
     }
     this.starting = true;
@@ -231,6 +300,12 @@ export class Connection {
         }
       }
       if (!conversation) {
+        const wait = this.deps.startConversation();
+        if (wait > 0) {
+          this.error("too_many_conversations", `too many new conversations from your address; try again in ${Math.ceil(wait / 1000)} s`);
+          this.ws.close(CLOSE.tryAgainLater, "too many new conversations");
+          return;
+        }
         token = randomBytes(32).toString("base64url");
         const tokenHash = hashToken(token);
         conversation = await engine.openConversation({
@@ -245,6 +320,8 @@ export class Connection {
       // subscribed for it now (it would never be removed).
       if (this.closed) return;
       this.release = release;
+      this.tokenHash = hashToken(token!);
+      clearTimeout(this.helloTimer);
       this.conversationId = conversation.id;
       this.ownerId = conversation.ownerId;
       this.sentSeq = frame.resume && token === frame.resume.token ? Math.min(frame.resume.after, conversation.lastSeq) : 0;
@@ -322,6 +399,7 @@ export class Connection {
   dispose(): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.helloTimer);
     if (this.retry) clearTimeout(this.retry);
     this.unsubscribe?.();
     this.deps.left(this);

@@ -1,15 +1,20 @@
 // The gateway: one Node HTTP server with `ws`. It serves the widget's WebSocket at /v1/ws (Origin checked
-// against the agents' allowed origins, frame size and rate limits, heartbeats), the widget's static
-// files, /schemas/*.json, /healthz and /readyz, the team's HTTP API, and any routes channels register.
+// against this server's own origins and the agents' allowed origins, per-address socket and conversation
+// limits, frame size and rate limits, a hello timeout, heartbeats), the widget's static files,
+// /schemas/*.json, /healthz and /readyz, the team's HTTP API, and any routes channels register.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
-import { WS_PATH } from "@caplo/shared";
+import { CLOSE, WS_PATH } from "@caplo/shared";
 import { FILES_PATH, type Engine } from "../engine/engine.ts";
 import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
 import { createIdentityVerifier, type SecretLookup } from "../identity/index.ts";
+import { AddressCounter, DEFAULT_ADDRESS_LIMITS, type AddressLimits } from "./addressLimits.ts";
+import { addressKey, clientAddress, trustedProxies, type TrustedProxies } from "./clientAddress.ts";
 import { Connection, DEFAULT_LIMITS, type ConnectionLimits, type VerifyResult } from "./connection.ts";
+import { ownOrigins } from "./origins.ts";
+import { DEFAULT_HELLO_TIMEOUT_MS } from "./settings.ts";
 import { RouteTable, sendError, sendJson, type RouteHandler } from "./http.ts";
 import { serveFile, widgetCacheControl } from "./staticFiles.ts";
 import { registerTeamApi } from "./teamApi.ts";
@@ -34,8 +39,19 @@ export type GatewayOptions = {
   /** Frames larger than this close the socket (1009) before they are read; below it they get an error frame. */
   hardMaxPayloadBytes?: number;
   log?: (level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>) => void;
-  /** The clock of the per-connection rate limit (milliseconds); default Date.now. */
+  /** The clock of the per-connection rate limit and the per-address conversation limit (milliseconds); default Date.now. */
   now?: () => number;
+  /**
+   * The origins browsers reach this server at (CAPLO_PUBLIC_URL): a socket from one of them is the widget app
+   * in its iframe. The origin of the address `listen` binds is always one too; the Host header never is.
+   */
+  publicOrigins?: readonly string[];
+  /** Proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client (CAPLO_TRUSTED_PROXIES); default none. */
+  trustedProxies?: readonly string[];
+  /** Per-address limits on open sockets and new conversations per minute (addressLimits.ts). */
+  addressLimits?: Partial<AddressLimits>;
+  /** Close a socket that says no hello within this long; default 10 s. */
+  helloTimeoutMs?: number;
 };
 
 const REPO_ROOT = join(import.meta.dirname, "..", "..", "..");
@@ -51,10 +67,17 @@ export class Gateway {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly stopTyping: () => void;
   private readonly verifiers = new Map<string, (token: string) => VerifyResult>();
+  private readonly addresses: AddressCounter;
+  private readonly proxies: TrustedProxies;
+  /** This server's own origins: the configured ones until `listen` adds its address's. */
+  private ownOrigins: Set<string>;
 
   constructor(options: GatewayOptions) {
     this.options = options;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.addresses = new AddressCounter({ ...DEFAULT_ADDRESS_LIMITS, ...options.addressLimits }, options.now ?? Date.now);
+    this.proxies = trustedProxies(options.trustedProxies ?? []);
+    this.ownOrigins = new Set(options.publicOrigins ?? []);
     this.server = createServer((req, res) => void this.request(req, res));
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.hardMaxPayloadBytes ?? Math.max(1024 * 1024, this.limits.maxFrameBytes * 4) });
     this.server.on("upgrade", (req, socket, head) => this.upgrade(req, socket as import("node:net").Socket, head));
@@ -103,7 +126,14 @@ export class Gateway {
         resolve();
       });
     });
-    return this.server.address() as AddressInfo;
+    const address = this.server.address() as AddressInfo;
+    this.ownOrigins = new Set(ownOrigins(this.options.publicOrigins ?? [], { host, port: address.port }));
+    return address;
+  }
+
+  /** The origins a socket is taken as the widget app's own from (configured, then the listening address's). */
+  get origins(): string[] {
+    return [...this.ownOrigins];
   }
 
   get connectionCount(): number {
@@ -164,15 +194,29 @@ export class Gateway {
     if (!origin) return refuse(403, "Forbidden");
     // The widget app runs in an iframe served by this gateway, so its socket comes from the gateway's own
     // origin; which sites may frame it for an agent is enforced by the app page's frame-ancestors.
-    // Any other origin (a page talking to the socket directly) must be one of the agent's allowed origins.
-    const sameOrigin = isSameOrigin(origin, req.headers.host);
+    // Own means one of the configured public origins or the listening address's, never "equal to Host":
+    // a DNS-rebinding page sends its own name as both. Any other origin (a page talking to the socket
+    // directly) must be one of the agent's allowed origins.
+    const ownOrigin = this.ownOrigins.has(origin);
     const agent = url.searchParams.get("agent");
     const releases = agent ? [this.options.releases.get(agent)].filter((release): release is AgentRelease => release !== undefined) : this.options.releases.list();
-    if (!sameOrigin && !releases.some((release) => release.config.origins.includes(origin))) return refuse(403, "Forbidden");
+    if (!ownOrigin && !releases.some((release) => release.config.origins.includes(origin))) return refuse(403, "Forbidden");
+    const address = addressKey(clientAddress(req, this.proxies));
     this.wss.handleUpgrade(req, socket, head, (ws: WebSocket) => {
+      // Over the address's socket limit: told why (a browser sees no HTTP status of a refused upgrade), closed.
+      if (!this.addresses.openSocket(address)) {
+        ws.send(JSON.stringify({ t: "error", code: "too_many_connections", message: `at most ${this.addresses.limits.socketsPerAddress} connections from one address; close some and try again` }));
+        ws.close(CLOSE.tryAgainLater, "too many connections from your address");
+        return;
+      }
       const connection = new Connection(ws, origin, {
         socket,
-        sameOrigin,
+        ownOrigin,
+        helloTimeoutMs: this.options.helloTimeoutMs ?? DEFAULT_HELLO_TIMEOUT_MS,
+        startConversation: () => this.addresses.startConversation(address),
+        rotated: (conversationId, by) => {
+          for (const other of this.byConversation.get(conversationId) ?? []) if (other !== by) other.closeRotated();
+        },
         engine: this.options.engine,
         releases: this.options.releases,
         limits: this.limits,
@@ -185,7 +229,7 @@ export class Gateway {
           this.byConversation.set(joined.conversationId!, set);
         },
         left: (left) => {
-          this.connections.delete(left);
+          if (this.connections.delete(left)) this.addresses.closeSocket(address);
           if (!left.conversationId) return;
           const set = this.byConversation.get(left.conversationId);
           set?.delete(left);
@@ -225,16 +269,5 @@ export class Gateway {
       if (!res.headersSent) sendError(res, 500, { code: "internal_error", path: "", message: "something went wrong on our side" });
       else res.destroy();
     }
-  }
-}
-
-/** Whether a request's Origin is this server itself (the widget app's iframe), judged by its Host header. */
-export function isSameOrigin(origin: string, host: string | undefined): boolean {
-  if (!host) return false;
-  try {
-    const parsed = new URL(origin);
-    return (parsed.protocol === "http:" || parsed.protocol === "https:") && parsed.host === host.toLowerCase();
-  } catch {
-    return false;
   }
 }

@@ -145,6 +145,11 @@ export class PostgresStore implements Store {
     return rows[0] ? toConversation(rows[0]) : undefined;
   }
 
+  async rotateResumeHash(id: string, from: string, to: string): Promise<boolean> {
+    const rows = await this.q("UPDATE conversations SET resume_hash = $1 WHERE id = $2 AND resume_hash = $3 RETURNING id", [to, id, from]);
+    return rows.length === 1;
+  }
+
   async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined> {
     const rows = await this.q(
       "SELECT * FROM conversations WHERE agent = $1 AND channel = $2 AND external_id = $3 ORDER BY created_at DESC LIMIT 1",

@@ -146,6 +146,10 @@ export class SqliteStore implements Store {
     return row ? toConversation(row) : undefined;
   }
 
+  async rotateResumeHash(id: string, from: string, to: string): Promise<boolean> {
+    return this.sql("UPDATE conversations SET resume_hash = ? WHERE id = ? AND resume_hash = ?").run(to, id, from).changes === 1;
+  }
+
   async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined> {
     const row = this.sql("SELECT * FROM conversations WHERE agent = ? AND channel = ? AND external_id = ? ORDER BY created_at DESC LIMIT 1")
       .get(agent, channel, externalId) as Row | undefined;

@@ -240,6 +240,18 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     expect((await store.getConversation(c.id))?.handoff).toBeNull();
   });
 
+  it("a resume hash is rotated by compare-and-set: the old hash no longer finds the conversation, a stale rotation loses", async () => {
+    const [before, after, other] = [1, 2, 3].map(() => randomBytes(32).toString("hex")) as [string, string, string];
+    const c = await conversation({ resumeHash: before });
+    const rotations = await Promise.all([store.rotateResumeHash(c.id, before, after), second.rotateResumeHash(c.id, before, other)]);
+    expect(rotations.filter(Boolean)).toHaveLength(1);
+    const winner = rotations[0] ? after : other;
+    expect(await store.findConversationByResume(before)).toBeUndefined();
+    expect((await second.findConversationByResume(winner))?.id).toBe(c.id);
+    expect(await store.rotateResumeHash(c.id, before, randomBytes(32).toString("hex"))).toBe(false);
+    expect((await store.getConversation(c.id))?.resumeHash).toBe(winner);
+  });
+
   it("a write transition is a compare-and-set: of two concurrent confirms exactly one wins", async () => {
     const c = await conversation();
     const w = await store.insertWrite(newWrite(c.id));

@@ -210,6 +210,8 @@ export interface Store {
   createConversation(conversation: NewConversation): Promise<ConversationRecord>;
   getConversation(id: string): Promise<ConversationRecord | undefined>;
   findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined>;
+  /** Replace the conversation's resume hash if it is still `from` (compare-and-set); false when it was not. */
+  rotateResumeHash(id: string, from: string, to: string): Promise<boolean>;
   findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined>;
   setSubject(id: string, subject: CallSubject | null): Promise<void>;
   setHandoff(id: string, handoff: HandoffState | null): Promise<void>;

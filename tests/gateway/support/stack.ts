@@ -57,7 +57,14 @@ export async function startStack(options: StackOptions = {}) {
     nodeId: options.nodeId ?? "test-node",
   });
   await engine.start();
-  const gateway = new Gateway({ engine, releases, teamMembers: [teamMember("ana", "team-secret-token"), teamMember("ben", "ben-secret-token")], ...options.gateway });
+  // Tests and benchmarks open many sockets from 127.0.0.1: the per-address limits are tested on their own.
+  const gateway = new Gateway({
+    engine,
+    releases,
+    teamMembers: [teamMember("ana", "team-secret-token"), teamMember("ben", "ben-secret-token")],
+    addressLimits: { socketsPerAddress: 100_000, conversationsPerMinute: 1_000_000 },
+    ...options.gateway,
+  });
   const address = await gateway.listen(0, "127.0.0.1");
   const base = `http://127.0.0.1:${address.port}`;
   return {

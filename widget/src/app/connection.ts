@@ -33,9 +33,10 @@ const PONG_WITHIN_MS = 10_000;
 
 /**
  * Error codes that answer a hello for a reason that passes: the gateway could not read or write its store
- * (`internal_error`, as during a PostgreSQL restart) or the hello came too fast (`rate_limited`).
+ * (`internal_error`, as during a PostgreSQL restart), the hello came too fast (`rate_limited`), or this
+ * address holds too many sockets or started too many conversations this minute.
  */
-export const HELLO_RETRYABLE = new Set(["internal_error", "rate_limited"]);
+export const HELLO_RETRYABLE = new Set(["internal_error", "rate_limited", "too_many_connections", "too_many_conversations", "hello_timeout"]);
 /** Error codes sent before the welcome that do not refuse the hello: the welcome still follows. */
 const HELLO_NOTICES = new Set(["resume_invalid"]);
 

@@ -68,10 +68,12 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
       WebSocketImpl,
       onView: (view) => dispatch({ type: "connection", view }),
       onFrame: (frame) => {
-        if (frame.t === "welcome") {
-          storage.saveResumeToken(frame.resumeToken);
-          hostResume.current = frame.resumeToken;
-          notifyHost({ type: "persist", resume: frame.resumeToken }, parent, params.parentOrigin);
+        // Kept where the next hello reads it; signing in replaces it (the identify's ack carries the new one).
+        const resumeToken = frame.t === "welcome" || frame.t === "ack" ? frame.resumeToken : undefined;
+        if (resumeToken) {
+          storage.saveResumeToken(resumeToken);
+          hostResume.current = resumeToken;
+          notifyHost({ type: "persist", resume: resumeToken }, parent, params.parentOrigin);
         }
         if (frame.t === "ack" && frame.ref === identifyRef.current) {
           identity.current = null; // a token is used once and never kept
