@@ -205,7 +205,7 @@ describe("frames and limits", () => {
       const limited = () => c.frames.filter((frame) => frame.t === "error" && frame.code === "rate_limited").length;
       for (let i = 0; i < 21; i++) c.send({ t: "ping" });
       const refused = await c.waitFor(isT("error", (frame) => frame.code === "rate_limited"));
-      expect(refused.message).toBe("at most 10 frames per second; this frame was dropped");
+      expect(refused.message).toBe("Too many actions at once: this one was not handled; please try again in a moment (at most 10 per second)");
       // Frames are handled in order: every pong before the refusal has arrived.
       expect(pongs()).toBe(20);
       rateClock += 99;

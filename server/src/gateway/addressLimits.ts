@@ -1,6 +1,7 @@
 // Per-address limits of one gateway node: how many widget sockets one client address may hold open at once,
-// and how many new conversations it may start per minute (a token bucket: that many at once, then one
-// every 60/N seconds). Resuming a conversation is not a new one. Each node counts its own clients.
+// and how many new conversations it may start per minute (that many at once, then one every 60/N seconds:
+// a token bucket kept as the time it is full again, GCRA, so the boundary is exact in milliseconds).
+// Resuming a conversation is not a new one. Each node counts its own clients.
 export type AddressLimits = {
   /** Open sockets per address (an IPv6 client counts by its /64). */
   socketsPerAddress: number;
@@ -19,7 +20,8 @@ const SWEEP_OVER = 10_000;
 
 export class AddressCounter {
   private readonly sockets = new Map<string, number>();
-  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  /** Per address: when its allowance of new conversations is whole again (the "theoretical arrival time"). */
+  private readonly fullAt = new Map<string, number>();
   readonly limits: AddressLimits;
   private readonly now: () => number;
 
@@ -45,25 +47,15 @@ export class AddressCounter {
   /** Take one new conversation for `key`: 0 when allowed, else the milliseconds until one is. */
   startConversation(key: string): number {
     const perMinute = this.limits.conversationsPerMinute;
+    const interval = 60_000 / perMinute;
     const now = this.now();
-    const bucket = this.refilled(key, now);
-    if (bucket.tokens < 1) return Math.ceil(((1 - bucket.tokens) * 60_000) / perMinute);
-    bucket.tokens -= 1;
-    this.buckets.set(key, bucket);
-    if (this.buckets.size > SWEEP_OVER) this.sweep(now);
+    const fullAt = Math.max(this.fullAt.get(key) ?? now, now);
+    // Allowed while the allowance holds at least one: at most perMinute - 1 intervals already taken ahead.
+    const wait = fullAt - (perMinute - 1) * interval - now;
+    if (wait > 0) return Math.ceil(wait);
+    this.fullAt.set(key, fullAt + interval);
+    if (this.fullAt.size > SWEEP_OVER) for (const [other, at] of this.fullAt) if (at <= now) this.fullAt.delete(other);
     return 0;
-  }
-
-  private refilled(key: string, now: number): { tokens: number; at: number } {
-    const perMinute = this.limits.conversationsPerMinute;
-    const bucket = this.buckets.get(key) ?? { tokens: perMinute, at: now };
-    bucket.tokens = Math.min(perMinute, bucket.tokens + ((now - bucket.at) / 60_000) * perMinute);
-    bucket.at = now;
-    return bucket;
-  }
-
-  private sweep(now: number): void {
-    for (const key of [...this.buckets.keys()]) if (this.refilled(key, now).tokens >= this.limits.conversationsPerMinute) this.buckets.delete(key);
   }
 
   /** Open sockets of `key` (for tests and metrics). */

@@ -130,7 +130,7 @@ export class Connection {
     // A socket that never says hello holds a slot of its address and a file descriptor: close it.
     this.helloTimer = setTimeout(() => {
       if (this.conversationId || this.starting) return;
-      this.error("hello_timeout", `no hello within ${Math.round(deps.helloTimeoutMs / 1000)} s; connect again and say hello first`);
+      this.error("hello_timeout", `no hello within ${deps.helloTimeoutMs / 1000} s; connect again and say hello first`);
       this.ws.close(CLOSE.helloTimeout, "no hello in time");
     }, deps.helloTimeoutMs);
     this.helloTimer.unref();
@@ -175,7 +175,7 @@ export class Connection {
     // (a rate-limited confirm's card becomes usable again instead of waiting forever).
     const unread = () => (isBinary ? {} : { ref: refOfText(bytes) }).ref;
     const withRef = (ref: string | undefined) => (ref !== undefined ? { ref } : {});
-    if (!this.allow()) return this.error("rate_limited", `at most ${this.deps.limits.framesPerSecond} frames per second; this frame was dropped`, withRef(unread()));
+    if (!this.allow()) return this.error("rate_limited", `Too many actions at once: this one was not handled; please try again in a moment (at most ${this.deps.limits.framesPerSecond} per second)`, withRef(unread()));
     if (bytes.length > this.deps.limits.maxFrameBytes) return this.error("frame_too_large", `frames are at most ${this.deps.limits.maxFrameBytes} bytes; this one had ${bytes.length}`, withRef(unread()));
     if (isBinary) return this.error("frame_invalid", "frames are JSON text, not binary");
     let raw: unknown;

@@ -234,6 +234,9 @@ export class CaploNode {
       CAPLO_NODE_LEASE_MS: "2000",
       CAPLO_STATUS_CHECK_BASE_MS: "300",
       CAPLO_BUS_POLL_MS: "250",
+      // Every test client connects from 127.0.0.1: the per-address limits are tested in tests/gateway.
+      CAPLO_WIDGET_SOCKETS_PER_ADDRESS: "100000",
+      CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE: "1000000",
       ...(settings.shop && { CAPLO_EGRESS_RESOLVE: settings.shop.resolve }),
       ...(settings.redisUrl && { CAPLO_REDIS_URL: settings.redisUrl }),
       ...settings.env,
