@@ -107,6 +107,14 @@ describe("refs on error frames", () => {
     expect(await c.waitFor(answerTo("e2"))).toMatchObject({ path: "event.text", message: "event.text is required" });
     expect(c.closed).toBeUndefined();
   });
+
+  it("a text frame that is not valid UTF-8 closes the socket with 1007", async () => {
+    const c = await client();
+    await c.hello("shop-agent");
+    c.ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false });
+    await c.waitFor(() => c.closed !== undefined).catch(() => undefined);
+    expect(c.closed?.code).toBe(1007);
+  });
 });
 
 describe("confirms", () => {
