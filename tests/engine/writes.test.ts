@@ -257,16 +257,17 @@ describe("confirmation none and blocking", () => {
 describe("a write racing another in the same conversation", () => {
   it("the store keeps one; when the other has ended by the time the model is told, it hears write_blocked and that it may try again", async () => {
     h = await engineHarness({ rules: cancelRules(ORDERS.applied) });
-    const insertWrite = h.store.insertWrite.bind(h.store);
+    const proposeWrite = h.store.proposeWrite.bind(h.store);
     // Another node stores its proposal between this node's check and its insert; it is declined at once.
     let rivalId: string | undefined;
-    h.store.insertWrite = async (write) => {
-      const rival = await insertWrite({ ...write, id: `${write.id}_rival`, callId: "call_rival" });
-      rivalId = rival.id;
+    h.store.proposeWrite = async (write, batch) => {
+      const rival = await proposeWrite({ ...write, id: `${write.id}_rival`, callId: "call_rival" });
+      if (!rival.ok) throw new Error("the rival's proposal was refused");
+      rivalId = rival.write.id;
       try {
-        return await insertWrite(write);
+        return await proposeWrite(write, batch);
       } finally {
-        await h.store.transitionWrite(rival.id, { states: ["proposed"] }, { state: "declined", note: "declined by the customer" }, h.clock.now);
+        await h.store.transitionWrite(rival.write.id, { states: ["proposed"] }, { state: "declined", note: "declined by the customer" }, h.clock.now);
       }
     };
     await h.say("please cancel my order");

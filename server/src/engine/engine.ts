@@ -20,7 +20,7 @@ import { satisfiesStepUp } from "../identity/stepUp.ts";
 import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
 import type { DeliveredFile, ElicitRequest, ElicitResponse, ToolRunner } from "../runner/api.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
-import { WriteBlockedError, type AppendBatch, type AppendedBatch, type ConversationRecord, type NewWrite, type Store, type StoredEvent, type TranscriptEntry, type WriteChange, type WriteRecord, type WriteResult } from "../store/store.ts";
+import type { AppendBatch, AppendedBatch, ConversationRecord, Store, StoredEvent, TranscriptEntry, WriteChange, WriteRecord } from "../store/store.ts";
 import { questionFields } from "./elicitation.ts";
 import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, modelParameters, projectResult, receiptFields, reviewCard, type Problem } from "./presentation.ts";
@@ -29,7 +29,7 @@ import { PROPOSAL_TTL_DEFAULT_MS, ProposalSweep, proposalExpired, stepUpExpired,
 import { messageCost, TRANSCRIPT_BUDGET_DEFAULT_CHARS, transcriptWindow, windowStart } from "./transcriptWindow.ts";
 import { FileRetention } from "./fileRetention.ts";
 import { handoffReason, type HandoffNotifier } from "./handoff.ts";
-import { blockedMessage, blockingWrite, checkDelay, decide, type Actor, type Decision } from "./writePolicy.ts";
+import { blockedMessage, blockingWrite, changedWrite, decide, ledgerChange, type Actor, type PolicyEvent } from "./writePolicy.ts";
 
 /** Where the gateway serves delivered files: `${FILES_PATH}/<id>` (the id is random and unguessable). */
 export const FILES_PATH = "/v1/files";
@@ -136,6 +136,9 @@ type CachedTranscript = { lastSeq: number; messages: ModelMessage[]; dropped: nu
  * change or customer-visible event. Nothing in it has been sent or shown yet.
  */
 type Carry = { events: Outbound[]; transcript: ModelMessage[] };
+
+/** What a tool call tells the model; `stored`: its tool entry is already stored (with a proposal), not to be carried. */
+type ToolCallOutcome = { modelText: string; endTurn?: boolean; stored?: boolean };
 
 // Ids from a pool of cryptographically random bytes, each byte used once, refilled 4 KiB at a time (one
 // call into the CSPRNG per few hundred ids instead of one per id: a turn makes about ten).
@@ -328,24 +331,32 @@ export class Engine {
    */
   private async record(conversationId: string, batch: AppendBatch): Promise<AppendedBatch> {
     const stored = await this.store.append(conversationId, batch, this.now());
+    await this.announce(stored);
+    return stored;
+  }
+
+  /** What a transaction appended (alone, or with a ledger change): remembered, and its subscribers notified. */
+  private async announce(stored: AppendedBatch): Promise<void> {
     for (const entry of stored.transcript) this.rememberTranscript(entry);
     for (const event of stored.events) this.remember(event);
     const last = stored.events.at(-1);
     if (last) {
-      const published = await this.bus.publish(conversationId, { seq: last.seq });
+      const published = await this.bus.publish(last.conversationId, { seq: last.seq });
       if (!published.ok) this.log("warn", "event notice not published; subscribers catch up from the store", { code: published.error.code });
     }
-    return stored;
   }
 
-  /** Store what a step has waiting (if anything) plus `extra`, in one transaction; the step's carry is emptied. */
-  private async flushCarry(conversationId: string, carry: Carry, extra: Outbound[] = []): Promise<AppendedBatch | undefined> {
+  /**
+   * Store what a step has waiting (if anything) plus `extra`, in one transaction; the step's carry is emptied.
+   * `finish`: the turn ends with this batch and its owed turn is cleared in the same statement.
+   */
+  private async flushCarry(conversationId: string, carry: Carry, extra: Outbound[] = [], finish?: AppendBatch["finish"]): Promise<AppendedBatch | undefined> {
     const events = carry.events.concat(extra);
-    if (events.length === 0 && carry.transcript.length === 0) return undefined;
+    if (events.length === 0 && carry.transcript.length === 0 && !finish) return undefined;
     const transcript = carry.transcript;
     carry.events = [];
     carry.transcript = [];
-    return this.record(conversationId, { events, transcript });
+    return this.record(conversationId, { events, transcript, ...(finish && { finish }) });
   }
 
   /** Extend the cached transcript of a conversation with a stored entry, when it follows the cached ones. */
@@ -541,9 +552,10 @@ export class Engine {
       owedBy: this.nodeId,
     });
     const seq = transcript[0]!.seq;
-    if (!conversation.handoff) await this.runTurn(conversation, true, seq); // the team holds it: the agent stays silent
-    // A turn that ended by throwing (the store away) stays owed, for a restart or a survivor.
-    await this.store.finishTurn(conversationId, this.nodeId, seq);
+    // The turn's last append clears what it owes; a turn that ended by throwing (the store away) stays owed,
+    // for a restart or a survivor. The team holds the conversation: the agent stays silent, nothing is owed.
+    if (!conversation.handoff) await this.runTurn(conversation, true, seq);
+    else await this.store.finishTurn(conversationId, this.nodeId, seq);
     return { ok: true };
   }
 
@@ -605,12 +617,15 @@ export class Engine {
         carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: INTERRUPTED_NOTE });
       }
     }
-    await this.flushCarry(conversationId, carry);
-    if (!finished) {
-      const current = (await this.store.getConversation(conversationId))!;
-      if (!current.handoff) await this.runTurn(current, true, seq);
+    const finish = { nodeId: this.nodeId, seq };
+    if (finished) {
+      await this.flushCarry(conversationId, carry, [], finish);
+      return;
     }
-    await this.store.finishTurn(conversationId, this.nodeId, seq);
+    const stored = await this.flushCarry(conversationId, carry);
+    const current = stored?.conversation ?? (await this.store.getConversation(conversationId))!;
+    if (!current.handoff) await this.runTurn(current, true, seq);
+    else await this.store.finishTurn(conversationId, this.nodeId, seq);
   }
 
   private async decideProposal(conversationId: string, ownerId: string, inbound: Extract<Inbound, { type: "confirm" | "decline" }>, recorded?: () => void): Promise<EngineResult> {
@@ -622,13 +637,13 @@ export class Engine {
     if (!tool) return fail("tool_unavailable", "proposalId", "the tool of this proposal is no longer available");
     const actor: Actor = { ownerId, subjectId: conversation.subject?.id ?? null };
     if (proposalExpired(write, this.now(), this.proposalTtl())) {
-      await this.apply(write, tool, decide(write, { type: "expire" }));
+      await this.apply(write, tool, { type: "expire" });
       return fail("proposal_expired", "proposalId", "this proposal expired; ask the agent again");
     }
     if (inbound.type === "decline") {
       const decision = decide(write, { type: "decline", actor });
       if (!decision.ok) return fail(decision.code, "proposalId", decision.message);
-      const declined = await this.apply(write, tool, decision);
+      const declined = await this.apply(write, tool, { type: "decline", actor });
       if (!declined) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
       recorded?.();
       if (!conversation.handoff) await this.runTurn(conversation);
@@ -676,7 +691,7 @@ export class Engine {
           const running = await this.store.transitionWrite(write.id, { states: ["step_up_required"] }, { state: "running", stepUp: null, nodeId: this.nodeId, note: "step-up satisfied" }, this.now());
           if (running) await this.runWrite(running, tool, updated, true);
         } else {
-          await this.apply(write, tool, decision);
+          await this.apply(write, tool, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
         }
       }
       return { ok: true } as EngineResult;
@@ -754,8 +769,26 @@ export class Engine {
     const model = this.modelFor(release);
     const turnId = randomId("t");
     const carry: Carry = { events: [], transcript: [] };
+    const finish = owedSeq !== undefined ? { nodeId: this.nodeId, seq: owedSeq } : undefined;
+    let ended = false;
     this.typing(conversation.id, true);
     try {
+      await this.turnSteps(conversation, release, model, turnId, carry, fresh, owedSeq);
+      ended = true;
+    } finally {
+      // A turn that ends (answer, end of turn, step limit, or a failure) stores what it has not stored yet; one
+      // that ended without throwing also clears what it owed, in the same statement.
+      try {
+        await this.flushCarry(conversation.id, carry, [], ended ? finish : undefined);
+      } finally {
+        this.typing(conversation.id, false);
+      }
+    }
+  }
+
+  /** The model steps of a turn (runTurn stores what they leave in the carry). */
+  private async turnSteps(conversation: ConversationRecord, release: AgentRelease, model: Model, turnId: string, carry: Carry, fresh: boolean, owedSeq: number | undefined): Promise<void> {
+    {
       for (let step = 0; step < (this.options.maxModelSteps ?? 8); step++) {
         // The previous step's results are stored first; that transaction reads the conversation too.
         const stored = await this.flushCarry(conversation.id, carry);
@@ -780,7 +813,7 @@ export class Engine {
         }
         if (failed) {
           this.log("error", "model failed", { conversationId: conversation.id, error: failed });
-          await this.emit(conversation.id, { type: "text", id: randomId("m"), from: "system", text: "Sorry, I could not answer just now. Please try again." });
+          carry.events.push({ type: "text", id: randomId("m"), from: "system", text: "Sorry, I could not answer just now. Please try again." });
           return;
         }
         carry.transcript.push({ role: "assistant", content: text, ...(calls.length > 0 && { toolCalls: calls }) });
@@ -789,17 +822,11 @@ export class Engine {
         let endTurn = false;
         for (const call of calls) {
           const outcome = await this.toolCall(current, release, turnId, call, carry);
-          carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: outcome.modelText });
+          // A proposal stored its tool entry with the write itself.
+          if (!outcome.stored) carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: outcome.modelText });
           if (outcome.endTurn) endTurn = true;
         }
         if (endTurn) return;
-      }
-    } finally {
-      // A turn that ends (answer, end of turn, step limit, or a failure) stores what it has not stored yet.
-      try {
-        await this.flushCarry(conversation.id, carry);
-      } finally {
-        this.typing(conversation.id, false);
       }
     }
   }
@@ -811,7 +838,7 @@ export class Engine {
     turnId: string,
     call: ModelToolCall,
     carry: Carry,
-  ): Promise<{ modelText: string; endTurn?: boolean }> {
+  ): Promise<ToolCallOutcome> {
     if (call.name === HANDOFF_TOOL && release.config.channels[conversation.channel]?.handoff) {
       await this.flushCarry(conversation.id, carry);
       await this.handOff(conversation, release, handoffReason(call.arguments));
@@ -836,8 +863,7 @@ export class Engine {
       return { modelText: "customer_not_verified: this tool acts for a verified customer; the customer has been asked to verify. Try again after they have." };
     }
     if (tool.policy.effect === "read") return this.runRead(conversation, tool, turnId, call, args, carry);
-    await this.flushCarry(conversation.id, carry);
-    return this.proposeWrite(conversation, tool, turnId, call, args);
+    return this.proposeWrite(conversation, tool, turnId, call, args, carry);
   }
 
   private withSelector(tool: EngineTool, args: Record<string, unknown>, subject: CallSubject | null): Record<string, unknown> {
@@ -850,9 +876,6 @@ export class Engine {
     return this.options.secrets?.(packageVersionId) ?? {};
   }
 
-  private async progress(conversationId: string, tool: EngineTool, callId: string, state: "start" | "end"): Promise<void> {
-    await this.emit(conversationId, progressEvent(tool, callId, state));
-  }
 
   /**
    * A read runs at once. Its progress start is stored (with what the step had waiting) before the runner is
@@ -945,9 +968,6 @@ export class Engine {
     });
   }
 
-  private async askStepUp(conversationId: string, stepUp: StepUp, proposalId: string | undefined): Promise<void> {
-    await this.emit(conversationId, stepUpEvent(stepUp, proposalId));
-  }
 
 
   // ---------------------------------------------------------------- writes
@@ -958,69 +978,81 @@ export class Engine {
     turnId: string,
     call: ModelToolCall,
     args: Record<string, unknown>,
-  ): Promise<{ modelText: string; endTurn?: boolean }> {
-    const writes = await this.store.listWrites(conversation.id);
-    for (const write of writes) {
-      // A proposal (or a step-up) past its time expires here, so it does not block the conversation for ever.
-      if (writeExpired(write, this.now(), this.proposalTtl())) await this.expireWrite(write);
-    }
-    const blocking = blockingWrite(await this.store.listWrites(conversation.id));
+    carry: Carry,
+  ): Promise<ToolCallOutcome> {
+    let writes = await this.store.listWrites(conversation.id);
+    const expired = writes.filter((write) => writeExpired(write, this.now(), this.proposalTtl()));
+    // A proposal (or a step-up) past its time expires here, so it does not block the conversation for ever.
+    for (const write of expired) await this.expireWrite(write);
+    if (expired.length > 0) writes = await this.store.listWrites(conversation.id);
+    const blocking = blockingWrite(writes);
     if (blocking) return { modelText: blockedMessage(blocking.state, blocking.toolRef) };
     const issues = validateAgainst(tool.inputSchema, this.withSelector(tool, args, conversation.subject));
     if (issues.length > 0) return { modelText: `arguments_invalid: ${issues.map((issue) => `${issue.path || "/"} ${issue.message}`).join("; ")}` };
     const confirmation = tool.policy.effect === "write" ? tool.policy.confirmation : "required";
-    const write = await this.insertWrite({
-      id: randomId("p", 16),
-      conversationId: conversation.id,
-      turnId,
-      callId: call.id,
-      toolRef: tool.ref,
-      modelName: tool.modelName,
-      packageVersionId: tool.packageVersionId,
-      tool: tool.tool,
-      args,
-      state: "proposed",
-      confirmation,
-      ownerId: conversation.ownerId,
-      subjectId: conversation.subject?.id ?? null,
-      createdAt: this.now(),
-    });
-    // Another node stored a write in this conversation since the check above: the store kept only one.
-    if (!write) {
+    const id = randomId("p", 16);
+    const card = confirmation === "required" ? reviewCard(tool, args, conversation.capabilities) : undefined;
+    // The write, what the step has waiting, its review card and its tool entry: one transaction.
+    const batch: AppendBatch = {
+      events: card ? [...carry.events, { type: "review", id: randomId("m"), proposalId: id, tool: tool.ref, title: card.title, fields: card.fields, state: "proposed" }] : carry.events,
+      transcript: card ? [...carry.transcript, { role: "tool", toolCallId: call.id, name: call.name, content: proposedNote(tool.ref, id) }] : carry.transcript,
+    };
+    const proposed = await this.store.proposeWrite(
+      {
+        id,
+        conversationId: conversation.id,
+        turnId,
+        callId: call.id,
+        toolRef: tool.ref,
+        modelName: tool.modelName,
+        packageVersionId: tool.packageVersionId,
+        tool: tool.tool,
+        args,
+        state: "proposed",
+        confirmation,
+        ownerId: conversation.ownerId,
+        subjectId: conversation.subject?.id ?? null,
+        createdAt: this.now(),
+      },
+      batch,
+    );
+    // Another node stored a write in this conversation since the check above: the store kept only one (and nothing of this batch).
+    if (!proposed.ok) {
       const other = blockingWrite(await this.store.listWrites(conversation.id));
       return { modelText: other ? blockedMessage(other.state, other.toolRef) : "write_blocked: another write of this conversation was started at the same moment and has just ended; you may try again." };
     }
+    carry.events = [];
+    carry.transcript = [];
+    if (proposed.appended) await this.announce(proposed.appended);
     if (confirmation === "none") {
       const confirmed = await this.store.transitionWrite(
-        write.id,
+        id,
         { states: ["proposed"] },
         { state: "confirmed", finalArgs: args, idempotencyKey: randomId("ik", 32), nodeId: this.nodeId, note: "confirmation: none" },
         this.now(),
       );
-      const done = await this.runWrite(confirmed!, tool, conversation, false, false);
+      const done = await this.runWrite(confirmed!, tool, conversation, false);
       return { modelText: modelNote(done ?? confirmed!) };
     }
-    const card = reviewCard(tool, args, conversation.capabilities);
-    await this.emit(conversation.id, { type: "review", id: randomId("m"), proposalId: write.id, tool: tool.ref, title: card.title, fields: card.fields, state: "proposed" });
-    return { modelText: proposedNote(tool.ref, write.id), endTurn: true };
+    return { modelText: proposedNote(tool.ref, id), endTurn: true, stored: true };
   }
 
   /**
    * Run a confirmed write (or re-run one after step-up) with exactly its final arguments and its key, and
-   * record the outcome. The `running` transition is stored before the runner is called.
+   * record the outcome. The `running` transition is stored, with the progress the customer sees, before the
+   * runner is called.
    */
-  private async runWrite(
-    write: WriteRecord,
-    tool: EngineTool,
-    conversation: ConversationRecord,
-    alreadyRunning = false,
-    noteToModel = true,
-  ): Promise<WriteRecord | undefined> {
-    const running = alreadyRunning
-      ? write
-      : await this.store.transitionWrite(write.id, { states: ["confirmed"] }, { state: "running", nodeId: this.nodeId, note: "sent to the tool" }, this.now());
+  private async runWrite(write: WriteRecord, tool: EngineTool, conversation: ConversationRecord, noteToModel = true): Promise<WriteRecord | undefined> {
+    const start: AppendBatch = { events: [progressEvent(tool, write.callId, "start")] };
+    let running: WriteRecord | undefined = write;
+    if (write.state === "confirmed") {
+      const changed = await this.store.changeWrite(write.id, { states: ["confirmed"] }, { state: "running", nodeId: this.nodeId, note: "sent to the tool" }, this.now(), start);
+      if (changed?.appended) await this.announce(changed.appended);
+      running = changed?.write;
+    } else {
+      await this.record(conversation.id, start); // made running by its step-up
+    }
     if (!running) return undefined;
-    await this.progress(conversation.id, tool, running.callId, "start");
     let outcome: WriteOutcome;
     try {
       const result = await this.options.runner.call({
@@ -1046,21 +1078,19 @@ export class Engine {
     } catch (error) {
       outcome = { outcome: "unknown", reason: `the runner failed: ${error instanceof Error ? error.message : String(error)}` };
     }
-    return this.recordOutcome(running, tool, conversation, outcome, noteToModel);
+    return this.recordOutcome(running, tool, outcome, noteToModel);
   }
 
   /**
    * The outcome of a write is known only here, in memory: if the store is away (PostgreSQL restarting),
    * keep trying to record it, with a growing gap, rather than leave the write `running`. If this node
    * dies first, another takes it over (unknown, then a status check); its compare-and-set then fails here.
+   * The progress end, the outcome and what the model is told are stored with the transition.
    */
-  private async recordOutcome(running: WriteRecord, tool: EngineTool, conversation: ConversationRecord, outcome: WriteOutcome, noteToModel: boolean): Promise<WriteRecord | undefined> {
-    let progressed = false;
+  private async recordOutcome(running: WriteRecord, tool: EngineTool, outcome: WriteOutcome, noteToModel: boolean): Promise<WriteRecord | undefined> {
     for (let attempt = 0; ; attempt++) {
       try {
-        if (!progressed) await this.progress(conversation.id, tool, running.callId, "end");
-        progressed = true;
-        return await this.apply(running, tool, decide(running, { type: "finished", outcome }), outcome, noteToModel);
+        return await this.apply(running, tool, { type: "finished", outcome }, noteToModel, [progressEvent(tool, running.callId, "end")]);
       } catch (error) {
         if (this.stopped || attempt >= 60 || !storeUnreachable(error)) throw error;
         if (attempt === 0) this.log("warn", "a write's outcome could not be stored yet; retrying", { writeId: running.id, error: String(error) });
@@ -1069,60 +1099,59 @@ export class Engine {
     }
   }
 
-  /** Store a decision's transition (compare-and-set from the write's current state), then carry out its effects. */
-  private async apply(write: WriteRecord, tool: EngineTool, decision: Decision, outcome?: WriteOutcome, noteToModel = true): Promise<WriteRecord | undefined> {
+  /**
+   * Store a decision's ledger change (compare-and-set from the write's current state) together with what
+   * announces it (its effects: the outcome event, the note to the model, the step-up request), in one transaction.
+   */
+  private async apply(write: WriteRecord, tool: EngineTool, event: PolicyEvent, noteToModel = true, before: Outbound[] = []): Promise<WriteRecord | undefined> {
+    const decision = decide(write, event);
     if (!decision.ok) return undefined;
-    const change: WriteChange = { state: decision.to };
-    const checking = decision.effects.find((effect) => effect.type === "schedule_check");
-    if (outcome) {
-      const result = toResult(outcome);
-      if (result) change.result = result;
-      if (outcome.outcome === "pending" && outcome.operationRef) change.operationRef = outcome.operationRef;
-      if (outcome.outcome === "step_up_required") change.stepUp = outcome.stepUp;
-    }
-    if (checking?.type === "schedule_check") {
-      if (tool.hasStatus) {
-        change.nextCheckAt = this.now() + checkDelay(checking.index, this.checkBase());
-        change.checkLeaseUntil = null;
-      } else {
-        // No status check to ask: straight to the team's follow-up list.
-        change.nextCheckAt = null;
-        change.followUp = true;
-      }
-    }
-    if (decision.effects.some((effect) => effect.type === "follow_up")) {
-      change.followUp = true;
-      change.nextCheckAt = null;
-      change.checkLeaseUntil = null;
-    }
-    const updated = await this.store.transitionWrite(write.id, { states: [write.state] }, change, this.now());
-    if (!updated) return undefined;
+    const now = this.now();
+    const change = ledgerChange(write, event, decision, { now, checkBaseMs: this.checkBase(), hasStatus: tool.hasStatus });
+    const after = changedWrite(write, change, now);
+    const batch: AppendBatch & { events: Outbound[]; transcript: ModelMessage[] } = { events: [...before], transcript: [] };
     for (const effect of decision.effects) {
-      if (effect.type === "tell") await this.tell(updated, tool, noteToModel);
+      if (effect.type === "tell") this.addTell(batch, after, tool, noteToModel);
       if (effect.type === "ask_step_up") {
         // The review card learns its write waits for the customer to verify again (not "confirming" forever).
-        await this.tell(updated, tool, false);
-        await this.askStepUp(updated.conversationId, effect.stepUp, updated.id);
-        if (noteToModel) await this.note(updated.conversationId, modelNote(updated));
+        this.addTell(batch, after, tool, false);
+        batch.events.push(stepUpEvent(effect.stepUp, after.id));
+        if (noteToModel) batch.transcript.push({ role: "system", content: modelNote(after) });
       }
     }
-    return updated;
+    const expect = { states: [write.state] as const, ...(event.type === "checked" && { checkCount: write.checkCount }) };
+    const announced = batch.events.length > 0 || batch.transcript.length > 0;
+    const changed = await this.store.changeWrite(write.id, expect, change, now, announced ? batch : undefined);
+    if (!changed) {
+      // Another node changed the write first (and tells the customer where it stands): the progress this node
+      // showed still ends.
+      if (before.length > 0) await this.record(write.conversationId, { events: before });
+      return undefined;
+    }
+    if (changed.appended) await this.announce(changed.appended);
+    return changed.write;
   }
 
-  /** Tell the customer (outcome event) and the model (transcript note) where a write stands. */
-  private async tell(write: WriteRecord, tool: EngineTool | undefined, noteToModel = true): Promise<void> {
+  /** The outcome event (and the note to the model) telling where a write stands, added to a batch. */
+  private addTell(batch: { events: Outbound[]; transcript: ModelMessage[] }, write: WriteRecord, tool: EngineTool | undefined, noteToModel: boolean): void {
     const title = tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
     const receipt = write.state === "applied" && tool && write.result?.outcome === "applied" ? receiptFields(tool, write.result.structuredContent) : undefined;
-    const message: OutboundOf<"outcome"> = {
+    batch.events.push({
       type: "outcome",
       id: randomId("m"),
       proposalId: write.id,
       state: write.state === "confirmed" ? "running" : write.state,
       message: customerText(title, write),
       ...(receipt && receipt.length > 0 && { receipt }),
-    };
-    await this.emit(write.conversationId, message);
-    if (noteToModel) await this.note(write.conversationId, modelNote(write));
+    });
+    if (noteToModel) batch.transcript.push({ role: "system", content: modelNote(write) });
+  }
+
+  /** Tell the customer (outcome event) and the model (transcript note) where a write stands: one append. */
+  private async tell(write: WriteRecord, tool: EngineTool | undefined, noteToModel = true): Promise<void> {
+    const batch = { events: [] as Outbound[], transcript: [] as ModelMessage[] };
+    this.addTell(batch, write, tool, noteToModel);
+    await this.record(write.conversationId, batch);
   }
 
   private async markFollowUp(write: WriteRecord): Promise<void> {
@@ -1165,20 +1194,14 @@ export class Engine {
     const decision = decide(write, { type: "expire" });
     if (!decision.ok) return false;
     const note = write.state === "step_up_required" ? "expired: the customer did not verify again in time" : "expired: not decided in time";
-    const expired = await this.store.transitionWrite(write.id, { states: [write.state] }, { state: decision.to, note }, this.now());
+    const change: WriteChange = { state: decision.to, note };
+    const now = this.now();
+    const batch = { events: [] as Outbound[], transcript: [] as ModelMessage[] };
+    this.addTell(batch, changedWrite(write, change, now), this.toolForWrite(write), true);
+    const expired = await this.store.changeWrite(write.id, { states: [write.state] }, change, now, batch);
     if (!expired) return false;
-    await this.tell(expired, this.toolForWrite(expired));
+    if (expired.appended) await this.announce(expired.appended);
     return true;
-  }
-
-  /** Store a new write; undefined when the store refuses it because another write of the conversation is unresolved. */
-  private async insertWrite(write: NewWrite): Promise<WriteRecord | undefined> {
-    try {
-      return await this.store.insertWrite(write);
-    } catch (error) {
-      if (error instanceof WriteBlockedError) return undefined;
-      throw error;
-    }
   }
 
   // ---------------------------------------------------------------- status checks
@@ -1243,22 +1266,7 @@ export class Engine {
     } catch (error) {
       outcome = { outcome: "unknown", reason: `the status check failed: ${error instanceof Error ? error.message : String(error)}` };
     }
-    const decision = decide(write, { type: "checked", outcome });
-    if (!decision.ok) return;
-    const change: WriteChange = { state: decision.to, checkCount: write.checkCount + 1, checkLeaseUntil: null, note: `status check ${write.checkCount + 1}: ${outcome.outcome}` };
-    const result = toResult(outcome);
-    if (result && (decision.to === "applied" || decision.to === "not_applied")) change.result = result;
-    if (outcome.outcome === "pending" && outcome.operationRef) change.operationRef = outcome.operationRef;
-    const next = decision.effects.find((effect) => effect.type === "schedule_check");
-    if (next?.type === "schedule_check") change.nextCheckAt = this.now() + checkDelay(next.index, this.checkBase());
-    if (decision.effects.some((effect) => effect.type === "follow_up")) {
-      change.followUp = true;
-      change.nextCheckAt = null;
-    }
-    if (decision.to === "applied" || decision.to === "not_applied") change.nextCheckAt = null;
-    const updated = await this.store.transitionWrite(write.id, { states: [write.state], checkCount: write.checkCount }, change, this.now());
-    if (!updated) return;
-    if (decision.effects.some((effect) => effect.type === "tell")) await this.tell(updated, tool);
+    await this.apply(write, tool, { type: "checked", outcome });
   }
 
   // ---------------------------------------------------------------- handoff and the team
@@ -1286,8 +1294,10 @@ export class Engine {
         return fail("conversation_held", "member", "another team member holds this conversation");
       }
       await this.store.setHandoff(conversationId, { state: "taken", member, ...(conversation.handoff?.queue && { queue: conversation.handoff.queue }), at: this.now() });
-      await this.emit(conversationId, { type: "handoff", id: randomId("m"), state: "taken", text: "A member of our team has joined the conversation." });
-      await this.note(conversationId, "A team member took over the conversation.");
+      await this.record(conversationId, {
+        events: [{ type: "handoff", id: randomId("m"), state: "taken", text: "A member of our team has joined the conversation." }],
+        transcript: [{ role: "system", content: "A team member took over the conversation." }],
+      });
       return { ok: true } as EngineResult;
     });
   }
@@ -1299,8 +1309,7 @@ export class Engine {
       if (conversation.handoff?.state !== "taken" || conversation.handoff.member !== member) {
         return fail("conversation_not_held", "member", "take the conversation over before writing in it");
       }
-      await this.emit(conversationId, { type: "text", id: randomId("m"), from: "team", text });
-      await this.note(conversationId, `[team] ${text}`);
+      await this.record(conversationId, { events: [{ type: "text", id: randomId("m"), from: "team", text }], transcript: [{ role: "system", content: `[team] ${text}` }] });
       return { ok: true } as EngineResult;
     });
   }
@@ -1315,8 +1324,10 @@ export class Engine {
         return fail("conversation_held", "member", "another team member holds this conversation");
       }
       await this.store.setHandoff(conversationId, null);
-      await this.emit(conversationId, { type: "handoff", id: randomId("m"), state: "released", text: "You're back with the assistant." });
-      await this.note(conversationId, "The team handed the conversation back to you.");
+      await this.record(conversationId, {
+        events: [{ type: "handoff", id: randomId("m"), state: "released", text: "You're back with the assistant." }],
+        transcript: [{ role: "system", content: "The team handed the conversation back to you." }],
+      });
       return { ok: true } as EngineResult;
     });
   }
@@ -1333,8 +1344,10 @@ export class Engine {
   async recordUndelivered(conversationId: string, text: string): Promise<EngineResult> {
     return this.serial(conversationId, async () => {
       if (!(await this.store.getConversation(conversationId))) return fail("conversation_not_found", "conversationId", "no such conversation");
-      await this.emit(conversationId, { type: "text", id: randomId(UNDELIVERED_NOTE_PREFIX.slice(0, -1)), from: "system", text });
-      await this.note(conversationId, `The customer did not receive a message: ${text}`);
+      await this.record(conversationId, {
+        events: [{ type: "text", id: randomId(UNDELIVERED_NOTE_PREFIX.slice(0, -1)), from: "system", text }],
+        transcript: [{ role: "system", content: `The customer did not receive a message: ${text}` }],
+      });
       return { ok: true } as EngineResult;
     });
   }
@@ -1381,19 +1394,4 @@ function storeUnreachable(error: unknown): boolean {
   if (["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN"].includes(code)) return true;
   if (/^(57P0[123]|08\d{3})$/.test(code)) return true; // shutdown, cannot connect now, connection exceptions
   return /Connection terminated|connection timeout|Client has encountered a connection error/i.test(error instanceof Error ? error.message : String(error));
-}
-
-function toResult(outcome: WriteOutcome): WriteResult | undefined {
-  switch (outcome.outcome) {
-    case "applied":
-      return { outcome: "applied", text: outcome.text, ...(outcome.structuredContent && { structuredContent: outcome.structuredContent }) };
-    case "not_applied":
-      return { outcome: "not_applied", message: outcome.message };
-    case "pending":
-      return { outcome: "pending", ...(outcome.message && { message: outcome.message }) };
-    case "unknown":
-      return { outcome: "unknown", reason: outcome.reason };
-    case "step_up_required":
-      return undefined;
-  }
 }

@@ -2,7 +2,7 @@
 // with a stable code. No I/O, no clock: the engine driver stores the transition (compare-and-set) and
 // only then carries out the effects. This is where "a write never runs on the model's say-so" lives.
 import { STATUS_CHECKS_MAX, type StepUp, type WriteOutcome } from "@caplo/shared";
-import { UNRESOLVED_WRITE_STATES, type WriteRecord, type WriteState } from "../store/store.ts";
+import { UNRESOLVED_WRITE_STATES, type WriteChange, type WriteRecord, type WriteResult, type WriteState } from "../store/store.ts";
 
 /** Who acts: the connection owner (resume-token holder or channel identity) and the verified customer, if any. */
 export type Actor = { ownerId: string; subjectId: string | null };
@@ -121,4 +121,80 @@ export function blockedMessage(state: WriteState, toolRef: string): string {
 /** The gap before status check `index` (0-based): growing, base × 2^index (5 s, 10 s, 20 s ... by default). */
 export function checkDelay(index: number, baseMs: number): number {
   return baseMs * 2 ** Math.min(index, 20);
+}
+
+/** What a ledger change needs beyond the decision: the clock, the status-check base gap, and whether the tool answers status checks. */
+export type LedgerContext = { now: number; checkBaseMs: number; hasStatus: boolean };
+
+/**
+ * The whole ledger change of a decision: the state and every field it sets (the outcome's result, the
+ * operation reference, the step-up, the next status check or the team's follow-up list). The engine stores
+ * exactly this, by compare-and-set, with what announces it.
+ */
+export function ledgerChange(write: PolicyWrite, event: PolicyEvent, decision: Extract<Decision, { ok: true }>, context: LedgerContext): WriteChange {
+  const change: WriteChange = { state: decision.to };
+  const outcome = event.type === "finished" || event.type === "checked" ? event.outcome : undefined;
+  const settled = decision.to === "applied" || decision.to === "not_applied";
+  if (event.type === "checked") {
+    change.checkCount = write.checkCount + 1;
+    change.checkLeaseUntil = null;
+    change.note = `status check ${write.checkCount + 1}: ${event.outcome.outcome}`;
+    const result = toResult(event.outcome);
+    if (result && settled) change.result = result;
+  } else if (outcome) {
+    const result = toResult(outcome);
+    if (result) change.result = result;
+    if (outcome.outcome === "step_up_required") change.stepUp = outcome.stepUp;
+  }
+  if (outcome?.outcome === "pending" && outcome.operationRef) change.operationRef = outcome.operationRef;
+  const schedule = decision.effects.find((effect) => effect.type === "schedule_check");
+  if (schedule?.type === "schedule_check") {
+    if (context.hasStatus) {
+      change.nextCheckAt = context.now + checkDelay(schedule.index, context.checkBaseMs);
+      change.checkLeaseUntil = null;
+    } else {
+      // No status check to ask: straight to the team's follow-up list.
+      change.nextCheckAt = null;
+      change.followUp = true;
+    }
+  }
+  if (decision.effects.some((effect) => effect.type === "follow_up")) {
+    change.followUp = true;
+    change.nextCheckAt = null;
+    change.checkLeaseUntil = null;
+  }
+  if (event.type === "checked" && settled) change.nextCheckAt = null;
+  return change;
+}
+
+/** A write as it stands once a change is stored at `at` (what the store's compare-and-set returns when it lands). */
+export function changedWrite(write: WriteRecord, change: WriteChange, at: number): WriteRecord {
+  const next: WriteRecord = { ...write, state: change.state, updatedAt: at };
+  if (change.finalArgs !== undefined) next.finalArgs = change.finalArgs;
+  if (change.idempotencyKey !== undefined) next.idempotencyKey = change.idempotencyKey;
+  if (change.operationRef !== undefined) next.operationRef = change.operationRef;
+  if (change.checkCount !== undefined) next.checkCount = change.checkCount;
+  if (change.nextCheckAt !== undefined) next.nextCheckAt = change.nextCheckAt;
+  if (change.checkLeaseUntil !== undefined) next.checkLeaseUntil = change.checkLeaseUntil;
+  if (change.result !== undefined) next.result = change.result;
+  if (change.stepUp !== undefined) next.stepUp = change.stepUp;
+  if (change.followUp !== undefined) next.followUp = change.followUp;
+  if (change.nodeId !== undefined) next.nodeId = change.nodeId;
+  return next;
+}
+
+/** What the ledger keeps of an outcome (a step-up is kept as the write's stepUp, not as a result). */
+export function toResult(outcome: WriteOutcome): WriteResult | undefined {
+  switch (outcome.outcome) {
+    case "applied":
+      return { outcome: "applied", text: outcome.text, ...(outcome.structuredContent && { structuredContent: outcome.structuredContent }) };
+    case "not_applied":
+      return { outcome: "not_applied", message: outcome.message };
+    case "pending":
+      return { outcome: "pending", ...(outcome.message && { message: outcome.message }) };
+    case "unknown":
+      return { outcome: "unknown", reason: outcome.reason };
+    case "step_up_required":
+      return undefined;
+  }
 }

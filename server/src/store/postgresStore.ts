@@ -9,6 +9,7 @@ import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, to
 import type {
   AppendBatch,
   AppendedBatch,
+  ChangedWrite,
   ConversationRecord,
   HandoffAttempt,
   HandoffNotice,
@@ -17,6 +18,7 @@ import type {
   NewHandoffNotice,
   NewConversation,
   NewWrite,
+  ProposedWrite,
   Store,
   StoredEvent,
   TranscriptEntry,
@@ -28,6 +30,58 @@ import type {
 } from "./store.ts";
 
 const encode = (value: unknown) => JSON.stringify(value);
+/**
+ * A conversation's columns as the engine reads them; capabilities as text, so the row mapping validates each
+ * distinct text once (rows.ts) instead of parsing JSONB into an object to validate every time.
+ */
+const CONVERSATION_COLUMNS =
+  "id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, handoff, capabilities::text AS capabilities, created_at, last_seq, last_transcript_seq, turn_node, turn_seq";
+
+/**
+ * The common table expressions of an append to one conversation (`c`: its row after the update, `e` and `t`:
+ * the inserts, which take the seqs the update reserved), with their parameters pushed on `params`; `where`
+ * picks the conversation. The update's row lock orders concurrent appends to the conversation.
+ */
+function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: string): string {
+  const p = (value: unknown) => `$${params.push(value)}`;
+  const events = batch.events ?? [];
+  const entries = batch.transcript ?? [];
+  const ne = p(events.length);
+  const nt = p(entries.length);
+  const owed = p(batch.owedBy !== undefined && entries.length > 0 ? batch.owedBy : null);
+  const finishNode = p(batch.finish?.nodeId ?? null);
+  const finishSeq = p(batch.finish?.seq ?? null);
+  const atParam = p(at);
+  const eventTexts = p(events.map(encode));
+  const entryTexts = p(entries.map(encode));
+  const finishes = `turn_node = ${finishNode}::text AND turn_seq = ${finishSeq}::bigint`;
+  return `c AS (
+      UPDATE conversations SET last_seq = last_seq + ${ne}::int, last_transcript_seq = last_transcript_seq + ${nt}::int,
+        turn_node = CASE WHEN ${owed}::text IS NOT NULL THEN ${owed}::text WHEN ${finishes} THEN NULL ELSE turn_node END,
+        turn_seq = CASE WHEN ${owed}::text IS NOT NULL THEN last_transcript_seq + ${nt}::int WHEN ${finishes} THEN NULL ELSE turn_seq END
+      WHERE ${where} RETURNING ${CONVERSATION_COLUMNS}
+    ), e AS (
+      INSERT INTO events (conversation_id, seq, at, message)
+      SELECT c.id, c.last_seq - ${ne}::int + x.ord, ${atParam}, x.message FROM c, unnest(${eventTexts}::jsonb[]) WITH ORDINALITY AS x(message, ord)
+    ), t AS (
+      INSERT INTO transcript (conversation_id, seq, at, message)
+      SELECT c.id, c.last_transcript_seq - ${nt}::int + x.ord, ${atParam}, x.message FROM c, unnest(${entryTexts}::jsonb[]) WITH ORDINALITY AS x(message, ord)
+    )`;
+}
+
+/** What an append stored, from the conversation's row as the append's update returned it. */
+function appended(conversationId: string, batch: AppendBatch, at: number, row: Row): AppendedBatch {
+  const messages = batch.events ?? [];
+  const entries = batch.transcript ?? [];
+  const conversation = toConversation(row);
+  const firstEvent = conversation.lastSeq - messages.length + 1;
+  const firstEntry = conversation.lastTranscriptSeq - entries.length + 1;
+  return {
+    conversation,
+    events: messages.map((message, index) => ({ conversationId, seq: firstEvent + index, at, message })),
+    transcript: entries.map((message, index) => ({ conversationId, seq: firstEntry + index, at, message })),
+  };
+}
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export type PostgresStoreOptions = {
@@ -66,8 +120,16 @@ export class PostgresStore implements Store {
     this.pool.on("error", () => undefined);
   }
 
+  /** Statement names by SQL text: each text is prepared once per connection, then only bound and run. */
+  private readonly names = new Map<string, string>();
+
   private async q(sql: string, params: unknown[] = [], client?: pg.PoolClient): Promise<Row[]> {
-    const result = await (client ?? this.pool).query(sql, params);
+    let name = this.names.get(sql);
+    if (!name) {
+      name = `caplo_${this.names.size + 1}`;
+      this.names.set(sql, name);
+    }
+    const result = await (client ?? this.pool).query({ name, text: sql, values: params });
     return result.rows as Row[];
   }
 
@@ -98,7 +160,7 @@ export class PostgresStore implements Store {
       await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`caplo-migrate:${this.schema}`]);
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
       await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
-      const applied = new Set((await this.q("SELECT version FROM schema_migrations", [], client)).map((row) => Number(row.version)));
+      const applied = new Set((await client.query("SELECT version FROM schema_migrations")).rows.map((row) => Number(row.version)));
       for (const migration of POSTGRES_MIGRATIONS) {
         if (applied.has(migration.version)) continue;
         await client.query(migration.sql);
@@ -129,19 +191,19 @@ export class PostgresStore implements Store {
   async createConversation(c: NewConversation): Promise<ConversationRecord> {
     const rows = await this.q(
       `INSERT INTO conversations (id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, capabilities, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10) RETURNING *`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10) RETURNING ${CONVERSATION_COLUMNS}`,
       [c.id, c.agent, c.releaseId, c.channel, c.externalId, c.resumeHash, c.ownerId, c.subject ? encode(c.subject) : null, encode(c.capabilities), c.createdAt],
     );
     return toConversation(rows[0]!);
   }
 
   async getConversation(id: string): Promise<ConversationRecord | undefined> {
-    const rows = await this.q("SELECT * FROM conversations WHERE id = $1", [id]);
+    const rows = await this.q(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1`, [id]);
     return rows[0] ? toConversation(rows[0]) : undefined;
   }
 
   async findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined> {
-    const rows = await this.q("SELECT * FROM conversations WHERE resume_hash = $1", [resumeHash]);
+    const rows = await this.q(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE resume_hash = $1`, [resumeHash]);
     return rows[0] ? toConversation(rows[0]) : undefined;
   }
 
@@ -152,7 +214,7 @@ export class PostgresStore implements Store {
 
   async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined> {
     const rows = await this.q(
-      "SELECT * FROM conversations WHERE agent = $1 AND channel = $2 AND external_id = $3 ORDER BY created_at DESC LIMIT 1",
+      `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE agent = $1 AND channel = $2 AND external_id = $3 ORDER BY created_at DESC LIMIT 1`,
       [agent, channel, externalId],
     );
     return rows[0] ? toConversation(rows[0]) : undefined;
@@ -172,7 +234,7 @@ export class PostgresStore implements Store {
 
   async listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
     const where = filter.handoff === true ? "WHERE handoff IS NOT NULL" : filter.handoff === false ? "WHERE handoff IS NULL" : "";
-    const rows = await this.q(`SELECT * FROM conversations ${where} ORDER BY created_at DESC, id LIMIT $1`, [filter.limit ?? 100]);
+    const rows = await this.q(`SELECT ${CONVERSATION_COLUMNS} FROM conversations ${where} ORDER BY created_at DESC, id LIMIT $1`, [filter.limit ?? 100]);
     return rows.map(toConversation);
   }
 
@@ -210,36 +272,11 @@ export class PostgresStore implements Store {
   }
 
   async append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch> {
-    const messages = batch.events ?? [];
-    const entries = batch.transcript ?? [];
-    const eventTexts = messages.map(encode);
-    const entryTexts = entries.map(encode);
-    // One statement, so one round trip and one implicit transaction: the update's row lock orders concurrent
-    // appends to the conversation, and the inserts take the seqs it reserved (all or nothing).
-    const rows = await this.q(
-      `WITH c AS (
-         UPDATE conversations SET last_seq = last_seq + $2, last_transcript_seq = last_transcript_seq + $3,
-           turn_node = COALESCE($7::text, turn_node), turn_seq = CASE WHEN $7::text IS NULL THEN turn_seq ELSE last_transcript_seq + $3 END
-         WHERE id = $1 RETURNING *
-       ), e AS (
-         INSERT INTO events (conversation_id, seq, at, message)
-         SELECT c.id, c.last_seq - $2 + x.ord, $4, x.message FROM c, unnest($5::jsonb[]) WITH ORDINALITY AS x(message, ord)
-       ), t AS (
-         INSERT INTO transcript (conversation_id, seq, at, message)
-         SELECT c.id, c.last_transcript_seq - $3 + x.ord, $4, x.message FROM c, unnest($6::jsonb[]) WITH ORDINALITY AS x(message, ord)
-       )
-       SELECT * FROM c`,
-      [conversationId, messages.length, entries.length, at, eventTexts, entryTexts, batch.owedBy !== undefined && entries.length > 0 ? batch.owedBy : null],
-    );
+    // One statement, so one round trip and one implicit transaction (all or nothing).
+    const params: unknown[] = [conversationId];
+    const rows = await this.q(`WITH ${appendCtes(batch, at, params, "id = $1")} SELECT * FROM c`, params);
     if (!rows[0]) throw new Error(`append: no conversation ${conversationId}`);
-    const conversation = toConversation(rows[0]);
-    const firstEvent = conversation.lastSeq - messages.length + 1;
-    const firstEntry = conversation.lastTranscriptSeq - entries.length + 1;
-    return {
-      conversation,
-      events: messages.map((message, index) => ({ conversationId, seq: firstEvent + index, at, message })),
-      transcript: entries.map((message, index) => ({ conversationId, seq: firstEntry + index, at, message })),
-    };
+    return appended(conversationId, batch, at, rows[0]);
   }
 
   async finishTurn(conversationId: string, nodeId: string, seq: number): Promise<boolean> {
@@ -264,28 +301,31 @@ export class PostgresStore implements Store {
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {
+    const proposed = await this.proposeWrite(w);
+    if (!proposed.ok) throw new WriteBlockedError(w.conversationId);
+    return proposed.write;
+  }
+
+  async proposeWrite(w: NewWrite, batch?: AppendBatch): Promise<ProposedWrite> {
+    // One statement: the write, its first transition and the batch (the review card, the model's step).
+    const params: unknown[] = [w.id, w.conversationId, w.turnId, w.callId, w.toolRef, w.modelName, w.packageVersionId, w.tool, encode(w.args), w.state, w.confirmation, w.ownerId, w.subjectId, w.createdAt];
+    const ctes = [
+      `w AS (INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $14) RETURNING *)`,
+      `h AS (INSERT INTO write_transitions (write_id, at, from_state, to_state, note) SELECT id, $14, state, state, 'created' FROM w)`,
+      ...(batch ? [appendCtes(batch, w.createdAt, params, "id = (SELECT conversation_id FROM w)")] : []),
+    ];
     try {
-      return await this.insertWriteNow(w);
+      const rows = await this.q(`WITH ${ctes.join(", ")} SELECT (SELECT row_to_json(w) FROM w) AS w${batch ? ", (SELECT row_to_json(c) FROM c) AS c" : ""}`, params);
+      const row = rows[0]!;
+      return { ok: true, write: toWrite(row.w as Row), appended: batch && row.c ? appended(w.conversationId, batch, w.createdAt, row.c as Row) : undefined };
     } catch (error) {
       // The unique index writes_one_unresolved: another write of the conversation is still unresolved.
       if ((error as { code?: string; constraint?: string }).code === "23505" && (error as { constraint?: string }).constraint === "writes_one_unresolved") {
-        throw new WriteBlockedError(w.conversationId);
+        return { ok: false, code: "write_blocked", conversationId: w.conversationId };
       }
       throw error;
     }
-  }
-
-  private insertWriteNow(w: NewWrite): Promise<WriteRecord> {
-    return this.tx(async (client) => {
-      const rows = await this.q(
-        `INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $14) RETURNING *`,
-        [w.id, w.conversationId, w.turnId, w.callId, w.toolRef, w.modelName, w.packageVersionId, w.tool, encode(w.args), w.state, w.confirmation, w.ownerId, w.subjectId, w.createdAt],
-        client,
-      );
-      await client.query("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES ($1, $2, $3, $3, 'created')", [w.id, w.createdAt, w.state]);
-      return toWrite(rows[0]!);
-    });
   }
 
   async getWrite(id: string): Promise<WriteRecord | undefined> {
@@ -298,30 +338,30 @@ export class PostgresStore implements Store {
   }
 
   async transitionWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number): Promise<WriteRecord | undefined> {
-    return this.tx(async (client) => {
-      const current = await this.q("SELECT * FROM writes WHERE id = $1 FOR UPDATE", [id], client);
-      if (!current[0]) return undefined;
-      const write = toWrite(current[0]);
-      if (!expect.states.includes(write.state)) return undefined;
-      if (expect.checkCount !== undefined && write.checkCount !== expect.checkCount) return undefined;
-      const columns = changeColumns(change, encode, (value) => value);
-      columns.push(["updated_at", at]);
-      const jsonColumns = new Set(["final_args", "result", "step_up"]);
-      const set = columns.map(([name], index) => `${name} = $${index + 1}${jsonColumns.has(name) ? "::jsonb" : ""}`).join(", ");
-      const rows = await this.q(
-        `UPDATE writes SET ${set} WHERE id = $${columns.length + 1} RETURNING *`,
-        [...columns.map(([, value]) => value), id],
-        client,
-      );
-      await client.query("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES ($1, $2, $3, $4, $5)", [
-        id,
-        at,
-        write.state,
-        change.state,
-        change.note ?? null,
-      ]);
-      return toWrite(rows[0]!);
-    });
+    return (await this.changeWrite(id, expect, change, at))?.write;
+  }
+
+  async changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch): Promise<ChangedWrite | undefined> {
+    // One statement: the compare-and-set is the update's own condition (re-checked on the row it locks), and the
+    // transition and the batch are inserted only from the row it returns, so all land or none.
+    const columns = changeColumns(change, encode, (value) => value);
+    columns.push(["updated_at", at]);
+    const jsonColumns = new Set(["final_args", "result", "step_up"]);
+    const params: unknown[] = columns.map(([, value]) => value);
+    const p = (value: unknown) => `$${params.push(value)}`;
+    const set = columns.map(([name], index) => `${name} = $${index + 1}${jsonColumns.has(name) ? "::jsonb" : ""}`).join(", ");
+    const from = expect.states[0];
+    const where = `id = ${p(id)} AND state = ${p(from)}${expect.checkCount !== undefined ? ` AND check_count = ${p(expect.checkCount)}` : ""}`;
+    const ctes = [
+      `w AS (UPDATE writes SET ${set} WHERE ${where} RETURNING *)`,
+      `h AS (INSERT INTO write_transitions (write_id, at, from_state, to_state, note) SELECT id, ${p(at)}, ${p(from)}, ${p(change.state)}, ${p(change.note ?? null)} FROM w)`,
+      ...(batch ? [appendCtes(batch, at, params, "id = (SELECT conversation_id FROM w)")] : []),
+    ];
+    const rows = await this.q(`WITH ${ctes.join(", ")} SELECT (SELECT row_to_json(w) FROM w) AS w${batch ? ", (SELECT row_to_json(c) FROM c) AS c" : ""}`, params);
+    const row = rows[0];
+    if (!row?.w) return undefined;
+    const write = toWrite(row.w as Row);
+    return { write, appended: batch && row.c ? appended(write.conversationId, batch, at, row.c as Row) : undefined };
   }
 
   async listTransitions(writeId: string): Promise<WriteTransition[]> {

@@ -18,6 +18,7 @@ import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, to
 import type {
   AppendBatch,
   AppendedBatch,
+  ChangedWrite,
   ConversationRecord,
   HandoffAttempt,
   HandoffNotice,
@@ -26,6 +27,7 @@ import type {
   NewHandoffNotice,
   NewConversation,
   NewWrite,
+  ProposedWrite,
   Store,
   StoredEvent,
   TranscriptEntry,
@@ -249,34 +251,38 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** One batch, inside the caller's transaction. */
+  /** One batch, inside the caller's transaction: one update of the conversation, at most one insert of events and one of transcript entries. */
   private appendNow(conversationId: string, batch: AppendBatch, at: number): AppendedBatch {
     const messages = batch.events ?? [];
     const entries = batch.transcript ?? [];
     const owed = batch.owedBy !== undefined && entries.length > 0 ? batch.owedBy : null;
+    const finishNode = batch.finish?.nodeId ?? null;
+    const finishSeq = batch.finish?.seq ?? null;
+    // A batch that owes a turn records it; one that finishes the turn clears it if it is still that one.
     const row = this.sql(
-        `UPDATE conversations SET last_seq = last_seq + ?, last_transcript_seq = last_transcript_seq + ?,
-           turn_node = CASE WHEN ? IS NULL THEN turn_node ELSE ? END, turn_seq = CASE WHEN ? IS NULL THEN turn_seq ELSE last_transcript_seq + ? END
-         WHERE id = ? RETURNING *`,
+        `UPDATE conversations SET last_seq = last_seq + @events, last_transcript_seq = last_transcript_seq + @entries,
+           turn_node = CASE WHEN @owed IS NOT NULL THEN @owed WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_node END,
+           turn_seq = CASE WHEN @owed IS NOT NULL THEN last_transcript_seq + @entries WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_seq END
+         WHERE id = @id RETURNING *`,
       )
-      .get(messages.length, entries.length, owed, owed, owed, entries.length, conversationId) as Row | undefined;
+      .get({ events: messages.length, entries: entries.length, owed, finishNode, finishSeq, id: conversationId }) as Row | undefined;
     if (!row) throw new Error(`append: no conversation ${conversationId}`);
     const conversation = toConversation(row);
-    const events: StoredEvent[] = [];
-    let seq = conversation.lastSeq - messages.length;
-    for (const message of messages) {
-      seq += 1;
-      this.sql("INSERT INTO events (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
-      events.push({ conversationId, seq, at, message });
-    }
-    const transcript: TranscriptEntry[] = [];
-    seq = conversation.lastTranscriptSeq - entries.length;
-    for (const message of entries) {
-      seq += 1;
-      this.sql("INSERT INTO transcript (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
-      transcript.push({ conversationId, seq, at, message });
-    }
+    const events = this.insertRows("events", conversationId, conversation.lastSeq - messages.length, at, messages) as StoredEvent[];
+    const transcript = this.insertRows("transcript", conversationId, conversation.lastTranscriptSeq - entries.length, at, entries) as TranscriptEntry[];
     return { conversation, events, transcript };
+  }
+
+  /** Rows of events or transcript entries with the seqs after `before`, in one statement (prepared once per table and count). */
+  private insertRows<M>(table: "events" | "transcript", conversationId: string, before: number, at: number, messages: readonly M[]): { conversationId: string; seq: number; at: number; message: M }[] {
+    if (messages.length === 0) return [];
+    const values: unknown[] = [];
+    const stored = messages.map((message, index) => {
+      values.push(conversationId, before + index + 1, at, encode(message));
+      return { conversationId, seq: before + index + 1, at, message };
+    });
+    this.sql(`INSERT INTO ${table} (conversation_id, seq, at, message) VALUES ${messages.map(() => "(?, ?, ?, ?)").join(", ")}`).run(...values);
+    return stored;
   }
 
   async finishTurn(conversationId: string, nodeId: string, seq: number): Promise<boolean> {
@@ -298,27 +304,29 @@ export class SqliteStore implements Store {
   }
 
   async insertWrite(w: NewWrite): Promise<WriteRecord> {
+    const proposed = await this.proposeWrite(w);
+    if (!proposed.ok) throw new WriteBlockedError(w.conversationId);
+    return proposed.write;
+  }
+
+  async proposeWrite(w: NewWrite, batch?: AppendBatch): Promise<ProposedWrite> {
     try {
-      this.insertWriteNow(w);
+      return this.tx(() => {
+        const row = this.sql(
+            `INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+          )
+          .get(w.id, w.conversationId, w.turnId, w.callId, w.toolRef, w.modelName, w.packageVersionId, w.tool, encode(w.args), w.state, w.confirmation, w.ownerId, w.subjectId, w.createdAt, w.createdAt) as Row;
+        this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)").run(w.id, w.createdAt, w.state, w.state, "created");
+        return { ok: true as const, write: toWrite(row), appended: batch ? this.appendNow(w.conversationId, batch, w.createdAt) : undefined };
+      });
     } catch (error) {
       // The unique index writes_one_unresolved: another write of the conversation is still unresolved.
       if ((error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE" && String((error as Error).message).includes("writes.conversation_id")) {
-        throw new WriteBlockedError(w.conversationId);
+        return { ok: false, code: "write_blocked", conversationId: w.conversationId };
       }
       throw error;
     }
-    return (await this.getWrite(w.id))!;
-  }
-
-  private insertWriteNow(w: NewWrite): void {
-    this.tx(() => {
-      this.sql(
-          `INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(w.id, w.conversationId, w.turnId, w.callId, w.toolRef, w.modelName, w.packageVersionId, w.tool, encode(w.args), w.state, w.confirmation, w.ownerId, w.subjectId, w.createdAt, w.createdAt);
-      this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)").run(w.id, w.createdAt, w.state, w.state, "created");
-    });
   }
 
   async getWrite(id: string): Promise<WriteRecord | undefined> {
@@ -331,20 +339,22 @@ export class SqliteStore implements Store {
   }
 
   async transitionWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number): Promise<WriteRecord | undefined> {
+    return (await this.changeWrite(id, expect, change, at))?.write;
+  }
+
+  async changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch): Promise<ChangedWrite | undefined> {
     return this.tx(() => {
-      const current = this.sql("SELECT * FROM writes WHERE id = ?").get(id) as Row | undefined;
-      if (!current) return undefined;
-      const write = toWrite(current);
-      if (!expect.states.includes(write.state)) return undefined;
-      if (expect.checkCount !== undefined && write.checkCount !== expect.checkCount) return undefined;
+      // The compare-and-set is the update's own condition: no read before it.
       const columns = changeColumns(change, encode, bool);
       columns.push(["updated_at", at]);
-      const row = this.sql(`UPDATE writes SET ${columns.map(([name]) => `${name} = ?`).join(", ")} WHERE id = ? AND state = ? RETURNING *`)
-        .get(...columns.map(([, value]) => value), id, write.state) as Row | undefined;
+      const from = expect.states[0];
+      const checked = expect.checkCount !== undefined;
+      const row = this.sql(`UPDATE writes SET ${columns.map(([name]) => `${name} = ?`).join(", ")} WHERE id = ? AND state = ?${checked ? " AND check_count = ?" : ""} RETURNING *`)
+        .get(...columns.map(([, value]) => value), id, from, ...(checked ? [expect.checkCount] : [])) as Row | undefined;
       if (!row) return undefined;
-      this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)")
-        .run(id, at, write.state, change.state, change.note ?? null);
-      return toWrite(row);
+      this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)").run(id, at, from, change.state, change.note ?? null);
+      const write = toWrite(row);
+      return { write, appended: batch ? this.appendNow(write.conversationId, batch, at) : undefined };
     });
   }
 

@@ -314,6 +314,71 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     await expect(store.insertWrite(newWrite((await conversation()).id))).resolves.toMatchObject({ state: "proposed" });
   });
 
+  it("a proposal and its batch are one transaction: stored together with the next seqs, or, refused with write_blocked as a value, neither", async () => {
+    const c = await conversation();
+    const batch = { events: [text("Please review."), text("card")], transcript: [{ role: "assistant" as const, content: "Please review." }, { role: "tool" as const, toolCallId: "call_1", name: "orders__cancel_order", content: "proposed" }] };
+    const first = await store.proposeWrite(newWrite(c.id), batch);
+    if (!first.ok) throw new Error("refused");
+    expect(first.write).toMatchObject({ conversationId: c.id, state: "proposed" });
+    expect(first.appended!.events.map((event) => event.seq)).toEqual([1, 2]);
+    expect(first.appended!.transcript.map((entry) => entry.seq)).toEqual([1, 2]);
+    expect(first.appended!.conversation).toMatchObject({ id: c.id, lastSeq: 2, lastTranscriptSeq: 2 });
+    expect((await store.listTransitions(first.write.id)).map((t) => [t.from, t.to, t.note])).toEqual([["proposed", "proposed", "created"]]);
+    const refused = await second.proposeWrite(newWrite(c.id), batch);
+    expect(refused).toEqual({ ok: false, code: "write_blocked", conversationId: c.id });
+    expect((await store.listEvents(c.id, 0)).map((event) => event.seq)).toEqual([1, 2]);
+    expect((await store.listTranscript(c.id)).map((entry) => entry.seq)).toEqual([1, 2]);
+    expect(await store.listWrites(c.id)).toHaveLength(1);
+  });
+
+  it("a ledger change and what announces it are one transaction: appended only when the compare-and-set lands, with its transition recorded", async () => {
+    const c = await conversation();
+    const w = await store.insertWrite(newWrite(c.id));
+    const announce = { events: [text("Done.")], transcript: [{ role: "system" as const, content: "outcome: applied" }] };
+    // Two nodes record the same change at once: one lands (and appends), the other changes and appends nothing.
+    const results = await Promise.all([
+      store.changeWrite(w.id, { states: ["proposed"] }, { state: "declined", note: "declined by the customer" }, 5, announce),
+      second.changeWrite(w.id, { states: ["proposed"] }, { state: "declined", note: "declined by the customer" }, 5, announce),
+    ]);
+    const landed = results.filter((result) => result !== undefined);
+    expect(landed).toHaveLength(1);
+    expect(landed[0]!.write).toMatchObject({ id: w.id, state: "declined", updatedAt: 5 });
+    expect(landed[0]!.appended!.events.map((event) => event.seq)).toEqual([1]);
+    expect(landed[0]!.appended!.conversation.lastTranscriptSeq).toBe(1);
+    expect((await store.listEvents(c.id, 0)).map((event) => event.seq)).toEqual([1]);
+    expect((await store.listTranscript(c.id)).map((entry) => entry.message)).toEqual([{ role: "system", content: "outcome: applied" }]);
+    expect((await store.listTransitions(w.id)).map((t) => [t.from, t.to, t.note])).toEqual([
+      ["proposed", "proposed", "created"],
+      ["proposed", "declined", "declined by the customer"],
+    ]);
+    // The check count is part of the condition when given.
+    const checked = await store.insertWrite(newWrite((await conversation()).id));
+    await store.transitionWrite(checked.id, { states: ["proposed"] }, { state: "unknown", idempotencyKey: uid("k") }, 6);
+    expect(await store.changeWrite(checked.id, { states: ["unknown"], checkCount: 1 }, { state: "applied" }, 7, announce)).toBeUndefined();
+    expect(await store.listEvents(checked.conversationId, 0)).toEqual([]);
+    expect((await store.changeWrite(checked.id, { states: ["unknown"], checkCount: 0 }, { state: "applied", checkCount: 1 }, 7))?.write).toMatchObject({ state: "applied", checkCount: 1 });
+  });
+
+  it("a turn's last append finishes it in the same statement, only while it is still that turn owed by that node; a batch may hold only the finish", async () => {
+    const node = uid("node");
+    const c = await conversation();
+    const input = await store.append(c.id, { events: [text("hi")], transcript: [{ role: "user", content: "hi" }], owedBy: node }, 1);
+    const seq = input.transcript[0]!.seq;
+    // Another node's finish, or the finish of an older input, leaves it owed; the stored answer still lands.
+    const other = await store.append(c.id, { events: [text("step")], transcript: [{ role: "assistant", content: "step" }], finish: { nodeId: uid("node-other"), seq } }, 2);
+    expect(other.conversation.owedTurn).toEqual({ nodeId: node, seq });
+    expect((await store.append(c.id, { finish: { nodeId: node, seq: seq + 5 } }, 3)).conversation.owedTurn).toEqual({ nodeId: node, seq });
+    const answered = await store.append(c.id, { events: [text("answer")], transcript: [{ role: "assistant", content: "answer" }], finish: { nodeId: node, seq } }, 4);
+    expect(answered.conversation.owedTurn).toBeNull();
+    expect(answered.events.map((event) => event.seq)).toEqual([3]);
+    expect(await store.listOwedTurns(node, 10)).toEqual([]);
+    // A finish-only batch stores nothing else.
+    const next = await store.append(c.id, { transcript: [{ role: "user", content: "again" }], owedBy: node }, 5);
+    const done = await store.append(c.id, { finish: { nodeId: node, seq: next.transcript[0]!.seq } }, 6);
+    expect(done.conversation).toMatchObject({ owedTurn: null, lastSeq: 3, lastTranscriptSeq: 4 });
+    expect(done.events).toEqual([]);
+  });
+
   it("a write's result, operationRef, check schedule and follow-up flag are kept", async () => {
     const c = await conversation();
     const w = await store.insertWrite(newWrite(c.id));

@@ -78,9 +78,12 @@ export type TranscriptEntry = { conversationId: string; seq: number; at: number;
 /**
  * Events and transcript entries of one conversation appended together (one step of a turn). `owedBy`: the
  * batch's last transcript entry is a customer input that owes a turn, run by that node; the conversation
- * records the owed turn in the same transaction (replacing an earlier one), until `finishTurn` clears it.
+ * records the owed turn in the same transaction (replacing an earlier one), until the turn finishes.
+ * `finish`: this batch is the turn's last step; the owed turn is cleared in the same statement if it is
+ * still that one, owed by that node (what `finishTurn` does alone), so a turn whose answer is stored is
+ * never owed again. A batch may hold only `finish`.
  */
-export type AppendBatch = { events?: readonly Outbound[]; transcript?: readonly ModelMessage[]; owedBy?: string };
+export type AppendBatch = { events?: readonly Outbound[]; transcript?: readonly ModelMessage[]; owedBy?: string; finish?: { nodeId: string; seq: number } };
 
 /** A customer input whose turn has not finished: the node that owes it, and the input's transcript seq. */
 export type OwedTurn = { conversationId: string; nodeId: string; seq: number };
@@ -154,8 +157,13 @@ export type WriteChange = {
   note?: string;
 };
 
-/** The condition of a compare-and-set: the write must be in one of these states (and have this check count). */
-export type WriteExpectation = { states: readonly WriteState[]; checkCount?: number };
+/** The condition of a compare-and-set: the write must be in this state (and have this check count). */
+export type WriteExpectation = { states: readonly [WriteState]; checkCount?: number };
+
+/** A transition that landed: the write as it now is, and what was appended with it in the same transaction. */
+export type ChangedWrite = { write: WriteRecord; appended: AppendedBatch | undefined };
+/** A new write stored with its first transition and its batch, or refused because another write of the conversation is unresolved. */
+export type ProposedWrite = { ok: true; write: WriteRecord; appended: AppendedBatch | undefined } | { ok: false; code: "write_blocked"; conversationId: string };
 
 /**
  * A file a read tool returned, kept for the customer to download (the model never sees its bytes).
@@ -244,10 +252,20 @@ export interface Store {
 
   /** Stores a new write with its first transition; WriteBlockedError while another write of the conversation is unresolved. */
   insertWrite(write: NewWrite): Promise<WriteRecord>;
+  /**
+   * insertWrite and an append to the write's conversation (the review card, the model's step) in ONE
+   * transaction; write_blocked (as a value, nothing stored) while another write of the conversation is unresolved.
+   */
+  proposeWrite(write: NewWrite, batch?: AppendBatch): Promise<ProposedWrite>;
   getWrite(id: string): Promise<WriteRecord | undefined>;
   listWrites(conversationId: string): Promise<WriteRecord[]>;
   /** Compare-and-set: applies the change only if the write meets the expectation; undefined otherwise. */
   transitionWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number): Promise<WriteRecord | undefined>;
+  /**
+   * transitionWrite and, only if it lands, an append to the write's conversation (what announces the change:
+   * the outcome event, the note to the model) in ONE transaction: the change and its announcement are never apart.
+   */
+  changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch): Promise<ChangedWrite | undefined>;
   listTransitions(writeId: string): Promise<WriteTransition[]>;
   /** Claim up to `limit` due status checks (pending/unknown, not follow-up, next check due, not leased). */
   claimDueChecks(now: number, leaseUntil: number, limit: number): Promise<WriteRecord[]>;

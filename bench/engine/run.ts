@@ -1,0 +1,272 @@
+// bench/engine: what a turn costs the server, from outside, against the minimal reference server of
+// bench/reference/ (the irreducible work of a read turn), each after at least --warmup turns (JIT, caches).
+//
+//   npx tsx bench/engine/run.ts counts      # commits and statements per read turn and per confirmed write, both stores
+//   npx tsx bench/engine/run.ts cpu         # server CPU per read turn, caplo serve vs reference, interleaved, both stores
+//   npx tsx bench/engine/run.ts throughput  # read turns/s at 200 conversations, PostgreSQL + Redis vs SQLite, interleaved
+//   npx tsx bench/engine/run.ts history     # server CPU per read turn at 10 vs 2,000 stored events, interleaved
+//   npx tsx bench/engine/run.ts all
+//   options: --warmup 4000 --rounds 4 --verbose (counts: the statements behind the figures)
+//
+// Counts come from the drivers themselves (bench/engine/countProbe.mjs wraps better-sqlite3, pg and
+// ioredis in the server process); background work (status-check polling, sweeps) is counted over an
+// idle window as long as the measured one and subtracted. CPU is the server process's own (user +
+// system), and for PostgreSQL also every `postgres` process on the machine (shared: other work adds to it).
+import { execSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BenchClient, percentile } from "../cluster/client.ts";
+import { readTurn, writeTurn } from "../cluster/drive.ts";
+import { createDatabase, load, option, publishAgent, REDIS_URL, ROOT, sleep, startBackend, table } from "../cluster/harness.ts";
+import { commandCpuMs, startCaplo, startReference, type BenchServer, type Counts } from "./servers.ts";
+
+const WARMUP = option("warmup", 4000);
+const ROUNDS = option("rounds", 4);
+const VERBOSE = process.argv.includes("--verbose");
+const what = process.argv[2] ?? "all";
+const commit = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim();
+const dir = mkdtempSync(join(tmpdir(), "caplo-bench-engine-"));
+const backend = await startBackend();
+const agent = await publishAgent(dir);
+const cleanups: (() => Promise<void>)[] = [];
+const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+let serial = 0;
+
+type Store = "sqlite" | "pg";
+/** A store of its own for one server: a SQLite file, or a private PostgreSQL database (dropped at the end). */
+async function storeFor(store: Store): Promise<string> {
+  if (store === "sqlite") return join(dir, `s${++serial}.db`);
+  const database = await createDatabase();
+  cleanups.push(database.drop);
+  return database.url;
+}
+async function caplo(store: Store): Promise<BenchServer> {
+  const server = await startCaplo({ ...agent, backendPort: backend.port, db: await storeFor(store), id: `bench-${++serial}`, ...(store === "pg" && { redisUrl: REDIS_URL }) });
+  cleanups.push(server.stop);
+  return server;
+}
+async function reference(store: Store): Promise<BenchServer> {
+  const server = await startReference(await storeFor(store));
+  cleanups.push(server.stop);
+  return server;
+}
+
+/**
+ * The gateway allows a connection 10 frames a second with a burst of 20 (a person types slower): each
+ * client keeps the same token bucket and waits before a frame the gateway would drop.
+ */
+const buckets = new WeakMap<BenchClient, { tokens: number; at: number }>();
+async function paced(client: BenchClient, frames = 1): Promise<void> {
+  const bucket = buckets.get(client) ?? { tokens: 18, at: performance.now() };
+  buckets.set(client, bucket);
+  for (;;) {
+    const now = performance.now();
+    bucket.tokens = Math.min(18, bucket.tokens + ((now - bucket.at) / 1000) * 9);
+    bucket.at = now;
+    if (bucket.tokens >= frames) break;
+    await sleep(((frames - bucket.tokens) / 9) * 1000 + 5);
+  }
+  bucket.tokens -= frames;
+}
+
+const open = (server: BenchServer, count: number) => Promise.all(Array.from({ length: count }, () => BenchClient.open(server.wsUrl)));
+
+/** Each client `turns` read turns (paced), all clients at once; returns the latencies (ms) and the wall time (s). */
+async function readLoad(server: BenchServer, clients: BenchClient[], turns: number): Promise<{ latencies: number[]; seconds: number }> {
+  const latencies: number[] = [];
+  const started = performance.now();
+  await Promise.all(
+    clients.map(async (client) => {
+      for (let n = 0; n < turns; n++) {
+        await paced(client);
+        const result = await readTurn(client, n);
+        if (!result.ok) throw new Error(`${server.label}: ${result.why}`);
+        latencies.push(result.ms);
+      }
+    }),
+  );
+  return { latencies, seconds: (performance.now() - started) / 1000 };
+}
+
+async function warm(server: BenchServer): Promise<void> {
+  // 200 customers at once, 18 turns each (within the burst): no waiting on the rate limit.
+  for (let done = 0; done < WARMUP; done += 200 * 18) {
+    const clients = await open(server, 200);
+    await readLoad(server, clients, 18);
+    for (const client of clients) client.close();
+  }
+}
+
+/** CPU (ms) of the server, and of PostgreSQL's processes, while fn runs. */
+async function cpuOf<T>(server: BenchServer, fn: () => Promise<T>): Promise<{ value: T; serverMs: number; postgresMs: number }> {
+  const pgBefore = commandCpuMs("postgres");
+  const before = await server.cpuMs();
+  const value = await fn();
+  const serverMs = (await server.cpuMs()) - before;
+  return { value, serverMs, postgresMs: commandCpuMs("postgres") - pgBefore };
+}
+
+/** The driver counts of fn, less those of an idle window as long (background polling). */
+async function countsOf(server: BenchServer, fn: () => Promise<void>): Promise<Counts> {
+  await server.resetCounts();
+  const started = performance.now();
+  await fn();
+  const busy = await server.counts();
+  await server.resetCounts();
+  await sleep(performance.now() - started);
+  const idle = await server.counts();
+  const by: Record<string, number> = {};
+  for (const [key, value] of Object.entries(busy.by)) if (value - (idle.by[key] ?? 0) > 0) by[key] = value - (idle.by[key] ?? 0);
+  return {
+    sqlite: { statements: busy.sqlite.statements - idle.sqlite.statements, commits: busy.sqlite.commits - idle.sqlite.commits },
+    pg: { queries: busy.pg.queries - idle.pg.queries, commits: busy.pg.commits - idle.pg.commits },
+    redis: { commands: busy.redis.commands - idle.redis.commands },
+    by,
+  };
+}
+
+function breakdown(title: string, counts: Counts, per: number): void {
+  if (!VERBOSE) return;
+  console.log(`\n  ${title} (per turn):`);
+  for (const [key, value] of Object.entries(counts.by).sort((a, b) => b[1] - a[1])) console.log(`    ${(value / per).toFixed(2).padStart(6)}  ${key}`);
+}
+
+async function counts(): Promise<void> {
+  const rows: (string | number)[][] = [];
+  for (const store of ["sqlite", "pg"] as const) {
+    const server = await caplo(store);
+    await warm(server);
+    // One customer at a time, each on a connection opened before the counted window (10 turns each, within the burst).
+    const reads = 200;
+    const writes = 50;
+    const readers = await open(server, reads / 10);
+    const writers = await open(server, writes / 5);
+    const read = await countsOf(server, async () => {
+      for (let n = 0; n < reads; n++) if (!(await readTurn(readers[Math.floor(n / 10)]!, n)).ok) throw new Error("read turn failed");
+    });
+    const write = await countsOf(server, async () => {
+      for (let n = 0; n < writes; n++) {
+        const result = await writeTurn(writers[Math.floor(n / 5)]!, n);
+        if (!result.ok) throw new Error(`write failed: ${result.why}`);
+      }
+    });
+    for (const client of [...readers, ...writers]) client.close();
+    const label = store === "sqlite" ? "SQLite" : "PostgreSQL + Redis";
+    const statements = (c: Counts) => (store === "sqlite" ? c.sqlite.statements : c.pg.queries);
+    const commits = (c: Counts) => (store === "sqlite" ? c.sqlite.commits : c.pg.commits);
+    rows.push([label, "read turn", (commits(read) / reads).toFixed(2), (statements(read) / reads).toFixed(2), (read.redis.commands / reads).toFixed(2)]);
+    rows.push([label, "confirmed write", (commits(write) / writes).toFixed(2), (statements(write) / writes).toFixed(2), (write.redis.commands / writes).toFixed(2)]);
+    breakdown(`${label}, read turn`, read, reads);
+    breakdown(`${label}, confirmed write`, write, writes);
+    await server.stop();
+  }
+  console.log(`\nCommits and statements (round trips on PostgreSQL) per read turn and per confirmed write, one customer at a time, after ${WARMUP} warm-up turns (commit ${commit})\n`);
+  console.log(table(["store", "what", "commits", "statements", "redis commands"], rows));
+}
+
+async function cpu(): Promise<void> {
+  const rows: (string | number)[][] = [];
+  for (const store of ["sqlite", "pg"] as const) {
+    const servers = [await caplo(store), await reference(store)];
+    for (const server of servers) await warm(server);
+    const server = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
+    const postgres = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const s of servers) {
+        const clients = await open(s, 40);
+        const measured = await cpuOf(s, () => readLoad(s, clients, 10));
+        for (const client of clients) client.close();
+        const n = measured.value.latencies.length;
+        server.get(s)!.push(measured.serverMs / n);
+        postgres.get(s)!.push(measured.postgresMs / n);
+      }
+    }
+    const [ours, ref] = servers as [BenchServer, BenchServer];
+    const ratio = median(server.get(ours)!) / median(server.get(ref)!);
+    for (const s of servers) {
+      rows.push([
+        s.label,
+        median(server.get(s)!).toFixed(3),
+        `${Math.min(...server.get(s)!).toFixed(3)}–${Math.max(...server.get(s)!).toFixed(3)}`,
+        store === "pg" ? median(postgres.get(s)!).toFixed(3) : "",
+        s === ours ? `${ratio.toFixed(2)}x` : "1x",
+      ]);
+    }
+    for (const s of servers) await s.stop();
+  }
+  console.log(`\nServer CPU per read turn, ${ROUNDS} interleaved rounds of 40 customers × 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}, load ${load()})\n`);
+  console.log(table(["server", "CPU ms/turn (median)", "range", "postgres CPU ms/turn (machine-wide)", "vs reference"], rows));
+}
+
+async function throughput(): Promise<void> {
+  const servers = [await caplo("sqlite"), await caplo("pg")];
+  for (const server of servers) await warm(server);
+  const rates = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
+  const p50 = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
+  const conversations = 200;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const s of servers) {
+      const clients = await open(s, conversations);
+      const { latencies, seconds } = await readLoad(s, clients, 10);
+      for (const client of clients) client.close();
+      rates.get(s)!.push(latencies.length / seconds);
+      p50.get(s)!.push(median(latencies));
+    }
+  }
+  const [sqlite, postgres] = servers as [BenchServer, BenchServer];
+  console.log(`\nRead turns per second at ${conversations} conversations on one node, ${ROUNDS} interleaved rounds of 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}, load ${load()})\n`);
+  console.log(
+    table(
+      ["server", "turns/s (median)", "range", "p50 ms (median)", "vs SQLite"],
+      servers.map((s) => [
+        s.label,
+        median(rates.get(s)!).toFixed(0),
+        `${Math.min(...rates.get(s)!).toFixed(0)}–${Math.max(...rates.get(s)!).toFixed(0)}`,
+        median(p50.get(s)!).toFixed(1),
+        `${((100 * median(rates.get(s)!)) / median(rates.get(sqlite)!)).toFixed(0)}%`,
+      ]),
+    ),
+  );
+  void postgres;
+}
+
+async function history(): Promise<void> {
+  const rows: (string | number)[][] = [];
+  for (const store of ["sqlite", "pg"] as const) {
+    const server = await caplo(store);
+    const conversations = 20;
+    // The long conversations: 400 read turns each (5 events a turn, 2,000 events), which is also the warm-up.
+    const long = await open(server, conversations);
+    await readLoad(server, long, Math.max(400, Math.ceil(WARMUP / conversations)));
+    const events = long[0]!.lastSeq;
+    const short: number[] = [];
+    const longCost: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const fresh = await open(server, conversations);
+      await readLoad(server, fresh, 2); // 10 stored events each
+      const a = await cpuOf(server, () => readLoad(server, fresh, 5));
+      short.push(a.serverMs / a.value.latencies.length);
+      for (const client of fresh) client.close();
+      const b = await cpuOf(server, () => readLoad(server, long, 5));
+      longCost.push(b.serverMs / b.value.latencies.length);
+    }
+    for (const client of long) client.close();
+    rows.push([server.label, median(short).toFixed(3), `${events}`, median(longCost).toFixed(3), `${((100 * (median(longCost) - median(short))) / median(short)).toFixed(0)}%`]);
+    await server.stop();
+  }
+  console.log(`\nServer CPU per read turn by conversation length, ${ROUNDS} interleaved rounds of 20 customers × 5 turns (commit ${commit}, load ${load()})\n`);
+  console.log(table(["server", "CPU ms/turn at 10 events", "long conversation events", "CPU ms/turn there", "growth"], rows));
+}
+
+try {
+  console.log(`bench/engine ${what}: warm-up ${WARMUP} turns per server, commit ${commit}; this machine's 2 cores are shared with whatever else runs`);
+  if (what === "counts" || what === "all") await counts();
+  if (what === "cpu" || what === "all") await cpu();
+  if (what === "throughput" || what === "all") await throughput();
+  if (what === "history" || what === "all") await history();
+} finally {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  await backend.close();
+  rmSync(dir, { recursive: true, force: true });
+}

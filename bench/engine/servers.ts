@@ -1,0 +1,111 @@
+// The two servers bench/engine compares, each a process of its own with bench/engine/countProbe.mjs
+// preloaded (driver counts and CPU over IPC): a real `caplo serve` (bin/caplo.mjs, the benchmark agent of
+// bench/cluster, its sandboxed tools) and the minimal reference server of bench/reference/.
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { BACKEND_HOST, ROOT } from "../cluster/harness.ts";
+
+export type Counts = {
+  sqlite: { statements: number; commits: number };
+  pg: { queries: number; commits: number };
+  redis: { commands: number };
+  by: Record<string, number>;
+};
+
+export type BenchServer = {
+  label: string;
+  wsUrl: string;
+  process: ChildProcess;
+  problems: string[];
+  cpuMs: () => Promise<number>;
+  counts: () => Promise<Counts>;
+  resetCounts: () => Promise<void>;
+  stop: () => Promise<void>;
+};
+
+const PROBE = join(import.meta.dirname, "countProbe.mjs");
+
+async function start(label: string, args: string[], env: Record<string, string>): Promise<BenchServer> {
+  const child = spawn(process.execPath, ["--import", PROBE, ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe", "ipc"], env: { ...process.env, ...env } });
+  const problems: string[] = [];
+  const lines: string[] = [];
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      lines.push(line);
+      const started = /^caplo serve: (http:\/\/\S+)/.exec(line);
+      if (started) resolve(started[1]!);
+      if (/^(warn|error): /.test(line)) problems.push(line);
+    });
+    createInterface({ input: child.stderr! }).on("line", (line) => {
+      lines.push(line);
+      problems.push(line);
+    });
+    child.once("exit", (code) => reject(new Error(`${label} exited with ${code}:\n${lines.slice(-20).join("\n")}`)));
+  });
+  const waiting: ((message: unknown) => void)[] = [];
+  child.on("message", (message) => waiting.shift()?.(message));
+  const ask = <T>(request: string) =>
+    new Promise<T>((resolve) => {
+      waiting.push((message) => resolve(message as T));
+      child.send(request);
+    });
+  return {
+    label,
+    wsUrl: `${url.replace("http", "ws")}/v1/ws`,
+    process: child,
+    problems,
+    cpuMs: async () => (await ask<{ cpuMs: number }>("cpu")).cpuMs,
+    counts: async () => (await ask<{ counts: Counts }>("counts")).counts,
+    resetCounts: async () => void (await ask("counts-reset")),
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export type CaploOptions = { db: string; releasesDir: string; scriptFile: string; backendPort: number; redisUrl?: string; id: string };
+
+/** `caplo serve` as an operator starts it, for the benchmark agent. */
+export function startCaplo(options: CaploOptions): Promise<BenchServer> {
+  return start(
+    `caplo serve (${options.redisUrl ? "PostgreSQL + Redis" : "SQLite"})`,
+    [join(ROOT, "bin", "caplo.mjs"), "serve", "--port", "0", "--agent", "shop-agent", "--db", options.db, "--releases", options.releasesDir, "--script", options.scriptFile],
+    {
+      CAPLO_NODE_ID: options.id,
+      CAPLO_EGRESS_RESOLVE: `${BACKEND_HOST}=127.0.0.1:${options.backendPort}`,
+      CAPLO_SECRET_BENCH_URL: `http://${BACKEND_HOST}`,
+      ...(options.redisUrl && { CAPLO_REDIS_URL: options.redisUrl }),
+    },
+  );
+}
+
+/** bench/reference/server.ts on the same kind of store. */
+export function startReference(db: string): Promise<BenchServer> {
+  return start(`reference (${db.startsWith("postgres") ? "PostgreSQL" : "SQLite"})`, ["--import", "tsx", join(ROOT, "bench", "reference", "server.ts"), "--db", db], {});
+}
+
+const TICK_MS = 1000 / 100; // USER_HZ
+
+/** CPU time (ms) of every process whose command name is `comm` (the PostgreSQL server's backends, redis-server). */
+export function commandCpuMs(comm: string): number {
+  let ticks = 0;
+  for (const name of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== comm) continue;
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks * TICK_MS;
+}
