@@ -205,15 +205,18 @@ export async function startNode(options: NodeOptions): Promise<ServeNode> {
         pending.push(resolve);
         child.send("mem");
       }),
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child),
   };
+}
+
+/** SIGTERM, then SIGKILL after 10 s; resolves once the process has exited. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 /** Start N nodes on one store; the first alone (it migrates), then the others together. */

@@ -19,7 +19,8 @@ import { join } from "node:path";
 import { BenchClient, percentile } from "../cluster/client.ts";
 import { readTurn, writeTurn } from "../cluster/drive.ts";
 import { createDatabase, load, option, publishAgent, REDIS_URL, ROOT, sleep, startBackend, table } from "../cluster/harness.ts";
-import { commandCpuMs, startCaplo, startReference, type BenchServer, type Counts } from "./servers.ts";
+import { commandCpuMs } from "../runner/stats.ts";
+import { startCaplo, startReference, type BenchServer, type Counts } from "./servers.ts";
 
 const WARMUP = option("warmup", 4000);
 const ROUNDS = option("rounds", 4);

@@ -2,10 +2,9 @@
 // preloaded (driver counts and CPU over IPC): a real `caplo serve` (bin/caplo.mjs, the benchmark agent of
 // bench/cluster, its sandboxed tools) and the minimal reference server of bench/reference/.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { BACKEND_HOST, ROOT } from "../cluster/harness.ts";
+import { BACKEND_HOST, ROOT, stopChild } from "../cluster/harness.ts";
 
 export type Counts = {
   sqlite: { statements: number; commits: number };
@@ -59,14 +58,7 @@ async function start(label: string, args: string[], env: Record<string, string>)
     cpuMs: async () => (await ask<{ cpuMs: number }>("cpu")).cpuMs,
     counts: async () => (await ask<{ counts: Counts }>("counts")).counts,
     resetCounts: async () => void (await ask("counts-reset")),
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => stopChild(child),
   };
 }
 
@@ -89,23 +81,4 @@ export function startCaplo(options: CaploOptions): Promise<BenchServer> {
 /** bench/reference/server.ts on the same kind of store. */
 export function startReference(db: string): Promise<BenchServer> {
   return start(`reference (${db.startsWith("postgres") ? "PostgreSQL" : "SQLite"})`, ["--import", "tsx", join(ROOT, "bench", "reference", "server.ts"), "--db", db], {});
-}
-
-const TICK_MS = 1000 / 100; // USER_HZ
-
-/** CPU time (ms) of every process whose command name is `comm` (the PostgreSQL server's backends, redis-server). */
-export function commandCpuMs(comm: string): number {
-  let ticks = 0;
-  for (const name of readdirSync("/proc")) {
-    if (!/^[0-9]+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== comm) continue;
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks * TICK_MS;
 }

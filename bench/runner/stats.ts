@@ -10,14 +10,25 @@ const TICK_MS = 1000 / 100; // USER_HZ
 
 /** CPU time (user + system, ms) of the processes in a process group, and of their reaped children, from /proc. */
 export function groupCpuMs(pgid: number): number {
+  // utime, stime, and the same of reaped children (the mount helpers of the sandbox script).
+  return procCpuMs((fields) => Number(fields[2]) === pgid, true);
+}
+
+/** CPU time (user + system, ms) of every process whose command name is `comm` (PostgreSQL's backends, redis-server). */
+export function commandCpuMs(comm: string): number {
+  return procCpuMs((_fields, name) => name === comm, false);
+}
+
+/** CPU time (ms) of the processes `pick` chooses by their /proc stat fields (after the name) and name. */
+function procCpuMs(pick: (fields: string[], name: string) => boolean, withChildren: boolean): number {
   let ticks = 0;
-  for (const name of readdirSync("/proc")) {
-    if (!/^[0-9]+$/.test(name)) continue;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // utime, stime, and the same of reaped children (the mount helpers of the sandbox script).
-      if (Number(fields[2]) === pgid) ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      if (!pick(fields, stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")))) continue;
+      ticks += Number(fields[11]) + Number(fields[12]) + (withChildren ? Number(fields[13]) + Number(fields[14]) : 0);
     } catch {
       // gone meanwhile
     }
