@@ -24,7 +24,8 @@ import { describeModelConfig, modelFromEnv } from "../model/config.ts";
 import type { Model } from "../model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../model/scripted.ts";
 import type { ToolRunner } from "../runner/api.ts";
-import { JsonlLogStore, invocationLogSettings } from "../runner/logStore.ts";
+import { JsonlLogStore, MemoryLogStore, invocationLogSettings, type LogStore } from "../runner/logStore.ts";
+import { EvalService } from "../eval/evalService.ts";
 import { openStore } from "../store/index.ts";
 import type { Store } from "../store/store.ts";
 
@@ -384,8 +385,18 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     await stopStarted();
     return { ok: false, error: startError(error, "start_failed") };
   }
+  // Evaluations from the team API: the served releases' cases and tool versions' fixtures, on this runner,
+  // each eval run in stores of its own (never this server's), writes never run.
+  const evals = new EvalService({
+    releases: new StaticReleases(releases),
+    runner,
+    logStore: (runner as { logStore?: LogStore }).logStore ?? new MemoryLogStore(),
+    modelFor: (release) => models.get(release.id)!,
+    secret: secretsByName,
+  });
   const gateway = new Gateway({
     engine,
+    evals,
     releases: new StaticReleases(releases),
     ...(options.teamMembers && { teamMembers: options.teamMembers }),
     ...(options.widgetDir && { widgetDir: options.widgetDir }),
@@ -450,6 +461,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
         await gateway.close();
         channels?.close();
         await handoffDelivery?.stop();
+        await evals.stop();
         await engine.stop();
         if (cluster) {
           // engine.stop waited for this node's work: a write of it still `running` is one whose outcome

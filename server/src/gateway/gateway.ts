@@ -18,6 +18,7 @@ import { DEFAULT_HELLO_TIMEOUT_MS } from "./settings.ts";
 import { RouteTable, sendError, sendJson, type RouteHandler } from "./http.ts";
 import { serveFile, widgetCacheControl } from "./staticFiles.ts";
 import { registerTeamApi } from "./teamApi.ts";
+import type { EvalService } from "../eval/evalService.ts";
 import type { TeamMember } from "./teamMembers.ts";
 
 export type GatewayOptions = {
@@ -29,6 +30,8 @@ export type GatewayOptions = {
   schemasDir?: string;
   /** The team API's members, each with a token of their own (teamMembers.ts); the API answers 503 without any. */
   teamMembers?: readonly TeamMember[];
+  /** Evaluations on this server for the team API (eval/evalService.ts); without it the eval routes are absent. */
+  evals?: EvalService;
   /** Workspace secrets (for HS256 identity keys). */
   secrets?: SecretLookup;
   /** Verify an identity token for an agent; default: the agent's `identity` settings. */
@@ -93,7 +96,7 @@ export class Gateway {
       const ready = store && bus.state !== "closed";
       sendJson(res, ready ? 200 : 503, { ready, store: store ? "ok" : "unavailable", bus: bus.state });
     });
-    registerTeamApi(this.routes, options.engine, options.teamMembers);
+    registerTeamApi(this.routes, options.engine, options.teamMembers, options.evals);
     this.routes.add("GET", `${FILES_PATH}/:id`, async (_req, res, params) => {
       const id = params.id ?? "";
       const file = /^f_[A-Za-z0-9_-]{32}$/.test(id) ? await options.engine.store.getFile(id) : undefined;

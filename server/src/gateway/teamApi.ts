@@ -10,11 +10,21 @@ import { HANDOFF_QUEUE_PATTERN } from "@caplo/shared";
 import type { ConversationRecord, HandoffNotice, WriteRecord } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "./http.ts";
 import { authenticateMember, type TeamMember } from "./teamMembers.ts";
+import type { EvalService } from "../eval/evalService.ts";
+import { EVAL_CASES_MAX_BYTES, EVAL_REPEAT_MAX } from "@caplo/shared";
 
 const BODY_MAX = 16 * 1024;
 /** Takeover and release take no fields: who acts is the token's member. */
 const emptySchema = z.strictObject({});
 const messageSchema = z.strictObject({ text: z.string().min(1).max(4000) });
+const fixturesSchema = z.strictObject({ packageVersionId: z.string().min(1).max(300) });
+/** An eval run: a served release (id or agent name) and the cases file's YAML text (docs/evaluations.md). */
+const evalRunSchema = z.strictObject({
+  release: z.string().min(1).max(200),
+  cases: z.string().min(1).max(EVAL_CASES_MAX_BYTES),
+  repeat: z.int().min(1).max(EVAL_REPEAT_MAX).optional(),
+  minPass: z.string().max(10).optional(),
+});
 
 type TeamHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, member: TeamMember) => void | Promise<void>;
 
@@ -62,7 +72,7 @@ function noticeView(notice: HandoffNotice) {
   };
 }
 
-export function registerTeamApi(routes: RouteTable, engine: Engine, members: readonly TeamMember[] | undefined): void {
+export function registerTeamApi(routes: RouteTable, engine: Engine, members: readonly TeamMember[] | undefined, evals?: EvalService): void {
   const guarded = (handler: TeamHandler) => async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => {
     if (!members || members.length === 0) {
       req.resume();
@@ -75,8 +85,8 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
     }
     return handler(req, res, params, member);
   };
-  const body = async <T>(req: IncomingMessage, res: ServerResponse, schema: z.ZodType<T>): Promise<T | undefined> => {
-    const read = await readJson(req, BODY_MAX);
+  const body = async <T>(req: IncomingMessage, res: ServerResponse, schema: z.ZodType<T>, maxBytes = BODY_MAX): Promise<T | undefined> => {
+    const read = await readJson(req, maxBytes);
     if (!read.ok) {
       sendError(res, read.status, read.error);
       return undefined;
@@ -163,6 +173,7 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       if (await body(req, res, emptySchema)) answer(res, await engine.handBack(params.id!, member.name));
     }),
   );
+  if (evals) registerEvalRoutes(routes, evals, guarded, body);
   routes.add(
     "GET",
     "/v1/team/follow-ups",
@@ -170,6 +181,50 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       // Also the messages that never reached their customer (outside a messaging window, refused for good).
       const undelivered = (await engine.undelivered()).map((u) => ({ ...u, at: new Date(u.at).toISOString() }));
       sendJson(res, 200, { writes: (await engine.followUps()).map(followUpView), undelivered });
+    }),
+  );
+}
+
+type Guard = (handler: TeamHandler) => (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => Promise<void>;
+type BodyReader = <T>(req: IncomingMessage, res: ServerResponse, schema: z.ZodType<T>, maxBytes?: number) => Promise<T | undefined>;
+
+/**
+ * Evaluations on the server (eval/evalService.ts): a served tool version's fixtures on this server's sandbox
+ * with write tools skipped, and background runs of a release's eval cases, each in stores of its own.
+ */
+function registerEvalRoutes(routes: RouteTable, evals: EvalService, guarded: Guard, body: BodyReader): void {
+  routes.add(
+    "POST",
+    "/v1/team/evals/fixtures",
+    guarded(async (req, res) => {
+      const input = await body(req, res, fixturesSchema);
+      if (!input) return;
+      const ran = await evals.runFixtures(input.packageVersionId);
+      if (ran.ok) sendJson(res, 200, ran.report);
+      else sendError(res, ran.status, ran.error);
+    }),
+  );
+  routes.add(
+    "POST",
+    "/v1/team/evals/runs",
+    guarded(async (req, res) => {
+      // The cases file's own limit, plus room for the JSON around it.
+      const input = await body(req, res, evalRunSchema, EVAL_CASES_MAX_BYTES * 2 + 1024);
+      if (!input) return;
+      const started = evals.start(input);
+      if (started.ok) sendJson(res, 202, { run: started.run });
+      else if (started.errors) sendJson(res, started.status, { error: started.error, errors: started.errors });
+      else sendError(res, started.status, started.error);
+    }),
+  );
+  routes.add("GET", "/v1/team/evals/runs", guarded((_req, res) => sendJson(res, 200, { runs: evals.list() })));
+  routes.add(
+    "GET",
+    "/v1/team/evals/runs/:id",
+    guarded((_req, res, params) => {
+      const run = evals.run(params.id!);
+      if (run) sendJson(res, 200, { run });
+      else sendError(res, 404, { code: "eval_run_not_found", path: "id", message: "no such eval run on this server (runs are kept in memory, the latest 20)" });
     }),
   );
 }
