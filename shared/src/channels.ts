@@ -57,3 +57,10 @@ export const INSTAGRAM_TEXT_BYTES_MAX = 1000;
 
 /** The visible mark of a label shortened to fit a platform limit. */
 export const ELLIPSIS = "…";
+
+/**
+ * The Meta webhook verify token (CAPLO_META_VERIFY_TOKEN): 16 to 128 characters, each a letter (A–Z, a–z), a
+ * digit, or one of . _ ~ - (the characters that pass unchanged in the hub.verify_token query parameter).
+ */
+export const META_VERIFY_TOKEN_PATTERN = /^[A-Za-z0-9._~-]{16,128}$/;
+export const META_VERIFY_TOKEN_RULE = "16 to 128 characters, each a letter (A-Z, a-z), a digit (0-9) or one of . _ ~ -";

@@ -13,6 +13,7 @@ import { ChannelService } from "../../server/src/channels/channelService.ts";
 import { EnginePort } from "../../server/src/channels/enginePort.ts";
 import { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
 import { engineHarness } from "../engine/support/harness.ts";
+import { ALL_CHANNELS, agentConfigOf } from "./support.ts";
 import { startFakeGraph, type FakeGraph } from "./fakeGraph.ts";
 import { MESSENGER_RULES } from "./platformRules.ts";
 import { CRASH_RULES } from "./testing/crashShared.ts";
@@ -43,10 +44,10 @@ describe("crash replay after a killed process", () => {
     const replies = () => graph!.sent.filter((s) => s.message?.text === "Hello there.");
     expect(replies()).toHaveLength(1);
 
-    const h = await engineHarness({ rules: CRASH_RULES, dir });
+    const h = await engineHarness({ rules: CRASH_RULES, dir, channels: ALL_CHANNELS });
     const store = new SqliteInboxStore(join(dir, "channels.db"));
     const { editableFields, forms, questions, files, pages, richText } = MESSENGER_CAPABILITIES;
-    const port = new EnginePort({ engine: h.engine, agentFor: () => "shop-agent", capabilities: () => ({ editableFields, forms, questions, files, pages, richText }) });
+    const port = new EnginePort({ engine: h.engine, agentFor: () => "shop-agent", agentConfig: agentConfigOf(h), capabilities: () => ({ editableFields, forms, questions, files, pages, richText }) });
     const adapter = createMessengerAdapter({ accessToken: graph.accessToken, graphBaseUrl: graph.url, appSecret: APP_SECRET, verifyToken: VERIFY_TOKEN });
     const service = new ChannelService({ store, port, adapters: [adapter], retry: { attempts: 2, baseMs: 1, maxMs: 2 } });
     try {

@@ -118,7 +118,9 @@ describe("crash replay", () => {
   it("the engine accepts one source id once: two copies at the same moment and a later replay give one turn, another id its own", async () => {
     b = await channelBench({ platform: "instagram", rules });
     const bench = b;
-    const { conversationId } = (await bench.port.openConversation("instagram", bench.customer))!;
+    const opened = await bench.port.openConversation("instagram", bench.customer);
+    if (!("conversationId" in opened)) throw new Error(opened.unanswered);
+    const { conversationId } = opened;
     const actor = { channel: "instagram" as const, externalId: bench.customer, sourceId: "instagram:m_same" };
     await Promise.all([
       bench.port.receive(conversationId, { type: "message", text: "hello" }, actor),

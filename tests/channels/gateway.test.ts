@@ -9,7 +9,7 @@ import { mountChannels, readChannelSettings } from "../../server/src/channels/ch
 import { engineHarness } from "../engine/support/harness.ts";
 import { startFakeGraph } from "./fakeGraph.ts";
 import { INSTAGRAM_RULES, MESSENGER_RULES } from "./platformRules.ts";
-import { channelBench, type Bench } from "./support.ts";
+import { ALL_CHANNELS, agentConfigOf, channelBench, type Bench } from "./support.ts";
 
 let b: Bench | undefined;
 let gateway: Gateway | undefined;
@@ -40,7 +40,7 @@ describe("channel webhooks on the gateway", () => {
   });
 
   it("Instagram through Business Login, from the environment: webhooks checked with the Instagram app secret, replies sent with the IG token to the Instagram API base", async () => {
-    const h = await engineHarness({ rules: [{ when: /hello/i, replies: [{ text: "Hello on Instagram." }] }] });
+    const h = await engineHarness({ rules: [{ when: /hello/i, replies: [{ text: "Hello on Instagram." }] }], channels: ALL_CHANNELS });
     const graph = await startFakeGraph(INSTAGRAM_RULES);
     const account = "17841400000000001";
     const token = graph.addPage(account, `IGAA${"q".repeat(40)}`);
@@ -48,7 +48,7 @@ describe("channel webhooks on the gateway", () => {
     const read = readChannelSettings({ CAPLO_INSTAGRAM_TOKEN: token, CAPLO_INSTAGRAM_APP_SECRET: instagramSecret, CAPLO_META_VERIFY_TOKEN: "verify-token-for-tests", CAPLO_INSTAGRAM_API_BASE: graph.url });
     if (!read.ok) throw new Error(JSON.stringify(read.errors));
     const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]) });
-    const mounted = await mountChannels({ settings: read.settings, engine: h.engine, gateway: gw, agentFor: () => "shop-agent", file: `${h.dir}/channels.db` });
+    const mounted = await mountChannels({ settings: read.settings, engine: h.engine, gateway: gw, agentFor: () => "shop-agent", agentConfig: agentConfigOf(h), file: `${h.dir}/channels.db` });
     try {
       const { port } = await gw.listen(0, "127.0.0.1");
       const raw = Buffer.from(JSON.stringify({ object: "instagram", entry: [{ id: account, time: 1, messaging: [{ sender: { id: "1780000000000042" }, recipient: { id: account }, timestamp: 1, message: { mid: "m_ig_login_1", text: "hello" } }] }] }));
@@ -70,7 +70,7 @@ describe("channel webhooks on the gateway", () => {
   });
 
   it("mountChannels builds the configured adapters, mounts their webhooks and answers through the engine", async () => {
-    const h = await engineHarness({ rules: [{ when: /hello/i, replies: [{ text: "Mounted and answering." }] }] });
+    const h = await engineHarness({ rules: [{ when: /hello/i, replies: [{ text: "Mounted and answering." }] }], channels: ALL_CHANNELS });
     const graph = await startFakeGraph(MESSENGER_RULES);
     const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]) });
     const mounted = await mountChannels({
@@ -78,6 +78,7 @@ describe("channel webhooks on the gateway", () => {
       engine: h.engine,
       gateway: gw,
       agentFor: () => "shop-agent",
+      agentConfig: agentConfigOf(h),
       file: `${h.dir}/channels.db`,
     });
     try {

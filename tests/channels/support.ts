@@ -15,7 +15,7 @@ import { createWhatsAppAdapter, WHATSAPP_CAPABILITIES } from "@caplo/adapters/wh
 import { ChannelService } from "../../server/src/channels/channelService.ts";
 import { storeContentCache } from "../../server/src/channels/contentCache.ts";
 import { EnginePort } from "../../server/src/channels/enginePort.ts";
-import type { InboxStore, Platform, TeamAlert } from "../../server/src/channels/ports.ts";
+import type { ChannelAgentConfig, InboxStore, Platform, TeamAlert } from "../../server/src/channels/ports.ts";
 import { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
 import { engineHarness, type Harness } from "../engine/support/harness.ts";
 import type { ScriptedRule } from "../../server/src/model/scripted.ts";
@@ -24,6 +24,13 @@ import { startFakeTwilio, type FakeTwilio } from "./fakeTwilio.ts";
 import { INSTAGRAM_RULES, MESSENGER_RULES } from "./platformRules.ts";
 
 export const BUSINESS_NUMBER = "whatsapp:+14155238886";
+/** The bench agent lists every channel (an agent answers only on the channels its agent.yaml lists). */
+export const ALL_CHANNELS = { web: {}, whatsapp: {}, messenger: {}, instagram: {} };
+
+/** The agent.yaml lookup of a harness: its one agent, by name. */
+export function agentConfigOf(h: Harness): (agent: string) => ChannelAgentConfig | undefined {
+  return (agent) => (agent === h.release.agent ? h.release.config : undefined);
+}
 
 export interface Tapable {
   title: string;
@@ -95,6 +102,8 @@ export interface BenchOptions {
   extraPages?: string[];
   /** The agent for our account (number, page); default "shop-agent" for every account. */
   agentFor?: (platform: Platform, account?: string) => string | undefined;
+  /** The agent.yaml of an agent; by default the harness's agent, listing every channel. */
+  agentConfig?: (agent: string) => ChannelAgentConfig | undefined;
   /** The store the bench's service uses, around the real one (e.g. one that stops at a crash point). */
   storeFor?: (store: SqliteInboxStore) => InboxStore;
   /** The server's public address files are sent under; default PUBLIC_BASE, null for none. */
@@ -107,7 +116,7 @@ export const PUBLIC_BASE = "https://shop.example/caplo";
 export async function channelBench(options: BenchOptions): Promise<Bench> {
   const { platform } = options;
   const dir = mkdtempSync(join(tmpdir(), "caplo-channels-"));
-  const h = await engineHarness({ rules: options.rules, dir });
+  const h = await engineHarness({ rules: options.rules, dir, channels: ALL_CHANNELS });
   const store = new SqliteInboxStore(join(dir, "channels.db"));
   const alerts: TeamAlert[] = [];
   const logs: string[] = [];
@@ -139,6 +148,8 @@ export async function channelBench(options: BenchOptions): Promise<Bench> {
   const port = new EnginePort({
     engine: h.engine,
     agentFor: options.agentFor ?? (() => "shop-agent"),
+    // Every agent of the bench (tests may add releases) has the harness agent's channels: all of them.
+    agentConfig: options.agentConfig ?? (() => h.release.config),
     capabilities: (p) => {
       const { editableFields, forms, questions, files, pages, richText } = capabilities[p];
       return { editableFields, forms, questions, files, pages, richText };

@@ -11,7 +11,7 @@ import { metaSigned } from "@caplo/adapters/testkit";
 import { engineHarness } from "../engine/support/harness.ts";
 import { startFakeGraph } from "./fakeGraph.ts";
 import { MESSENGER_RULES } from "./platformRules.ts";
-import { channelBench, type Bench } from "./support.ts";
+import { ALL_CHANNELS, agentConfigOf, channelBench, type Bench } from "./support.ts";
 
 const rules = [{ when: /hello/i, replies: [{ text: "Hello there." }] }];
 
@@ -92,7 +92,7 @@ describe("undelivered replies in the conversation's history", () => {
 
 describe("the team is told", () => {
   it("an undelivered reply is in the team API's follow-up list and in the conversation's events, behind the team token", async () => {
-    const h = await engineHarness({ rules });
+    const h = await engineHarness({ rules, channels: ALL_CHANNELS });
     const graph = await startFakeGraph(MESSENGER_RULES);
     const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]), teamMembers: [teamMember("ana", "team-token-for-tests")] });
     const mounted = await mountChannels({
@@ -100,6 +100,7 @@ describe("the team is told", () => {
       engine: h.engine,
       gateway: gw,
       agentFor: () => "shop-agent",
+      agentConfig: agentConfigOf(h),
       file: `${h.dir}/channels.db`,
       alerts: { alert: () => {} },
     });

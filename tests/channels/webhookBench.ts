@@ -15,7 +15,8 @@ import { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts"
 const dir = mkdtempSync(join(tmpdir(), "caplo-bench-"));
 let received = 0;
 const countingPort: ConversationPort = {
-  openConversation: async () => ({ conversationId: "c-bench" }),
+  agentConfig: async () => undefined,
+    openConversation: async () => ({ conversationId: "c-bench" }),
   receive: async () => void received++,
   subscribe: () => () => {},
   recordUndelivered: async () => {},

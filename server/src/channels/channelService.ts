@@ -280,11 +280,11 @@ export class ChannelService {
     let found = await this.#store.findBinding(key);
     if (!found) {
       const opened = await this.#port.openConversation(platform, event.from, event.profileName ? { displayName: event.profileName } : {}, event.to);
-      if (!opened) {
-        // No agent answers on this number or page: logged (our account only, never the customer) and not processed.
-        const message = `no agent is configured for ${platform} account ${event.to}; the message was not processed (see CAPLO_${platform.toUpperCase()}_AGENTS)`;
-        this.#log(`caplo channels: ${message}`);
-        return { unrouted: message };
+      if ("unanswered" in opened) {
+        // No agent answers on this number or page (none configured, or its agent does not list the channel):
+        // logged (our account only, never the customer) and not processed.
+        this.#log(`caplo channels: ${opened.unanswered}`);
+        return { unrouted: opened.unanswered };
       }
       found = await this.#store.bind(key, opened.conversationId, row.receivedAt);
     }

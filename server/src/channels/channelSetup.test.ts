@@ -1,7 +1,7 @@
 // Channel settings from the environment: a platform is on only with all of its credentials, and a missing
 // or malformed one is a clear error naming the variable.
 import { describe, expect, it } from "vitest";
-import { neutralCapabilities, readChannelSettings } from "./channelSetup.ts";
+import { CHANNEL_VARIABLES, neutralCapabilities, readChannelSettings, webhookUrls } from "./channelSetup.ts";
 
 const whatsapp = {
   CAPLO_PUBLIC_URL: "https://caplo.shop.example/",
@@ -66,5 +66,44 @@ describe("readChannelSettings", () => {
     for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
       expect(neutralCapabilities(platform)).toMatchObject({ editableFields: false, forms: false, questions: true, pages: false });
     }
+  });
+  it("the verify token's rule names its allowed characters, in the refusal and for a token with another character", () => {
+    const base = { ...meta, CAPLO_MESSENGER_PAGE_TOKEN: "EAAG".padEnd(40, "x") };
+    for (const token of ["short", "a verify token with spaces", "verify+token/with=signs", "x".repeat(129)]) {
+      const read = readChannelSettings({ ...base, CAPLO_META_VERIFY_TOKEN: token });
+      expect(read.ok).toBe(false);
+      const message = read.ok ? "" : read.errors[0]!.message;
+      expect(read.ok ? "" : read.errors[0]!.path).toBe("CAPLO_META_VERIFY_TOKEN");
+      expect(message).toContain("16 to 128 characters, each a letter (A-Z, a-z), a digit (0-9) or one of . _ ~ -");
+      expect(message).toMatch(/for example CAPLO_META_VERIFY_TOKEN=\S{16,}/);
+    }
+    // Every allowed character, at both lengths.
+    expect(readChannelSettings({ ...base, CAPLO_META_VERIFY_TOKEN: "Az09._~-".repeat(2) }).ok).toBe(true);
+    expect(readChannelSettings({ ...base, CAPLO_META_VERIFY_TOKEN: "a".repeat(128) }).ok).toBe(true);
+    expect(readChannelSettings({ ...base, CAPLO_META_VERIFY_TOKEN: "a".repeat(15) }).ok).toBe(false);
+  });
+  it("every refusal at start names the variable, says the rule and gives an example that itself passes", () => {
+    for (const [name, variable] of Object.entries(CHANNEL_VARIABLES)) {
+      // The example is accepted by the rule it illustrates (access tokens show their shape only).
+      if (!name.endsWith("_TOKEN") || name === "CAPLO_META_VERIFY_TOKEN" || name === "CAPLO_TWILIO_AUTH_TOKEN") expect(variable.pattern.test(variable.example), name).toBe(true);
+      const env: Record<string, string> = { ...whatsapp, ...meta, CAPLO_MESSENGER_PAGE_TOKEN: "EAAG".padEnd(40, "x"), CAPLO_INSTAGRAM_TOKEN: "IGAA".padEnd(40, "y"), CAPLO_INSTAGRAM_APP_SECRET: "d".repeat(32), [name]: "not valid here" };
+      const read = readChannelSettings(env);
+      expect(read.ok, name).toBe(false);
+      const error = read.ok ? undefined : read.errors.find((e) => e.path === name);
+      expect(error?.message, name).toContain(`${name} is malformed: ${variable.rule}; for example ${name}=${variable.example}`);
+    }
+    const { CAPLO_TWILIO_AUTH_TOKEN: _t, ...missing } = whatsapp;
+    const read = readChannelSettings(missing);
+    expect(read.ok ? "" : read.errors[0]!.message).toBe(`CAPLO_TWILIO_AUTH_TOKEN is required: ${CHANNEL_VARIABLES.CAPLO_TWILIO_AUTH_TOKEN.rule}; for example CAPLO_TWILIO_AUTH_TOKEN=${CHANNEL_VARIABLES.CAPLO_TWILIO_AUTH_TOKEN.example}`);
+    const routes = readChannelSettings({ ...whatsapp, CAPLO_WHATSAPP_AGENTS: "+15551234567=shop" });
+    expect(routes.ok ? "" : routes.errors[0]!.message).toContain("for example CAPLO_WHATSAPP_AGENTS=whatsapp:+15551234567=shop");
+  });
+  it("the webhook URLs to register: WhatsApp's as configured, Meta's under the public address", () => {
+    const read = readChannelSettings({ ...whatsapp, ...meta, CAPLO_MESSENGER_PAGE_TOKEN: "EAAG".padEnd(40, "x") });
+    if (!read.ok) throw new Error(JSON.stringify(read.errors));
+    expect(webhookUrls(read.settings).map((w) => [w.platform, w.url])).toEqual([
+      ["whatsapp", "https://caplo.shop.example/webhooks/whatsapp"],
+      ["messenger", "https://caplo.shop.example/webhooks/messenger"],
+    ]);
   });
 });

@@ -23,6 +23,7 @@ describe("EnginePort.subscribe", () => {
       subscribe: (conversationId, listener) => engine.subscribe(conversationId, listener),
       recordUndelivered: (conversationId, text) => engine.recordUndelivered(conversationId, text),
       store: {
+        getConversation: (conversationId) => engine.store.getConversation(conversationId),
         listEvents: async (conversationId, after) => {
           if (failing > 0) {
             failing--;
@@ -34,7 +35,7 @@ describe("EnginePort.subscribe", () => {
       },
     };
     const logs: string[] = [];
-    const port = new EnginePort({ engine: view, agentFor: () => "shop-agent", capabilities: () => WHATSAPP, catchUpRetryMs: 10, log: (line) => void logs.push(line) });
+    const port = new EnginePort({ engine: view, agentFor: () => "shop-agent", agentConfig: () => ({ channels: { whatsapp: {} } }), capabilities: () => WHATSAPP, catchUpRetryMs: 10, log: (line) => void logs.push(line) });
     const conversationId = h.conversation.id;
     const got: ConversationEvent[] = [];
     const unsubscribe = port.subscribe(conversationId, 0, (event) => void got.push(event));

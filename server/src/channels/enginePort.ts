@@ -3,7 +3,7 @@
 import type { ChannelCapabilities } from "@caplo/shared/channel";
 import { UNDELIVERED_NOTE_PREFIX } from "../engine/engine.ts";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
-import type { ChannelActor, ConversationEvent, ConversationPort, Platform } from "./ports.ts";
+import type { ChannelActor, ChannelAgentConfig, ConversationEvent, ConversationPort, Platform, Unanswered } from "./ports.ts";
 
 /** What the port needs of the engine: a structural view, so the glue imports no engine internals. */
 export interface EngineView {
@@ -27,6 +27,7 @@ export interface EngineView {
     source: () => Promise<Array<{ conversationId: string; channel: string; code: string; message: string; at: number }>>,
   ): () => void;
   readonly store: {
+    getConversation(conversationId: string): Promise<{ agent: string } | undefined>;
     listEvents(conversationId: string, after: number): Promise<Array<{ seq: number; message: Outbound }>>;
     pruneInboundSources(before: number): Promise<number>;
   };
@@ -42,6 +43,8 @@ export interface EnginePortOptions {
   /** The agent that answers on our `account` (number, page, Instagram account) of a platform; undefined: none. */
   agentFor: (platform: Platform, account?: string) => string | undefined;
   capabilities: (platform: Platform) => ChannelCapabilities;
+  /** The agent.yaml of an agent the server serves (its current release): which channels it lists, and more. */
+  agentConfig: (agent: string) => ChannelAgentConfig | undefined;
   /** Pause before reading a conversation's events again after the read failed (default 1 s). */
   catchUpRetryMs?: number;
   /** Operator log lines; console.warn by default. */
@@ -55,14 +58,22 @@ export function channelOwner(platform: Platform, externalId: string): string {
 
 export class EnginePort implements ConversationPort {
   readonly #options: EnginePortOptions;
+  /** The agent of each conversation seen (a conversation keeps its agent). */
+  readonly #agents = new Map<string, string>();
 
   constructor(options: EnginePortOptions) {
     this.#options = options;
   }
 
-  async openConversation(channel: Platform, externalId: string, _subject: { displayName?: string } = {}, account?: string): Promise<{ conversationId: string } | null> {
+  async openConversation(channel: Platform, externalId: string, _subject: { displayName?: string } = {}, account?: string): Promise<{ conversationId: string } | Unanswered> {
     const agent = this.#options.agentFor(channel, account);
-    if (agent === undefined) return null;
+    const variable = `CAPLO_${channel.toUpperCase()}_AGENTS`;
+    if (agent === undefined) return { unanswered: `no agent is configured for ${channel} account ${account ?? "(unknown)"}; the message was not processed (see ${variable})` };
+    // An agent answers only on the channels its agent.yaml lists.
+    const config = this.#options.agentConfig(agent);
+    if (!config?.channels[channel]) {
+      return { unanswered: `agent ${agent} does not list ${channel} under channels in its agent.yaml; the message to ${channel} account ${account ?? "(unknown)"} was not processed (add "${channel}: {}" under channels and publish the agent again, or answer this account with another agent: ${variable})` };
+    }
     const conversation = await this.#options.engine.openConversation({
       agent,
       channel,
@@ -70,7 +81,17 @@ export class EnginePort implements ConversationPort {
       ownerId: channelOwner(channel, externalId),
       externalId,
     });
+    this.#agents.set(conversation.id, agent);
     return { conversationId: conversation.id };
+  }
+
+  async agentConfig(conversationId: string): Promise<ChannelAgentConfig | undefined> {
+    let agent = this.#agents.get(conversationId);
+    if (agent === undefined) {
+      agent = (await this.#options.engine.store.getConversation(conversationId))?.agent;
+      if (agent !== undefined) this.#agents.set(conversationId, agent);
+    }
+    return agent === undefined ? undefined : this.#options.agentConfig(agent);
   }
 
   async receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void> {

@@ -18,13 +18,37 @@ export interface ConversationEvent {
   outbound: Outbound;
 }
 
+/** An approved WhatsApp template (Twilio Content SID) sent instead of a reply the 24-hour window refuses. */
+export interface OutsideWindowTemplate {
+  contentSid: string;
+  variables?: Record<string, string>;
+}
+
+/** What the channels read of an agent's agent.yaml (its current release). */
+export interface ChannelAgentConfig {
+  /** The channels the agent answers on: a messaging platform not listed here is not answered. */
+  channels: Partial<Record<ChannelKind, { handoff?: { queue: string }; outsideWindowTemplate?: OutsideWindowTemplate } | undefined>>;
+  /** IANA time zone times are written in for customers (agent.yaml `timeZone`), UTC when absent. */
+  timeZone?: string;
+  /** How a customer reaches a person where the channel has no handoff destination (agent.yaml `contact`). */
+  contact?: string;
+  locale?: string;
+}
+
+/** Why an inbound was not answered: no agent for the account, or an agent that does not list the channel. */
+export interface Unanswered {
+  unanswered: string;
+}
+
 /** The engine as the channels see it. The engine never imports a channel; the channel glue imports only this. */
 export interface ConversationPort {
   /**
    * Opens a conversation with the agent that answers on our `account` (a number, page or Instagram account),
-   * or returns null when no agent is configured for it.
+   * or says why nobody answers there (no agent configured for it, or its agent does not list the channel).
    */
-  openConversation(channel: Platform, externalId: string, subject: { displayName?: string }, account?: string): Promise<{ conversationId: string } | null>;
+  openConversation(channel: Platform, externalId: string, subject: { displayName?: string }, account?: string): Promise<{ conversationId: string } | Unanswered>;
+  /** The agent.yaml settings of the conversation's agent, for rendering and sending; undefined when unknown. */
+  agentConfig(conversationId: string): Promise<ChannelAgentConfig | undefined>;
   /** Hands one inbound event over; the engine accepts each `actor.sourceId` once (a replay gets no second turn). */
   receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void>;
   /** Calls `listener` for every outbound event after `afterSeq`, in order, now and later; returns unsubscribe. */

@@ -23,6 +23,7 @@ describe("webhook answer", () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const received: string[] = [];
     const stuckPort: ConversationPort = {
+      agentConfig: async () => undefined,
       openConversation: async () => {
         await gate;
         return { conversationId: "conv-1" };

@@ -8,7 +8,8 @@ import type { Release } from "@caplo/shared";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
 import { openEventBus } from "../bus/index.ts";
-import { mountChannels, readChannelSettings } from "../channels/channelSetup.ts";
+import { channelAgentProblems, mountChannels, readChannelSettings, webhookUrls, type ChannelSettings, type ChannelSetupError } from "../channels/channelSetup.ts";
+import type { ChannelAgentConfig } from "../channels/ports.ts";
 import { startClusterNode, uniqueNodeId, type ClusterNode } from "../cluster/clusterNode.ts";
 import { PostgresInboxStore } from "../cluster/postgresInboxStore.ts";
 import { Engine } from "../engine/engine.ts";
@@ -45,6 +46,8 @@ Options (each has an environment variable; a flag wins):
   --script FILE       rules for the scripted model, JSON (CAPLO_SCRIPT); used when no OpenAI-compatible
                       model is configured (OPENAI_API_KEY / OPENAI_BASE_URL / CAPLO_MODEL)
   --widget-dir DIR    the widget's build (CAPLO_WIDGET_DIR, default widget/dist)
+  --check-channels    check the messaging channels' settings and agents, print the webhook URLs to enter
+                      on each platform, and exit without starting (0: ready, 1: a problem, printed)
 
 Environment only:
   CAPLO_TEAM_MEMBERS  the team API's members, each with a token of their own: name=sha256:<hex of the
@@ -112,6 +115,8 @@ export type ServeOptions = {
   webhooksPerSecond?: number;
   statusCheckBaseMs?: number;
   env: Record<string, string | undefined>;
+  /** --check-channels: check the channels' settings and print their webhook URLs instead of starting. */
+  checkChannels?: boolean;
   /** Tests may pass a runner; by default the sandboxed runner. */
   runner?: ToolRunner;
 };
@@ -123,6 +128,10 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   const values: Record<string, string[]> = {};
   for (let index = 0; index < args.length; index++) {
     const arg = args[index]!;
+    if (arg === "--check-channels") {
+      (values["check-channels"] ??= []).push("1");
+      continue;
+    }
     const match = /^--(port|host|db|releases|agent|script|widget-dir)(?:=(.*))?$/.exec(arg);
     if (!match) return { ok: false, error: { code: "option_unknown", path: arg, message: `unknown option ${arg} (see caplo serve --help)` } };
     const value = match[2] ?? args[++index];
@@ -171,6 +180,7 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
       agents,
       ...(script && { script }),
       ...(widgetDir && { widgetDir }),
+      ...(values["check-channels"] && { checkChannels: true }),
       ...(team.members.length > 0 && { teamMembers: team.members }),
       // On PostgreSQL a restarted node's old running writes are recovered by liveness takeover, so a fresh id
       // per process is safe; on SQLite (one node per file) a stable id lets the restart recover them at once.
@@ -182,6 +192,22 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
       env,
     },
   };
+}
+
+/** The agent a platform without a per-account map is answered by: CAPLO_<PLATFORM>_AGENT, else the first --agent. */
+function serverDefaultAgent(options: ServeOptions, platform: string): string {
+  return options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] ?? options.agents[0]!;
+}
+
+/** The channels' settings, and every agent that would answer on them served and listing the channel. */
+export function readServeChannels(options: ServeOptions, releases: Array<{ agent: string; config: ChannelAgentConfig }>): { ok: true; settings: ChannelSettings } | { ok: false; errors: ChannelSetupError[] } {
+  const read = readChannelSettings(options.env);
+  if (!read.ok) return read;
+  const problems = channelAgentProblems(read.settings, (agent) => releases.find((release) => release.agent === agent)?.config, {
+    agent: (platform) => serverDefaultAgent(options, platform),
+    variable: (platform) => (options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] !== undefined ? `CAPLO_${platform.toUpperCase()}_AGENT` : "--agent"),
+  });
+  return problems.length ? { ok: false, errors: problems } : read;
 }
 
 /** A failure thrown during start, as serve's coded error (its own code and path when it has them). */
@@ -408,7 +434,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     helloTimeoutMs: widget.settings.helloTimeoutMs,
   });
   // Messaging channels configured by environment (docs/channels.md): their webhooks mount on this gateway.
-  const channelSettings = readChannelSettings(options.env);
+  const channelSettings = readServeChannels(options, releases);
   if (!channelSettings.ok) {
     await stopStarted();
     const first = channelSettings.errors[0]!;
@@ -431,7 +457,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
           settings: channelSettings.settings,
           engine,
           gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),
-          agentFor: (platform) => options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] ?? options.agents[0]!,
+          agentFor: (platform) => serverDefaultAgent(options, platform),
+          agentConfig: (agent) => releases.find((release) => release.agent === agent)?.config,
           file: options.env.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
         });
   } catch (error) {
@@ -444,7 +471,10 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     const coded = startError(error, "channels_unavailable");
     return { ok: false, error: { ...coded, message: `the messaging channels could not start: ${coded.message}` } };
   }
-  if (channels) log(`channels: ${channels.platforms.join(", ")} (webhooks at /webhooks/<platform>)`);
+  if (channels) {
+    log(`channels: ${channels.platforms.join(", ")} (webhooks at /webhooks/<platform>)`);
+    for (const webhook of webhookUrls(channelSettings.settings)) log(`  ${webhook.platform} webhook: ${webhook.url}`);
+  }
   const address = await gateway.listen(options.port, options.host);
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(options.env)}, agents: ${releases.map((release) => release.id).join(", ")})`);
@@ -487,6 +517,7 @@ export async function run(args: string[]): Promise<number> {
     console.error(`caplo serve: ${parsed.error.code} at ${parsed.error.path}: ${parsed.error.message}`);
     return 2;
   }
+  if (parsed.options.checkChannels) return checkChannels(parsed.options);
   const started = await startServe(parsed.options);
   if (!started.ok) {
     console.error(`caplo serve: ${started.error.code}${started.error.path ? ` at ${started.error.path}` : ""}: ${started.error.message}`);
@@ -498,5 +529,35 @@ export async function run(args: string[]): Promise<number> {
     process.once("SIGTERM", stop);
   });
   await started.server.close();
+  return 0;
+}
+
+/**
+ * `caplo serve --check-channels`: reads the releases and the channel variables as a start would, prints
+ * every problem (variable, rule, example) or the webhook URL to enter on each platform, and starts nothing.
+ */
+export async function checkChannels(options: ServeOptions, out: (line: string) => void = console.log): Promise<number> {
+  const releaseStore = new FileReleaseStore(options.releasesDir);
+  const releases: Release[] = [];
+  for (const agent of options.agents) {
+    const release = await releaseStore.latest(agent).catch(() => undefined);
+    if (!release) {
+      out(`caplo serve --check-channels: release_not_found at ${agent}: no published release of agent ${agent} in ${options.releasesDir} (caplo agent publish)`);
+      return 1;
+    }
+    releases.push(release);
+  }
+  const read = readServeChannels(options, releases);
+  if (!read.ok) {
+    for (const error of read.errors) out(`caplo serve --check-channels: ${error.code} at ${error.path}: ${error.message}`);
+    return 1;
+  }
+  const webhooks = webhookUrls(read.settings);
+  if (webhooks.length === 0) {
+    out("caplo serve --check-channels: no messaging channel is configured (set CAPLO_TWILIO_ACCOUNT_SID, CAPLO_MESSENGER_PAGE_TOKEN or CAPLO_INSTAGRAM_TOKEN and the rest; docs/channels.md)");
+    return 0;
+  }
+  out(`channels ready: ${webhooks.map((w) => w.platform).join(", ")}. Enter these webhook URLs:`);
+  for (const webhook of webhooks) out(`  ${webhook.platform}: ${webhook.url}\n    in ${webhook.where}`);
   return 0;
 }

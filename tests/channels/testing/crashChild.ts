@@ -9,14 +9,15 @@ import { EnginePort } from "../../../server/src/channels/enginePort.ts";
 import type { InboxStore } from "../../../server/src/channels/ports.ts";
 import { SqliteInboxStore } from "../../../server/src/channels/sqliteInboxStore.ts";
 import { engineHarness } from "../../engine/support/harness.ts";
+import { ALL_CHANNELS, agentConfigOf } from "../support.ts";
 import { CRASH_RULES, crashEvent } from "./crashShared.ts";
 
 const [dir, graphUrl, accessToken] = process.argv.slice(2) as [string, string, string];
-const h = await engineHarness({ rules: CRASH_RULES, dir });
+const h = await engineHarness({ rules: CRASH_RULES, dir, channels: ALL_CHANNELS });
 const real = new SqliteInboxStore(join(dir, "channels.db"));
 const adapter = createMessengerAdapter({ accessToken, graphBaseUrl: graphUrl, appSecret: APP_SECRET, verifyToken: VERIFY_TOKEN });
 const { editableFields, forms, questions, files, pages, richText } = MESSENGER_CAPABILITIES;
-const port = new EnginePort({ engine: h.engine, agentFor: () => "shop-agent", capabilities: () => ({ editableFields, forms, questions, files, pages, richText }) });
+const port = new EnginePort({ engine: h.engine, agentFor: () => "shop-agent", agentConfig: agentConfigOf(h), capabilities: () => ({ editableFields, forms, questions, files, pages, richText }) });
 
 const store = new Proxy(real, {
   get(target, prop) {
