@@ -21,6 +21,9 @@ export const AGENT_TOOLS_MAX = 128;
 export const AGENT_DESCRIPTION_MAX = 500;
 export const INSTRUCTIONS_MAX = 32_000;
 export const GREETING_MAX = 500;
+/** How customers reach a person where a messaging channel has no handoff destination. */
+export const CONTACT_MAX = 200;
+export const DEFAULT_TIME_ZONE = "UTC";
 /** Allowed website origins of the widget. */
 export const AGENT_ORIGINS_MAX = 20;
 /** An origin as a browser sends it: https, or http only on localhost (a secure context in browsers). */
@@ -92,9 +95,32 @@ export const handoffSchema = z
       "Where the agent hands the conversation to your team: the team queue, and the message the customer is told.",
   });
 
+/** A Twilio Content SID: HX and 32 hex digits. */
+export const TWILIO_CONTENT_SID_PATTERN = /^HX[0-9a-fA-F]{32}$/;
+/** Content API variables: keys of at most 16 characters (numbers or names), values of at most 255. */
+export const TEMPLATE_VARIABLE_KEY_PATTERN = /^[A-Za-z0-9_]{1,16}$/;
+export const TEMPLATE_VARIABLE_VALUE_MAX = 255;
+export const TEMPLATE_VARIABLES_MAX = 20;
+
+export const outsideWindowTemplateSchema = z
+  .strictObject({
+    contentSid: z.string().regex(TWILIO_CONTENT_SID_PATTERN, "a Twilio Content SID: HX followed by 32 hex digits"),
+    variables: z
+      .record(z.string().regex(TEMPLATE_VARIABLE_KEY_PATTERN, "a variable key: letters, digits or _, at most 16"), z.string().min(1).max(TEMPLATE_VARIABLE_VALUE_MAX))
+      .refine((variables) => Object.keys(variables).length <= TEMPLATE_VARIABLES_MAX, { message: `at most ${TEMPLATE_VARIABLES_MAX} variables`, params: { code: "too_many" } })
+      .optional(),
+  })
+  .meta({
+    id: "OutsideWindowTemplate",
+    description:
+      "An approved WhatsApp template (Twilio Content Template Builder, approved by WhatsApp) sent instead of a reply that the 24-hour window refuses, so the customer can write back and reopen the window. variables fill its {{1}}, {{2}}… placeholders.",
+  });
+
 const channelShape = { handoff: handoffSchema.optional() };
 export const webChannelSchema = z.strictObject(channelShape).meta({ description: "The website widget. Needs origins." });
-export const whatsappChannelSchema = z.strictObject(channelShape).meta({ description: "WhatsApp (through Twilio)." });
+export const whatsappChannelSchema = z
+  .strictObject({ ...channelShape, outsideWindowTemplate: outsideWindowTemplateSchema.optional() })
+  .meta({ description: "WhatsApp (through Twilio)." });
 export const messengerChannelSchema = z.strictObject(channelShape).meta({ description: "Facebook Messenger." });
 export const instagramChannelSchema = z.strictObject(channelShape).meta({ description: "Instagram direct messages." });
 
@@ -259,6 +285,16 @@ export const agentConfigSchema = z
     identity: identitySchema.optional(),
     greeting: messageText(GREETING_MAX).optional(),
     locale: z.string().max(LOCALE_MAX).regex(LOCALE_PATTERN, "a language tag such as en, sl or pt-BR").default(DEFAULT_LOCALE),
+    timeZone: z
+      .string()
+      .max(64)
+      .refine(isTimeZone, { message: "an IANA time zone such as Europe/Ljubljana, America/New_York or UTC", params: { code: "value_invalid" } })
+      .optional()
+      .meta({ description: "The IANA time zone times are written in for customers on messaging apps (UTC when absent)." }),
+    contact: plainText(CONTACT_MAX)
+      .min(1)
+      .optional()
+      .meta({ description: "How customers reach a person where a messaging channel has no handoff destination, e.g. call +386 1 234 5678 or write to help@shop.example." }),
   })
   .superRefine((agent, ctx) => {
     if (agent.channels.web !== undefined && agent.origins.length === 0) {
@@ -271,6 +307,16 @@ export const agentConfigSchema = z
     }
   })
   .meta({ title: "agent.yaml (agent)", description: "A Caplo agent: instructions, tools, channels and identity settings." });
+
+/** Whether `zone` is an IANA time zone this runtime knows. */
+export function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export type AgentConfig = z.output<typeof agentConfigSchema>;
 export type AgentConfigInput = z.input<typeof agentConfigSchema>;

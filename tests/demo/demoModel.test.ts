@@ -37,7 +37,7 @@ describe("npm start with a model configured", () => {
       return writeSse(response, [chunk.role(), chunk.tool(0, { id: "call_1", name: "orders__get_order", arguments: JSON.stringify({ orderId: "SO-1002" }) }), chunk.finish("tool_calls")]);
     });
     const env = { ...process.env, OPENAI_API_KEY: API_KEY, OPENAI_BASE_URL: fake.baseUrl, CAPLO_MODEL: MODEL };
-    const parsed = parseDemoArgs(["--port", String(await freePort()), "--shop-port", "0", "--data-dir", dataDir], env);
+    const parsed = parseDemoArgs(["--port", String(await freePort()), "--shop-port", "0", "--gateway-port", "0", "--data-dir", dataDir], env);
     if (!parsed.ok) throw new Error(parsed.error.message);
     const lines: string[] = [];
     const started = await startDemo(parsed.options, (line) => lines.push(line));

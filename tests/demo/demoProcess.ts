@@ -28,7 +28,9 @@ export function offlineEnv(extra: Record<string, string> = {}): NodeJS.ProcessEn
 export type DemoProcess = { child: ChildProcess; output: () => string; exited: Promise<number | null>; dataDir: string; stop: () => Promise<number | null> };
 
 export function spawnDemo(args: string[], dataDir = mkdtempSync(join(tmpdir(), "caplo-demo-")), env: Record<string, string> = {}): DemoProcess {
-  const child = spawn(process.execPath, [join(ROOT, "bin/caplo.mjs"), "demo", "--data-dir", dataDir, ...args], { cwd: ROOT, env: offlineEnv(env), stdio: ["ignore", "pipe", "pipe"], detached: true });
+  // The gateway's fixed default port (4200) would clash between demos started at once: a free one unless asked.
+  const gateway = args.some((arg) => arg.startsWith("--gateway-port")) ? [] : ["--gateway-port", "0"];
+  const child = spawn(process.execPath, [join(ROOT, "bin/caplo.mjs"), "demo", "--data-dir", dataDir, ...gateway, ...args], { cwd: ROOT, env: offlineEnv(env), stdio: ["ignore", "pipe", "pipe"], detached: true });
   let text = "";
   child.stdout!.on("data", (chunk: Buffer) => (text += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (text += chunk.toString()));

@@ -15,6 +15,9 @@ Options:
   --port N              the demo page's port (CAPLO_PORT, default 4300)
   --shop-port N         the demo shop API's port (CAPLO_DEMO_SHOP_PORT, default 4100; 0 picks a free one;
                         the help articles' page origins follow it)
+  --gateway-port N      the gateway's port: the widget's WebSocket, the team API and the messaging webhooks
+                        /webhooks/<platform> (CAPLO_DEMO_GATEWAY_PORT, default 4200; 0 picks a free one);
+                        point a tunnel at it to try WhatsApp, Messenger or Instagram (docs/demo-shop.md)
   --data-dir DIR        the demo's SQLite store, releases and shop state (CAPLO_DEMO_DIR, default .caplo/demo);
                         delete it to start over
   --pending-ms N        how long the shop takes to finish a pending cancellation (CAPLO_DEMO_PENDING_MS,
@@ -22,6 +25,10 @@ Options:
   --status-check-ms N   gap before a pending write's first status check (CAPLO_STATUS_CHECK_BASE_MS,
                         default 4000; each next one doubles)
   --verbose             print the engine's info lines too
+
+Messaging channels (environment, docs/channels.md): set CAPLO_PUBLIC_URL to the tunnel's https address and
+a platform's variables (CAPLO_TWILIO_*, CAPLO_WHATSAPP_FROM; CAPLO_MESSENGER_PAGE_TOKEN, CAPLO_META_*;
+CAPLO_INSTAGRAM_TOKEN); the demo prints the webhook URL to enter for each one.
 
 A real model instead of the offline one (environment):
   OPENAI_API_KEY        use OpenAI (CAPLO_MODEL picks the model)

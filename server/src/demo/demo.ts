@@ -225,7 +225,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
     const issue = agentFile.issues[0]!;
     return failed({ code: issue.code, path: `examples/demo/agent.yaml ${issue.path}`, message: issue.message });
   }
-  const gatewayPort = await freePort();
+  const gatewayPort = options.gatewayPort === 0 ? await freePort() : options.gatewayPort;
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const pagePort = new URL(page.url).port;
   const agent = {
@@ -313,7 +313,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
     await runner.close().catch(() => undefined);
     const code = (error as { code?: string }).code ?? "";
     if (/^SQLITE_(NOTADB|CORRUPT)/.test(code)) return failed(corrupt(dbFile));
-    if (code === "EADDRINUSE") return failed(portInUse(gatewayPort, "the demo gateway", "--port"));
+    if (code === "EADDRINUSE") return failed(portInUse(gatewayPort, "the demo gateway", "--gateway-port"));
     return failed({ code: "demo_start_failed", path: "", message: error instanceof Error ? error.message : String(error) });
   }
   closers.push(() => server.close());

@@ -6,6 +6,11 @@ export type DemoOptions = {
   port: number;
   /** The demo shop API's port (0: a free one); the help articles' page origins follow it. */
   shopPort: number;
+  /**
+   * The gateway's port (WebSocket, team API, messaging webhooks): fixed by default, so a tunnel (ngrok,
+   * cloudflared) pointed at it keeps working across restarts; 0 picks a free one.
+   */
+  gatewayPort: number;
   /** Where the demo keeps its SQLite store, releases and shop state. */
   dataDir: string;
   /** How long the shop takes to finish a pending (202) cancellation, ms. */
@@ -18,7 +23,9 @@ export type DemoOptions = {
 
 export type DemoError = { code: string; path: string; message: string };
 
-const FLAGS = /^--(port|shop-port|data-dir|pending-ms|status-check-ms)(?:=(.*))?$/;
+const FLAGS = /^--(port|shop-port|gateway-port|data-dir|pending-ms|status-check-ms)(?:=(.*))?$/;
+/** The demo gateway's default port: where `/webhooks/<platform>` is reached (through a tunnel) in the demo. */
+export const DEMO_GATEWAY_PORT = 4200;
 
 function whole(text: string, path: string, min: number, max: number): number | DemoError {
   const value = Number(text);
@@ -45,12 +52,14 @@ export function parseDemoArgs(args: string[], env: Record<string, string | undef
   if (typeof port !== "number") return { ok: false, error: port };
   const shopPort = whole(values["shop-port"] ?? env.CAPLO_DEMO_SHOP_PORT ?? "4100", "--shop-port", 0, 65_535);
   if (typeof shopPort !== "number") return { ok: false, error: shopPort };
+  const gatewayPort = whole(values["gateway-port"] ?? env.CAPLO_DEMO_GATEWAY_PORT ?? String(DEMO_GATEWAY_PORT), "--gateway-port", 0, 65_535);
+  if (typeof gatewayPort !== "number") return { ok: false, error: gatewayPort };
   const pendingMs = whole(values["pending-ms"] ?? env.CAPLO_DEMO_PENDING_MS ?? "3000", "--pending-ms", 0, 600_000);
   if (typeof pendingMs !== "number") return { ok: false, error: pendingMs };
   const statusCheckBaseMs = whole(values["status-check-ms"] ?? env.CAPLO_STATUS_CHECK_BASE_MS ?? "4000", "--status-check-ms", 100, 3_600_000);
   if (typeof statusCheckBaseMs !== "number") return { ok: false, error: statusCheckBaseMs };
   return {
     ok: true,
-    options: { port, shopPort, pendingMs, statusCheckBaseMs, verbose, env, dataDir: resolve(cwd, values["data-dir"] ?? env.CAPLO_DEMO_DIR ?? ".caplo/demo") },
+    options: { port, shopPort, gatewayPort, pendingMs, statusCheckBaseMs, verbose, env, dataDir: resolve(cwd, values["data-dir"] ?? env.CAPLO_DEMO_DIR ?? ".caplo/demo") },
   };
 }
