@@ -184,7 +184,8 @@ describe("confirms", () => {
 
 describe("the resume token is replaced when the visitor signs in", () => {
   it("identify's ack carries a new token: the old one starts a new conversation, the new one resumes the verified one; sockets of the old token are closed (4409) on this node and refused on another", async () => {
-    const other = new Gateway({ engine: stack.engine, releases: stack.releases });
+    // Another node's gateway (same store and bus); it checks the token before every batch of events it sends.
+    const other = new Gateway({ engine: stack.engine, releases: stack.releases, limits: { resumeCheckMs: 0 } });
     const address = await other.listen(0, "127.0.0.1");
     try {
       const c = await client();
@@ -195,6 +196,8 @@ describe("the resume token is replaced when the visitor signs in", () => {
       await sameNode.hello("shop-agent", { token: before, after: 0 });
       const otherNode = await client(`ws://127.0.0.1:${address.port}/v1/ws`);
       await otherNode.hello("shop-agent", { token: before, after: 0 });
+      const listener = await client(`ws://127.0.0.1:${address.port}/v1/ws`);
+      await listener.hello("shop-agent", { token: before, after: 0 });
       const proposalId = await proposal(c, "SO-8401");
       c.send({ t: "identify", ref: "i1", token: mintIdentityToken({ algorithm: "HS256", secret: HS_SECRET, claims: { sub: "cust-8401", level: "standard" } }) });
       const ack = await c.waitFor(isT("ack", (frame) => frame.ref === "i1"));
@@ -209,6 +212,12 @@ describe("the resume token is replaced when the visitor signs in", () => {
       await otherNode.waitFor(() => otherNode.closed !== undefined).catch(() => undefined);
       expect(otherNode.closed?.code).toBe(4409);
       expect((await stack.store.getWrite(proposalId))?.state).toBe("proposed");
+      // A socket of the old token that only listens is closed before the next event reaches it.
+      await stack.engine.emit(welcome.conversationId, { type: "text", id: "m_after_sign_in", from: "system", text: "for the signed-in customer only" });
+      await c.waitFor(isT("event", (frame) => frame.message.id === "m_after_sign_in"));
+      await listener.waitFor(() => listener.closed !== undefined).catch(() => undefined);
+      expect(listener.closed?.code).toBe(4409);
+      expect(listener.events().some((event) => event.message.id === "m_after_sign_in")).toBe(false);
       // The old token no longer resumes: a new, unverified conversation; the new one resumes the verified one.
       const stale = await client();
       stale.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {}, resume: { token: before, after: 0 } });

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import { ACTION_ERROR_CODES, clientFrameSchema, CLOSE_CODES, FRAME_REF_MAX, GATEWAY_ERROR_CODES, inboundSchema, serverFrameSchema } from "@caplo/shared";
 import { DEFAULT_ADDRESS_LIMITS } from "../../server/src/gateway/addressLimits.ts";
-import { DEFAULT_LIMITS } from "../../server/src/gateway/connection.ts";
+import { DEFAULT_LIMITS } from "../../server/src/gateway/connectionDeps.ts";
 import { DEFAULT_HELLO_TIMEOUT_MS } from "../../server/src/gateway/settings.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");

@@ -4,7 +4,6 @@
 // (new, within the address's limit, or resumed with its token; the token is replaced when the visitor
 // signs in), and delivers the conversation's stored events in order, exactly once, with backpressure.
 import { createHash, randomBytes } from "node:crypto";
-import type { Socket } from "node:net";
 import type WebSocket from "ws";
 import {
   CLOSE,
@@ -18,61 +17,8 @@ import {
 } from "@caplo/shared";
 import { frameProblem, refOf, refOfText } from "./frameErrors.ts";
 import type { Unsubscribe } from "../bus/eventBus.ts";
-import type { Engine } from "../engine/engine.ts";
-import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
-import type { CallSubject } from "@caplo/shared";
-
-/** An identity token checked: the verified subject, or why not. */
-export type VerifyResult = { ok: true; subject: CallSubject } | { ok: false; error: { code: string; path: string; message: string } };
-
-export type ConnectionLimits = {
-  /** Largest frame handled; a larger one gets `frame_too_large`. */
-  maxFrameBytes: number;
-  /** Frames per second allowed on one connection (token bucket), and the burst above it. */
-  framesPerSecond: number;
-  burst: number;
-  /** Stop sending while more than this many bytes wait in the socket's buffer. */
-  maxBufferedBytes: number;
-  /** Close a connection whose buffer stays full this long (the client resumes from its last seq). */
-  stallTimeoutMs: number;
-};
-
-export const DEFAULT_LIMITS: ConnectionLimits = {
-  maxFrameBytes: 32 * 1024,
-  framesPerSecond: 10,
-  burst: 20,
-  maxBufferedBytes: 1024 * 1024,
-  stallTimeoutMs: 30_000,
-};
-
-export type ConnectionDeps = {
-  /**
-   * The TCP socket under the WebSocket (the gateway has it from the upgrade). Frames sent to one connection
-   * in one turn of the event loop are corked into one write; without it each frame is a write of its own.
-   */
-  socket?: Socket;
-  /**
-   * The socket's Origin is one of this server's own (CAPLO_PUBLIC_URL or its listening address, never the
-   * Host header): the widget app in its iframe, whose framing the app page's CSP frame-ancestors checks.
-   */
-  ownOrigin: boolean;
-  /** Close a socket that has not said hello (and been welcomed) within this long. */
-  helloTimeoutMs: number;
-  /** Take one new conversation from the client address's allowance: 0, or the milliseconds until one is. */
-  startConversation: () => number;
-  /** The conversation's resume token was replaced by `by`: other connections joined with the old one close. */
-  rotated: (conversationId: string, by: Connection) => void;
-  engine: Engine;
-  releases: ReleaseSource;
-  limits: ConnectionLimits;
-  /** The clock of the rate limit (milliseconds). */
-  now: () => number;
-  verifyIdentity: (release: AgentRelease, token: string) => VerifyResult | Promise<VerifyResult>;
-  log: (level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>) => void;
-  /** Called when the connection joins a conversation (for typing indicators). */
-  joined: (connection: Connection) => void;
-  left: (connection: Connection) => void;
-};
+import type { AgentRelease } from "../engine/release.ts";
+import type { ConnectionDeps } from "./connectionDeps.ts";
 
 const EVENT_BATCH = 200;
 
@@ -111,6 +57,8 @@ export class Connection {
   /** The hash of the resume token this connection joined its conversation with. */
   private tokenHash: string | undefined;
   private helloTimer: NodeJS.Timeout | undefined;
+  /** When the resume token was last found current (deps.now). */
+  private checkedAt = 0;
   alive = true;
   private closed = false;
   private readonly deps: ConnectionDeps;
@@ -221,9 +169,23 @@ export class Connection {
    * replaced when the visitor signs in (perhaps on another node): a connection of the old token is closed.
    */
   private async stillCurrent(ref: string): Promise<boolean> {
-    if (this.tokenHash && (await this.deps.engine.resumeCurrent(this.conversationId!, this.tokenHash))) return true;
+    if (this.tokenHash && (await this.deps.engine.resumeCurrent(this.conversationId!, this.tokenHash))) {
+      this.checkedAt = this.deps.now();
+      return true;
+    }
     this.closeRotated(ref);
     return false;
+  }
+
+  /** Before sending events: the token checked at most every resumeCheckMs (a store read), else closed. */
+  private async tokenStillCurrent(): Promise<boolean> {
+    if (this.deps.now() - this.checkedAt < this.deps.limits.resumeCheckMs) return true;
+    if (!this.tokenHash || !(await this.deps.engine.resumeCurrent(this.conversationId!, this.tokenHash))) {
+      this.closeRotated();
+      return false;
+    }
+    this.checkedAt = this.deps.now();
+    return !this.closed;
   }
 
   /** This connection's resume token was replaced on another connection: say so and close. */
@@ -268,6 +230,7 @@ export class Connection {
         const tokenHash = hashToken(token);
         if (!(await this.deps.engine.rotateResume(this.conversationId, this.tokenHash!, tokenHash))) return this.closeRotated(frame.ref);
         this.tokenHash = tokenHash;
+        this.checkedAt = this.deps.now();
         this.deps.rotated(this.conversationId, this);
         this.ack(answer, frame.ref, { resumeToken: token });
         return;
@@ -321,6 +284,7 @@ export class Connection {
       if (this.closed) return;
       this.release = release;
       this.tokenHash = hashToken(token!);
+      this.checkedAt = this.deps.now(); // just found by it, or just made
       clearTimeout(this.helloTimer);
       this.conversationId = conversation.id;
       this.ownerId = conversation.ownerId;
@@ -356,6 +320,7 @@ export class Connection {
         this.again = false;
         if (this.congested()) return;
         const events = await this.deps.engine.eventsAfter(this.conversationId, this.sentSeq, EVENT_BATCH);
+        if (events.length > 0 && !(await this.tokenStillCurrent())) return;
         for (const event of events) {
           if (this.closed) return;
           if (event.seq !== this.sentSeq + 1) break; // never skip: the next flush reads it again
