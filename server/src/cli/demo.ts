@@ -76,7 +76,8 @@ export async function run(args: string[]): Promise<number> {
     return 1;
   }
   if (!stopRequested) {
-    console.log(`\n  Caplo demo shop is running. Open:  ${started.demo.url}\n`);
+    console.log(`\n  Caplo demo shop is running. Open:  ${started.demo.url}`);
+    console.log(`  The documentation:                ${started.demo.gatewayUrl}/docs/\n`);
     console.log("  Press Ctrl-C to stop.");
     await new Promise<void>((resolve) => {
       wake = resolve;

@@ -3,6 +3,7 @@
 // limits, frame size and rate limits, a hello timeout, heartbeats), the widget's static files,
 // /schemas/*.json, /healthz and /readyz, the team's HTTP API, and any routes channels register.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { stat } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
@@ -29,6 +30,8 @@ export type GatewayOptions = {
   widgetDir?: string;
   /** Folder of the published JSON Schemas; default schemas/ of this repository. */
   schemasDir?: string;
+  /** Folder of the built docs site, served at /docs/ (server/src/docs/site.ts); default dist/docs-site. */
+  docsDir?: string;
   /** The team API's members, each with a token of their own (teamMembers.ts); the API answers 503 without any. */
   teamMembers?: readonly TeamMember[];
   /** Evaluations on this server for the team API (eval/evalService.ts); without it the eval routes are absent. */
@@ -261,6 +264,7 @@ export class Gateway {
           const headers: Record<string, string> = relative === "app.html" ? { "content-security-policy": `frame-ancestors ${this.frameAncestors(url.searchParams.get("agent"))}` } : {};
           if (await serveFile(res, widgetDir, relative, widgetCacheControl(relative), head, headers)) return;
         }
+        if (url.pathname === "/docs" || url.pathname.startsWith("/docs/")) return await serveDocs(res, this.options.docsDir ?? join(REPO_ROOT, "dist", "docs-site"), url.pathname, head);
         if (url.pathname.startsWith("/schemas/") && url.pathname.endsWith(".json")) {
           const relative = url.pathname.slice("/schemas/".length);
           if (!relative.includes("/") && (await serveFile(res, this.options.schemasDir ?? join(REPO_ROOT, "schemas"), relative, "public, max-age=300", head))) return;
@@ -274,4 +278,24 @@ export class Gateway {
       else res.destroy();
     }
   }
+}
+
+/** The docs site's pages: a page, a folder's index.html, or a 404 that says how to build the site. */
+async function serveDocs(res: ServerResponse, docsDir: string, pathname: string, head: boolean): Promise<void> {
+  if (pathname === "/docs") {
+    res.writeHead(308, { location: "/docs/" });
+    return void res.end();
+  }
+  const relative = pathname.slice("/docs/".length);
+  // Pagefind's search runs WebAssembly; nothing here may be framed by another site.
+  const headers = { "content-security-policy": "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'" };
+  for (const candidate of relative === "" || relative.endsWith("/") ? [`${relative}index.html`] : [relative, `${relative}/index.html`]) {
+    if (await serveFile(res, docsDir, candidate, "public, max-age=300", head, headers)) return;
+  }
+  const built = await stat(join(docsDir, "index.html")).catch(() => undefined);
+  sendError(res, 404, {
+    code: "not_found",
+    path: pathname,
+    message: built ? "no such page in the docs" : "the docs site is not built here: run `npm run docs:build` (npm install also builds it)",
+  });
 }
