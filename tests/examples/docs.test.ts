@@ -20,7 +20,9 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rea
 import { connect, createServer } from "node:net";
 import { join, relative, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { parseEvalArgs } from "../../server/src/cli/eval.ts";
 import { COMMANDS } from "../../server/src/cli/main.ts";
+import { loadEvalCases } from "../../server/src/eval/index.ts";
 import { parseResolveOverrides } from "../../server/src/runner/egressRule.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
@@ -136,6 +138,17 @@ const CHECKS: Check[] = [
       const parsed = parseResolveOverrides(command.slice("CAPLO_EGRESS_RESOLVE=".length));
       expect(parsed.errors).toEqual([]);
       expect(parsed.overrides.length).toBeGreaterThan(0);
+    },
+  },
+  {
+    pattern: /^(?:[A-Z_]+=\S+ )*npx caplo eval \S+\.cases\.yaml /,
+    how: "tests/eval/demoCases.test.ts runs these cases with the demo agent and the offline demo model, and tests/eval/evalCli.test.ts runs caplo eval itself against an OpenAI-compatible fake; here caplo eval accepts every option and the cases file parses",
+    check: async (command) => {
+      const args = caploArgs(command)!.slice(1);
+      const parsed = parseEvalArgs(args, {});
+      expect(typeof parsed, String(parsed)).toBe("object");
+      const cases = await loadEvalCases(join(ROOT, args[0]!));
+      expect(cases.ok).toBe(true);
     },
   },
   {
