@@ -66,7 +66,9 @@ describe("caplo tool test", () => {
       expect(out).toContain("✗ tests/wrong.json › wrong name");
       expect(out).toContain('/result/name: expected "Wrong", got "Item IT-001"');
       expect(out).toContain("✗ tests/nosecret.json › no secret");
-      expect(out).toContain("secret_missing: OTHER_KEY has no value");
+      // A fixture names only the package's declared secrets: the tester's other variables stay unread.
+      expect(out).toContain("fixture_secret_undeclared: OTHER_KEY is not among the package's secrets");
+      expect(out).toContain(`secrets: DEMO_KEY from ${file}`);
       expect(out).toContain("✗ tests/bad.json");
       expect(out).toContain("fixture_invalid /inputs");
       expect(out).toContain("✗ tests/readstatus.json › status of a read");
@@ -78,13 +80,21 @@ describe("caplo tool test", () => {
     }
   }, 120_000);
 
-  it("--hosted skips write fixtures without running them, runs the reads, and exits 0", async () => {
+  it("--hosted skips write fixtures without running them, runs the reads with secrets from the file only, and exits 0", async () => {
     process.env.DEMO_KEY = "key-from-env-1234";
     const log = join(dir, ".caplo", "invocations.jsonl");
     const tools = () => readFileSync(log, "utf8").trim().split("\n").map((line) => (JSON.parse(line) as { tool: string }).tool);
-    await capture(() => toolTest([dir, "--filter", "finds"])); // the log file exists before the hosted run
+    const local = await capture(() => toolTest([dir, "--filter", "finds"])); // the log file exists before the hosted run
+    expect(local.out).toContain("secrets: DEMO_KEY from the environment variable DEMO_KEY");
     const before = tools();
-    const { code, out } = await capture(() => toolTest([dir, "--hosted"]));
+    // Hosted runs never read the environment: without a secrets file the read's secret is missing.
+    const unread = await capture(() => toolTest([dir, "--hosted", "--secrets", join(scratch, "none.env")]));
+    expect(unread.out).toContain("secret_missing: DEMO_KEY has no value: set it in");
+    expect(unread.code).toBe(1);
+    const file = join(scratch, "hosted.env");
+    writeFileSync(file, "DEMO_KEY=from-file-hosted\n");
+    const { code, out } = await capture(() => toolTest([dir, "--hosted", "--secrets", file]));
+    expect(out).toContain(`secrets: DEMO_KEY from ${file}`);
     expect(out).toContain("- tests/book.json › books a free item (book, write) skipped: write tool: fixture runs on Caplo skip writes");
     expect(out).toContain("- tests/book.json › a full item is not booked (book, write) skipped: write tool: fixture runs on Caplo skip writes");
     expect(out).toContain("✓ tests/lookup.json › finds an item by id (lookup, read");
@@ -92,6 +102,7 @@ describe("caplo tool test", () => {
     expect(code).toBe(0);
     // The runner records every call it is asked for: the hosted run asked for the read only.
     expect(tools().slice(before.length)).toEqual(["lookup"]);
+    expect(out).not.toContain("environment variable");
   }, 120_000);
 
   it("refuses an unknown option with exit 2", async () => {

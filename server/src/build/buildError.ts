@@ -11,6 +11,8 @@ export const BUILD_ERROR_CODES = [
   "package_too_large",
   "version_altered",
   "version_missing",
+  "sandbox_unavailable",
+  "path_outside_package",
 ] as const;
 /** What builds but may not work as the author means; `caplo tool build` prints them. */
 export const BUILD_WARNING_CODES = ["file_not_shipped", "pending_needs_structured_content"] as const;

@@ -1,6 +1,6 @@
 // buildPackage: validates a tool package folder and freezes it as an immutable PackageVersion: parses
 // caplo.yaml, checks the entry exists, copies what the package ships into a content-addressed frozen
-// copy (frozenVersion.ts), lists the tools that copy's code defines (Node 24 host over MCP stdio), joins
+// copy (frozenVersion.ts), lists the tools that copy's code defines (in the sandbox, see toolListing.ts), joins
 // them with caplo.yaml and checks every presentation. The version's dir is the frozen copy, never the
 // package folder. Every error is returned; warnings say what builds but may not work as meant.
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -10,11 +10,15 @@ import type { BuildError } from "./buildError.ts";
 import { freezePackage } from "./frozenVersion.ts";
 import { checkPackage } from "./packageCheck.ts";
 import { listTools } from "./toolListing.ts";
+import { insidePackage, linksLeavingPackage } from "../runner/packagePath.ts";
 
 export type BuildResult = { ok: true; version: PackageVersion; warnings: BuildError[] } | { ok: false; errors: BuildError[] };
 export type BuildOptions = {
+  /** The listing's time limit (default 30 s). */
   timeoutMs?: number;
   now?: () => Date;
+  /** `caplo tool test` with CAPLO_SANDBOX=weak only: list the tools in the weak sandbox where namespaces are unavailable. */
+  allowWeakSandbox?: boolean;
   /** Where the frozen copy is kept: default the package's own .caplo/versions (never shipped itself). */
   versionsDir?: string;
 };
@@ -33,10 +37,16 @@ export async function buildPackage(dir: string, options: BuildOptions = {}): Pro
   if (!existsSync(manifestPath)) {
     return { ok: false, errors: [{ code: "manifest_invalid", path: "", message: `no caplo.yaml in ${packageDir}: run caplo tool init to create a package` }] };
   }
+  // The package is untrusted: nothing of it is read through a link that leaves it (caplo.yaml linked to
+  // a file of the host would be parsed, and its text shown in errors).
+  const leaving = [insidePackage(packageDir, "caplo.yaml"), ...linksLeavingPackage(packageDir).map((error) => ({ ok: false as const, error }))].flatMap((check) => (check.ok ? [] : [check.error]));
+  if (leaving.length) return { ok: false, errors: leaving };
   const parsed = parseManifest(readFileSync(manifestPath, "utf8"));
   if (!parsed.ok) return { ok: false, errors: parsed.errors };
   const manifest = parsed.manifest;
 
+  const entryInside = insidePackage(packageDir, manifest.entry);
+  if (!entryInside.ok) return { ok: false, errors: [{ ...entryInside.error, path: "entry" }] };
   const entryPath = resolve(packageDir, manifest.entry);
   if (!existsSync(entryPath) || !statSync(entryPath).isFile()) {
     return { ok: false, errors: [{ code: "entry_invalid", path: "entry", message: `entry ${manifest.entry} does not exist in the package` }] };
@@ -46,7 +56,12 @@ export async function buildPackage(dir: string, options: BuildOptions = {}): Pro
   const frozen = freezePackage(packageDir, manifest.name, options.versionsDir ?? localVersionsDir(packageDir));
   if (!frozen.ok) return { ok: false, errors: [{ code: frozen.error.code, path: "", message: frozen.error.message }] };
   const warnings: BuildError[] = frozen.skipped.map((path) => ({ code: "file_not_shipped", path, message: `${path} is a link to a folder or to nothing; it is not part of the version` }));
-  const listing = await listTools(frozen.dir, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+  // The package's code runs here for the first time: in the sandbox, like every call after.
+  const listing = await listTools(frozen.dir, {
+    manifest,
+    ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+    ...(options.allowWeakSandbox && { allowWeakSandbox: true }),
+  });
   if (!listing.ok) return { ok: false, errors: [{ code: listing.code, path: listing.code === "entry_invalid" ? "entry" : "", message: listing.message }] };
 
   const checked = checkPackage(manifest, {

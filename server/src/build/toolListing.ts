@@ -1,10 +1,16 @@
-// Lists the tools a package's code defines: starts the SDK host on Node 24 with the package, connects
-// the MCP SDK's Client over stdio, reads tools/list and the server's capabilities, and stops it.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+// Lists the tools a package's code defines, in the same sandbox its calls run in: the runner's package
+// process (namespaces, chroot, the permission model, user nobody, an empty environment, its control
+// group) with no network at all and no secrets, its own timeout and memory limit, and a cap on what it
+// may send back. Reads tools/list (every page, bounded) and the server's capabilities, then stops it.
+// What comes back is the package's word: untrusted data, validated by the MCP SDK's schemas here and by
+// checkPackage after.
+import { statSync } from "node:fs";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { ensureHostBundle } from "../runner/hostBundle.ts";
-import { HOST_MODULE, node24Path } from "./node24.ts";
+import { memoryLimitKind } from "../runner/cgroup.ts";
+import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "../runner/node24.ts";
+import { PackageProcess, ProcessStartError } from "../runner/packageProcess.ts";
+import { chooseSandbox } from "../runner/sandbox.ts";
 
 export type ListedTools = {
   ok: true;
@@ -12,72 +18,85 @@ export type ListedTools = {
   /** capabilities.experimental the server advertised. */
   experimental: Record<string, unknown>;
 };
-export type ListingFailure = { ok: false; code: "manifest_invalid" | "entry_invalid"; message: string };
+export type ListingFailure = { ok: false; code: "manifest_invalid" | "entry_invalid" | "sandbox_unavailable"; message: string };
 
-const HOST_ERROR_PREFIX = "caplo-host-error ";
+export type ListingOptions = {
+  /** The whole listing: start, initialize and every page (default 30 s). */
+  timeoutMs?: number;
+  /** What the build read from caplo.yaml, so the host need not parse it again. */
+  manifest?: { type: "function" | "mcp"; entry: string; secrets?: readonly string[] };
+  /** V8 heap of the listing process, MiB (default 256; the whole process gets 128 more where cgroups work). */
+  memoryMb?: number;
+  /** `caplo tool test` with CAPLO_SANDBOX=weak only (see chooseSandbox). */
+  allowWeakSandbox?: boolean;
+};
 
-export async function listTools(packageDir: string, options: { timeoutMs?: number } = {}): Promise<ListedTools | ListingFailure> {
-  const node = node24Path();
-  if (!node) return { ok: false, code: "entry_invalid", message: "Node 24 is not installed (runtime/node24): run npm install, or set CAPLO_NODE24" };
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  // The runner's prebuilt host starts faster; sdk/src/host.ts serves the same when it cannot be built.
-  const bundle = await ensureHostBundle(node);
-  const host = bundle.ok ? bundle.bundle.launcher : HOST_MODULE;
-  const transport = new StdioClientTransport({
-    command: node,
-    args: ["--disable-warning=ExperimentalWarning", host, packageDir],
-    cwd: packageDir,
-    // The package gets no secrets or settings from our environment while it is listed.
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", NODE_ENV: "production" },
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr?.on("data", (chunk: Buffer) => {
-    if (stderr.length < 64 * 1024) stderr += chunk.toString("utf8");
-  });
-  const client = new Client({ name: "caplo-build", version: "0.1.6" });
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the entry did not answer tools/list within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
-  });
-  try {
-    const listing = (async () => {
-      await client.connect(transport);
-      const tools: McpTool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor === undefined ? {} : { cursor });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor !== undefined && tools.length <= 1000);
-      const experimental = (client.getServerCapabilities()?.experimental ?? {}) as Record<string, unknown>;
-      return { ok: true as const, tools, experimental };
-    })();
-    return await Promise.race([listing, timeout]);
-  } catch (error) {
-    // Let the host finish writing why it stopped.
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    return hostFailure(stderr) ?? { ok: false, code: "entry_invalid", message: `the entry could not be served: ${describe(error)}${tail(stderr)}` };
-  } finally {
-    clearTimeout(timer);
-    await client.close().catch(() => undefined);
+/** Largest tools/list answer (one message) the build accepts. */
+export const LISTING_BYTES_MAX = 4 * 1024 * 1024;
+/** Tools and pages a listing may have. */
+export const LISTED_TOOLS_MAX = 1000;
+const LISTING_PAGES_MAX = 100;
+
+export async function listTools(packageDir: string, options: ListingOptions = {}): Promise<ListedTools | ListingFailure> {
+  const node = findNode24();
+  if (!node.ok) return { ok: false, code: "entry_invalid", message: node.message };
+  const sandbox = chooseSandbox(options.allowWeakSandbox ?? false);
+  if (sandbox.mode === "unavailable") return { ok: false, code: "sandbox_unavailable", message: `the package's code is never run outside the sandbox, and ${sandbox.note}` };
+  // The sandbox's user (nobody) reads the package through a bind of the folder itself.
+  if ((statSync(packageDir).mode & 0o005) !== 0o005 && process.getuid?.() === 0) {
+    return { ok: false, code: "entry_invalid", message: `${packageDir} is not readable by the sandbox's unprivileged user: chmod o+rX it (and its files)` };
   }
-}
-
-function hostFailure(stderr: string): ListingFailure | undefined {
-  const line = stderr.split("\n").find((candidate) => candidate.startsWith(HOST_ERROR_PREFIX));
-  if (!line) return undefined;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  const memoryMb = options.memoryMb ?? 256;
+  // The runner's prebuilt host starts faster; sdk/src/host.ts serves the same when it cannot be built.
+  const bundle = await ensureHostBundle(node.path);
+  const host = bundle.ok ? bundle.bundle.launcher : HOST_MODULE;
+  const manifestArg = bundle.ok && options.manifest ? [JSON.stringify({ type: options.manifest.type, entry: options.manifest.entry, secrets: options.manifest.secrets ?? [] })] : [];
+  const cgroups = sandbox.mode === "isolated" && memoryLimitKind().kind === "cgroup";
+  let child: PackageProcess | undefined;
   try {
-    const parsed = JSON.parse(line.slice(HOST_ERROR_PREFIX.length)) as { code?: unknown; message?: unknown };
-    const code = parsed.code === "manifest_invalid" ? "manifest_invalid" : "entry_invalid";
-    return { ok: false, code, message: String(parsed.message) };
-  } catch {
-    return undefined;
+    child = await PackageProcess.start({
+      label: `listing ${packageDir}`,
+      node: node.path,
+      mode: sandbox.mode,
+      script: [host, packageDir, ...manifestArg],
+      ...(bundle.ok && { preload: bundle.bundle.preload }),
+      readPaths: [packageDir, host, ...RUNTIME_READ_PATHS],
+      egress: [],
+      overrides: [],
+      memoryMb,
+      ...(cgroups && { processMemoryMb: memoryMb + 128, pidsMax: 128 }),
+      startTimeoutMs: timeoutMs,
+      messageBytesMax: LISTING_BYTES_MAX,
+    });
+    const tools: McpTool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; ; page++) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s`);
+      const answer = await child.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: remaining });
+      tools.push(...answer.tools);
+      cursor = answer.nextCursor;
+      if (tools.length > LISTED_TOOLS_MAX) return { ok: false, code: "entry_invalid", message: `the entry lists over ${LISTED_TOOLS_MAX} tools` };
+      if (cursor === undefined) break;
+      if (page + 1 >= LISTING_PAGES_MAX) return { ok: false, code: "entry_invalid", message: `the entry's tools/list goes on past ${LISTING_PAGES_MAX} pages` };
+    }
+    const experimental = (child.client.getServerCapabilities()?.experimental ?? {}) as Record<string, unknown>;
+    return { ok: true, tools, experimental };
+  } catch (error) {
+    const hostError = error instanceof ProcessStartError ? error.hostError : undefined;
+    if (hostError) return { ok: false, code: hostError.code === "manifest_invalid" ? "manifest_invalid" : "entry_invalid", message: hostError.message };
+    const ended = child?.exited ? ` (its process ${child.exitReason})` : "";
+    const stderr = child ? tail(child.stderr) : "";
+    return { ok: false, code: "entry_invalid", message: `the entry did not answer tools/list: ${describe(error)}${ended}${stderr}` };
+  } finally {
+    await child?.kill();
   }
 }
 
 function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return (error instanceof Error ? error.message : String(error)).replace(/^MCP error -?\d+: /, "");
 }
 
 function tail(stderr: string): string {

@@ -70,6 +70,8 @@ Environment only:
                       the first)
   CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1  local development only: remote MCP versions may be reached over
                       http and at loopback or private addresses (never set it in production)
+  CAPLO_SANDBOX=weak  refused: the weak sandbox is for caplo tool test only; serve runs packages only in
+                      the isolated one (Linux namespaces, as root) and says which at start
   CAPLO_PUBLIC_URL    this server's public address as browsers reach it: the widget app's sockets come from
                       its origin (besides the address serve listens on; the Host header is never trusted),
                       signed webhook URLs, and files sent to messaging customers (https; without it a file
@@ -139,6 +141,10 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
     (values[match[1]!] ??= []).push(value);
   }
   const last = (name: string) => values[name]?.at(-1);
+  // The weak sandbox (no namespaces: raw network, links followed) is for a tool author's caplo tool test.
+  if (env.CAPLO_SANDBOX === "weak") {
+    return { ok: false, error: { code: "sandbox_weak_refused", path: "CAPLO_SANDBOX", message: "CAPLO_SANDBOX=weak is for caplo tool test only: caplo serve runs packages only in the isolated sandbox (Linux namespaces, as root); unset it" } };
+  }
   const portText = last("port") ?? env.CAPLO_PORT ?? "8080";
   const port = Number(portText);
   if (!/^[0-9]{1,5}$/.test(portText) || port > 65_535) return { ok: false, error: { code: "port_invalid", path: "--port", message: "the port is a whole number from 0 to 65535" } };

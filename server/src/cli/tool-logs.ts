@@ -63,7 +63,13 @@ export async function run(args: string[]): Promise<number> {
     file = resolve(settings.file);
   } else if (values.has("--file")) file = resolve(values.get("--file")!);
   else file = join(resolve(values.get("--dir") ?? "."), ".caplo", "invocations.jsonl");
-  const store = new JsonlLogStore(file);
+  // --dir is a package's folder: its log is read only while it is the package's own file, not a link out.
+  const store = new JsonlLogStore(file, values.has("--dir") || !(values.has("--db") || values.has("--file")) ? { root: resolve(values.get("--dir") ?? ".") } : {});
+  const outside = store.outsideRoot();
+  if (outside) {
+    console.error(`${outside.code}: ${outside.message}`);
+    return 2;
+  }
 
   const id = positional[0];
   if (id) {

@@ -1,10 +1,12 @@
 // `caplo tool test DIR`: builds the package, runs each fixture of its `tests` glob through the runner
 // and sandbox (write fixtures for real, against what the package points at), prints pass/fail per
 // fixture with the reasons and the invocation's log lines, and exits non-zero on any failure.
+import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { buildPackage } from "../build/index.ts";
 import { CaploToolRunner, JsonlLogStore } from "../runner/index.ts";
 import { loadFixtures, runFixture } from "../runner/fixtures.ts";
+import { insidePackage } from "../runner/packagePath.ts";
 
 export const help = `Usage: caplo tool test DIR [--secrets FILE] [--filter TEXT] [--hosted]
 
@@ -12,13 +14,17 @@ Runs the package's fixtures (caplo.yaml \`tests\`, default tests/*.json) through
 calls, and status checks of writes (fixtures with "status"). Write fixtures run for real: point the
 package at a test environment (see docs/tool-fixtures.md).
 
-  --secrets FILE  dotenv file with secret values (default DIR/.caplo/secrets.env); the
-                  environment wins over the file. Fixtures name secrets, never hold values.
+  --secrets FILE  dotenv file with secret values (default DIR/.caplo/secrets.env, refused if it
+                  is a link leaving the package); the environment wins over the file (not with
+                  --hosted). Fixtures name declared secrets, never hold values; each run says
+                  which environment variables it read.
   --filter TEXT   run only fixtures whose label contains TEXT
   --hosted        run as Caplo runs fixtures: fixtures of write tools are skipped and never run
                   ("write tool: fixture runs on Caplo skip writes"); skipped is not failed
 
 Logs of every invocation are kept in DIR/.caplo/invocations.jsonl: \`caplo tool logs --dir DIR\`.
+Where Linux namespaces are unavailable, CAPLO_SANDBOX=weak runs the package (build and fixtures) in a
+weaker sandbox: this command only; caplo serve refuses it.
 Exit status: 0 all passed, 1 a fixture failed, 2 the package did not build or bad usage.`;
 
 function option(args: string[], name: string): string | undefined {
@@ -40,10 +46,21 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
   const dir = resolve(positional[0]!);
-  const secretsFile = option(args, "--secrets") ?? join(dir, ".caplo", "secrets.env");
+  const givenSecrets = option(args, "--secrets");
+  const secretsFile = givenSecrets ?? join(dir, ".caplo", "secrets.env");
   const filter = option(args, "--filter");
+  // The package's own secrets file is read only if it is the package's: not a link to a file of the host.
+  if (givenSecrets === undefined) {
+    const inside = insidePackage(dir, secretsFile);
+    const linked = inside.ok && existsSync(inside.path) && statSync(inside.path).nlink > 1;
+    if (!inside.ok || linked) {
+      console.error(`✗ path_outside_package .caplo/secrets.env: ${inside.ok ? "it is a hard link to a file elsewhere: refused" : inside.error.message}`);
+      return 2;
+    }
+  }
+  const allowWeakSandbox = process.env.CAPLO_SANDBOX === "weak";
 
-  const built = await buildPackage(dir);
+  const built = await buildPackage(dir, { allowWeakSandbox });
   if (!built.ok) {
     console.error(`✗ ${dir} did not build:`);
     for (const error of built.errors) console.error(`  ${error.code} ${error.path}: ${error.message}`);
@@ -51,8 +68,13 @@ export async function run(args: string[]): Promise<number> {
   }
   const version = built.version;
   const fixtures = (await loadFixtures(dir, version.manifest.tests)).filter((entry) => !filter || entry.label.includes(filter));
-  const logStore = new JsonlLogStore(join(dir, ".caplo", "invocations.jsonl"));
-  const runner = new CaploToolRunner({ logStore });
+  const logStore = new JsonlLogStore(join(dir, ".caplo", "invocations.jsonl"), { root: dir, onError: (error) => console.error(`  invocation log not written: ${error.message}`) });
+  const outside = logStore.outsideRoot();
+  if (outside) {
+    console.error(`✗ ${outside.code} ${outside.path}: ${outside.message}`);
+    return 2;
+  }
+  const runner = new CaploToolRunner({ logStore, allowWeakSandbox });
   console.log(`${version.id} (${version.tools.length} tool${version.tools.length === 1 ? "" : "s"}; ${runner.sandboxNote})`);
   if (fixtures.length === 0) {
     console.log(`No fixtures match ${version.manifest.tests}.`);
@@ -71,6 +93,7 @@ export async function run(args: string[]): Promise<number> {
         continue;
       }
       console.log(`  ${run.state === "passed" ? "✓" : "✗"} ${entry.label}${run.detail}`);
+      if (run.secretsRead.length) console.log(`      secrets: ${run.secretsRead.join("; ")}`);
       for (const problem of run.problems) console.log(`      ${problem}`);
       for (const line of run.logs) console.log(`      log: ${line}`);
     }

@@ -15,10 +15,12 @@ export class ChildTransport implements Transport {
   private closed = false;
   private readonly child: ChildProcess;
   private readonly onStrayLine: (line: string) => void;
+  private readonly maxBytes: number;
 
-  constructor(child: ChildProcess, onStrayLine: (line: string) => void) {
+  constructor(child: ChildProcess, onStrayLine: (line: string) => void, maxBytes = MESSAGE_BYTES_MAX) {
     this.child = child;
     this.onStrayLine = onStrayLine;
+    this.maxBytes = maxBytes;
   }
 
   async start(): Promise<void> {
@@ -32,6 +34,7 @@ export class ChildTransport implements Transport {
     for (;;) {
       const end = this.buffer.indexOf(10);
       if (end === -1) break;
+      if (end > this.maxBytes) return this.oversize();
       const line = this.buffer.toString("utf8", 0, end).replace(/\r$/, "");
       this.buffer = this.buffer.subarray(end + 1);
       if (!line.trim()) continue;
@@ -44,11 +47,14 @@ export class ChildTransport implements Transport {
       }
       this.onmessage?.(message);
     }
-    if (this.buffer.length > MESSAGE_BYTES_MAX) {
-      this.buffer = Buffer.alloc(0);
-      this.onerror?.(new Error(`package sent a message over ${MESSAGE_BYTES_MAX} bytes`));
-      this.child.kill("SIGKILL");
-    }
+    if (this.buffer.length > this.maxBytes) this.oversize();
+  }
+
+  /** A message over the cap: the package is stopped, nothing of it is parsed. */
+  private oversize(): void {
+    this.buffer = Buffer.alloc(0);
+    this.onerror?.(new Error(`package sent a message over ${this.maxBytes} bytes`));
+    this.child.kill("SIGKILL");
   }
 
   async send(message: JSONRPCMessage): Promise<void> {

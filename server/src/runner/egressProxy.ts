@@ -127,8 +127,10 @@ function handle(client: Socket, options: EgressOptions): void {
         return;
       }
       const upstream = createConnection({ host: decision.address, port: decision.port });
+      let connected = false;
       upstream.setTimeout(options.connectTimeoutMs ?? 10_000, () => upstream.destroy(new Error("connect timeout")));
       upstream.once("connect", () => {
+        connected = true;
         upstream.setTimeout(0);
         options.onEvent?.({ host: decision.host, port: decision.port, allowed: true, address: decision.address });
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -138,10 +140,15 @@ function handle(client: Socket, options: EgressOptions): void {
         client.resume();
       });
       upstream.once("error", (error) => {
-        if (upstream.connecting || !client.writable) {
-          refuse(client, 502, { code: "egress_upstream", message: `${decision.host}:${decision.port} unreachable: ${error.message}` });
+        if (connected) {
+          client.destroy();
+          return;
         }
-        client.destroy();
+        // Refused, unreachable or timed out before the tunnel opened: the package is told at once (a
+        // 502 it reads as "egress refused: ..."), instead of waiting on a socket that was cut.
+        const refusal = { code: "egress_upstream", message: `${decision.host}:${decision.port} unreachable: ${error.message}` };
+        options.onEvent?.({ host: decision.host, port: decision.port, allowed: false, refusal });
+        if (!client.destroyed) refuse(client, 502, refusal);
       });
       client.once("close", () => upstream.destroy());
     });

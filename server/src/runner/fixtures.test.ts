@@ -67,8 +67,10 @@ describe("secrets", () => {
     const file = join(dir, "secrets.env");
     writeFileSync(file, "# local\nSHOP_API_KEY='from-file'\nOTHER=x\n");
     expect(parseSecretsFile("A=1\nexport B=\"two\"\n#C=3")).toEqual({ A: "1", B: "two" });
-    expect(secretValues(["SHOP_API_KEY", "MISSING"], { SHOP_API_KEY: "from-env" }, file)).toEqual({ values: { SHOP_API_KEY: "from-env" }, missing: ["MISSING"] });
-    expect(secretValues(["SHOP_API_KEY"], {}, file).values).toEqual({ SHOP_API_KEY: "from-file" });
+    expect(secretValues(["SHOP_API_KEY", "MISSING"], { SHOP_API_KEY: "from-env" }, file)).toEqual({ values: { SHOP_API_KEY: "from-env" }, missing: ["MISSING"], sources: [{ name: "SHOP_API_KEY", from: "environment" }] });
+    expect(secretValues(["SHOP_API_KEY"], {}, file)).toMatchObject({ values: { SHOP_API_KEY: "from-file" }, sources: [{ name: "SHOP_API_KEY", from: "file" }] });
+    // Hosted runs pass no environment: only the file is read.
+    expect(secretValues(["SHOP_API_KEY"], undefined, file).values).toEqual({ SHOP_API_KEY: "from-file" });
   });
 });
 

@@ -5,12 +5,13 @@
 // run. See docs/tool-fixtures.md.
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { relative } from "node:path";
+import { isAbsolute, relative } from "node:path";
 import { glob } from "tinyglobby";
 import { z } from "zod";
 import { OUTCOMES, callSubjectSchema, type PackageVersion, type WriteOutcome } from "@caplo/shared";
 import type { LogLine, ToolCallResult, ToolRunner } from "./api.ts";
 import type { LogStore } from "./logStore.ts";
+import { insidePackage } from "./packagePath.ts";
 
 const matcherSchema = z.union([z.strictObject({ $match: z.string() }), z.strictObject({ $any: z.literal(true) })]);
 
@@ -76,13 +77,23 @@ export type LoadedFixture = { file: string; index: number; label: string; fixtur
 
 /** Loads every fixture file matching the package's tests glob; a bad file becomes a failing entry. */
 export async function loadFixtures(dir: string, pattern: string): Promise<LoadedFixture[]> {
-  const files = (await glob(pattern, { cwd: dir, absolute: true, onlyFiles: true })).sort();
+  // Fixtures are the package's own files: a glob that climbs out (../elsewhere/*.json, an absolute
+  // path) or a file or folder linked outside is refused, never run.
+  if (isAbsolute(pattern) || pattern.split(/[/\\]/).includes("..")) {
+    return [{ file: pattern, index: 0, label: pattern, error: { code: "path_outside_package", path: "tests", message: `tests: ${JSON.stringify(pattern)} leaves the package: fixtures are files inside it` } }];
+  }
+  const files = (await glob(pattern, { cwd: dir, absolute: true, onlyFiles: true, followSymbolicLinks: false })).sort();
   const loaded: LoadedFixture[] = [];
   for (const file of files) {
     const name = relative(dir, file);
+    const inside = insidePackage(dir, file);
+    if (!inside.ok) {
+      loaded.push({ file: name, index: 0, label: name, error: inside.error });
+      continue;
+    }
     let data: unknown;
     try {
-      data = JSON.parse(readFileSync(file, "utf8"));
+      data = JSON.parse(readFileSync(inside.path, "utf8"));
     } catch (error) {
       loaded.push({ file: name, index: 0, label: name, error: { code: "fixture_json_invalid", path: name, message: (error as Error).message } });
       continue;
@@ -120,17 +131,28 @@ export function parseSecretsFile(text: string): Record<string, string> {
   return values;
 }
 
-/** Secret values by name: the environment first, then the secrets file. */
-export function secretValues(names: readonly string[], env: NodeJS.ProcessEnv, file?: string): { values: Record<string, string>; missing: string[] } {
+/** Where one secret's value came from, as the tester is told. */
+export type SecretSource = { name: string; from: "environment" | "file" };
+
+/**
+ * Secret values by name: the environment first (unless `env` is undefined: hosted runs never read it),
+ * then the secrets file. `sources` says where each value came from.
+ */
+export function secretValues(names: readonly string[], env: NodeJS.ProcessEnv | undefined, file?: string): { values: Record<string, string>; missing: string[]; sources: SecretSource[] } {
   const fromFile = file && existsSync(file) ? parseSecretsFile(readFileSync(file, "utf8")) : {};
   const values: Record<string, string> = {};
   const missing: string[] = [];
+  const sources: SecretSource[] = [];
   for (const name of names) {
-    const value = env[name] ?? fromFile[name];
+    const fromEnv = env?.[name];
+    const value = fromEnv ?? fromFile[name];
     if (value === undefined) missing.push(name);
-    else values[name] = value;
+    else {
+      values[name] = value;
+      sources.push({ name, from: fromEnv !== undefined ? "environment" : "file" });
+    }
   }
-  return { values, missing };
+  return { values, missing, sources };
 }
 
 type Matcher = { $match: string } | { $any: true };
@@ -244,7 +266,7 @@ export const HOSTED_WRITE_SKIP = "write tool: fixture runs on Caplo skip writes"
 
 export type FixtureRunOptions = {
   mode: FixtureMode;
-  /** Where secret values come from: the environment, then this dotenv file. */
+  /** Where secret values come from: the environment (local runs only: hosted runs never read it), then this dotenv file. */
   env: NodeJS.ProcessEnv;
   secretsFile?: string;
   /** The runner's log store, for a status check's log lines. */
@@ -260,6 +282,8 @@ export type FixtureRun = {
   detail: string;
   /** The invocation's log lines, formatted. */
   logs: string[];
+  /** Where each secret's value was read: "NAME from the environment variable NAME" or "NAME from FILE". */
+  secretsRead: string[];
 };
 
 const formatLine = (line: LogLine) => `${line.level.padEnd(5)} ${line.message}${line.data !== undefined ? ` ${JSON.stringify(line.data)}` : ""}`;
@@ -269,7 +293,7 @@ const formatLine = (line: LogLine) => `${line.level.padEnd(5)} ${line.message}${
  * "hosted" mode a fixture of a write tool (a call or a status check) is skipped before anything runs.
  */
 export async function runFixture(runner: ToolRunner, version: PackageVersion, entry: LoadedFixture, options: FixtureRunOptions): Promise<FixtureRun> {
-  const run: FixtureRun = { label: entry.label, state: "passed", problems: [], detail: "", logs: [] };
+  const run: FixtureRun = { label: entry.label, state: "passed", problems: [], detail: "", logs: [], secretsRead: [] };
   if (entry.error) run.problems.push(`${entry.error.code} ${entry.error.path}: ${entry.error.message}`);
   const fixture = entry.fixture;
   if (fixture) {
@@ -279,10 +303,16 @@ export async function runFixture(runner: ToolRunner, version: PackageVersion, en
     if (tool && tool.policy.effect === "write" && options.mode === "hosted") {
       return { ...run, state: "skipped", problems: [HOSTED_WRITE_SKIP], detail: ` (${tool.name}, write)` };
     }
-    const secrets = secretValues(fixture.secrets, options.env, options.secretsFile);
+    // Only the package's declared secrets, and on Caplo never from the environment: a fixture cannot pull
+    // the tester's variables by naming them.
+    const declared = version.manifest.secrets ?? [];
+    const undeclared = fixture.secrets.filter((name) => !declared.includes(name));
+    for (const name of undeclared) problems.push(`fixture_secret_undeclared: ${name} is not among the package's secrets (caplo.yaml secrets: ${declared.join(", ") || "none"})`);
+    const secrets = secretValues(fixture.secrets.filter((name) => declared.includes(name)), options.mode === "hosted" ? undefined : options.env, options.secretsFile);
+    run.secretsRead = secrets.sources.map((source) => (source.from === "environment" ? `${source.name} from the environment variable ${source.name}` : `${source.name} from ${options.secretsFile}`));
     if (!toolName) problems.push('fixture_tool_missing: this package has several tools; name one with "tool"');
     else if (!tool) problems.push(`fixture_tool_unknown: the package has no tool '${toolName}' (it has ${version.tools.map((t) => t.name).join(", ")})`);
-    for (const name of secrets.missing) problems.push(`secret_missing: ${name} has no value: set it in the environment or in ${options.secretsFile ?? "the secrets file"}`);
+    for (const name of secrets.missing) problems.push(`secret_missing: ${name} has no value: set it ${options.mode === "hosted" ? "" : "in the environment or "}in ${options.secretsFile ?? "the secrets file"}`);
     if (tool && fixture.status) {
       if (tool.policy.effect !== "write") problems.push(`fixture_status_unavailable: ${tool.name} is a read tool; status checks are for writes`);
       else if (!tool.hasStatus) problems.push(`fixture_status_unavailable: ${tool.name} has no status check (a function package defines status(); an MCP server advertises caplo/status)`);

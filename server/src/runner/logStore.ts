@@ -4,9 +4,10 @@
 // line would take it over half of maxBytes it becomes FILE.1 (replacing the older one) and a new FILE is
 // started, so the two together stay under maxBytes and at least the newest maxBytes/2 are kept. A broken
 // line (a crash mid-write) is skipped when reading; the rest is still read.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, statSync } from "node:fs";
+import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { LogLine } from "./api.ts";
+import { insidePackage, type PathError } from "./packagePath.ts";
 
 export type InvocationRecord = {
   invocationId: string;
@@ -50,16 +51,34 @@ export type JsonlLogStoreOptions = {
   maxBytes?: number;
   /** A record that could not be written (disk full, no permission): the call itself never fails for it. */
   onError?: (error: Error) => void;
+  /**
+   * The package folder the file lies in (`caplo tool test DIR`): then the file, and its rotated one, are
+   * written and read only while they stay inside it, links followed (a package may ship .caplo/ linked
+   * to a file of the host), and never through a link.
+   */
+  root?: string;
 };
 
 export class JsonlLogStore implements LogStore {
   readonly file: string;
   readonly maxBytes: number;
   private readonly onError: ((error: Error) => void) | undefined;
+  private readonly root: string | undefined;
   constructor(file: string = DEFAULT_LOG_FILE, options: JsonlLogStoreOptions = {}) {
     this.file = file;
     this.maxBytes = options.maxBytes ?? DEFAULT_LOG_MAX_BYTES;
     this.onError = options.onError;
+    this.root = options.root;
+  }
+
+  /** Why the file (or FILE.1) may not be used: it leads outside the package folder. */
+  outsideRoot(): PathError | undefined {
+    if (!this.root) return undefined;
+    for (const file of [this.file, this.previousFile]) {
+      const inside = insidePackage(this.root, file);
+      if (!inside.ok) return inside.error;
+    }
+    return undefined;
   }
 
   /** The rotated predecessor of the file. */
@@ -69,6 +88,8 @@ export class JsonlLogStore implements LogStore {
 
   record(entry: InvocationRecord): void {
     try {
+      const outside = this.outsideRoot();
+      if (outside) throw new Error(`${outside.code}: ${outside.message}`);
       const line = this.fit(entry);
       const bytes = Buffer.byteLength(line);
       mkdirSync(dirname(this.file), { recursive: true });
@@ -76,7 +97,13 @@ export class JsonlLogStore implements LogStore {
       // test`) may append to it too.
       const size = existsSync(this.file) ? statSync(this.file).size : 0;
       if (size > 0 && size + bytes > this.maxBytes / 2) renameSync(this.file, this.previousFile);
-      appendFileSync(this.file, line);
+      // O_NOFOLLOW: a link put in place of the file is refused, not followed.
+      const fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+      try {
+        writeSync(fd, line);
+      } finally {
+        closeSync(fd);
+      }
     } catch (error) {
       this.onError?.(error as Error);
     }
@@ -102,6 +129,7 @@ export class JsonlLogStore implements LogStore {
 
   read(invocationId?: string): InvocationRecord[] {
     const records: InvocationRecord[] = [];
+    if (this.outsideRoot()) return records;
     for (const file of [this.previousFile, this.file]) {
       let text: string;
       try {

@@ -42,7 +42,18 @@ export type ProcessOptions = {
   /** Processes and threads the sandbox may have at once (with processMemoryMb). */
   pidsMax?: number;
   startTimeoutMs: number;
+  /** Largest single message accepted from the package (default MESSAGE_BYTES_MAX); over it the process is killed. */
+  messageBytesMax?: number;
 };
+
+/** A package process that could not start: why, and the SDK host's own report when it gave one. */
+export class ProcessStartError extends Error {
+  readonly hostError: { code: string; message: string } | undefined;
+  constructor(message: string, hostError?: { code: string; message: string }) {
+    super(message);
+    this.hostError = hostError;
+  }
+}
 
 const STDERR_KEEP = 16 * 1024;
 const LEVELS: Record<string, LogLine["level"]> = {
@@ -170,29 +181,34 @@ export class PackageProcess {
       if (params.mode === "url") throw new McpError(ErrorCode.InvalidParams, "only form elicitation is supported");
       return route.onElicit({ message: String(params.message ?? ""), requestedSchema: (params.requestedSchema ?? {}) as Record<string, unknown> });
     });
-    const transport = new ChildTransport(child, (line) => {
-      this.stderr = (this.stderr + `[stdout] ${line}\n`).slice(-STDERR_KEEP);
-    });
+    const transport = new ChildTransport(
+      child,
+      (line) => {
+        this.stderr = (this.stderr + `[stdout] ${line}\n`).slice(-STDERR_KEEP);
+      },
+      this.options.messageBytesMax,
+    );
     const exitedEarly = new Promise<never>((_, reject) =>
       this.onExit(() => {
         // The SDK's host reports why it could not serve as one line: caplo-host-error {"code","message"}.
-        const hostError = /caplo-host-error (\{.*\})/.exec(this.stderr)?.[1];
-        let detail = this.stderr.trim().slice(-2000);
-        if (hostError) {
+        const hostLine = /caplo-host-error (\{.*\})/.exec(this.stderr)?.[1];
+        let hostError: { code: string; message: string } | undefined;
+        if (hostLine) {
           try {
-            const parsed = JSON.parse(hostError) as { code?: string; message?: string };
-            detail = `${parsed.code}: ${parsed.message}`;
+            const parsed = JSON.parse(hostLine) as { code?: unknown; message?: unknown };
+            hostError = { code: String(parsed.code), message: String(parsed.message) };
           } catch {
             // keep the raw stderr
           }
         }
-        reject(new Error(`package ${this.options.label} ${this.exitReason} during start: ${detail}`));
+        const detail = hostError ? `${hostError.code}: ${hostError.message}` : this.stderr.trim().slice(-2000);
+        reject(new ProcessStartError(`package ${this.options.label} ${this.exitReason} during start: ${detail}`, hostError));
       }),
     );
     exitedEarly.catch(() => undefined);
     const connected = this.client.connect(transport, { timeout: this.options.startTimeoutMs }).catch((error: unknown) => {
       if (this.exited) return exitedEarly;
-      throw new Error(`package ${this.options.label} did not start within ${this.options.startTimeoutMs} ms (${(error as Error).message}): ${this.stderr.trim().slice(-1000)}`);
+      throw new ProcessStartError(`package ${this.options.label} did not start within ${this.options.startTimeoutMs} ms (${(error as Error).message}): ${this.stderr.trim().slice(-1000)}`);
     });
     await Promise.race([connected, exitedEarly]);
   }

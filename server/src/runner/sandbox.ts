@@ -5,7 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { PRELOAD_MODULE } from "./node24.ts";
 import { runtimeDir } from "./runtimeDir.ts";
 
@@ -19,14 +19,27 @@ const UNSHARE_FLAGS = ["--net", "--mount", "--pid", "--fork", "--ipc", "--uts", 
 const SANDBOX_UID = 65534;
 /** util-linux setpriv, bound into the sandbox's root to drop privileges there. */
 const SETPRIV = "/usr/bin/setpriv";
+/** The launcher's shell (outside the root; the package never runs it). */
+const BASH = "/bin/bash";
+
+/** Where the package's egress socket folder appears inside the sandbox's root (no host path, no pid). */
+export const SANDBOX_EGRESS_DIR = "/egress";
 
 // Builds the root in the new mount namespace: a tmpfs with read-only binds of the listed paths, the
-// egress socket folder, a private /proc (pid namespace: only the sandbox's own processes) and a few
-// device nodes; then drops to the unprivileged user inside it. First, before anything runs, it joins
-// the sandbox's control groups (memory and process caps; "-" for none) by writing its own pid ("0").
-// Arguments: ROOT CGROUP_PROCS_FILES(colon-separated or -) RO_PATH... -- RW_PATH... -- CMD...
+// egress socket folder (at /egress), a private /proc (pid namespace: only the sandbox's own processes)
+// and a few device nodes; then drops to the unprivileged user inside it. First, before anything runs,
+// it closes every file descriptor but 0, 1 and 2 (what the operator's shell or a supervisor left open
+// would otherwise reach the package: a root-only file, a folder outside the root), and joins the
+// sandbox's control groups (memory and process caps; "-" for none) by writing its own pid ("0").
+// bash, not sh: dash cannot name a descriptor above 9.
+// Arguments: ROOT CGROUP_PROCS_FILES(colon-separated or -) EGRESS_DIR(or -) RO_PATH... -- CMD...
+const CLOSE_INHERITED_FDS = `for fd in /proc/self/fd/*; do
+  fd=\${fd##*/}
+  case $fd in 0|1|2) ;; *) eval "exec $fd>&-" ;; esac
+done`;
 const ROOT_SCRIPT = `set -eu
-R="$1"; CG="$2"; shift 2
+${CLOSE_INHERITED_FDS}
+R="$1"; CG="$2"; EG="$3"; shift 3
 if [ "$CG" != "-" ]; then
   IFS=:; for f in $CG; do echo 0 > "$f"; done; unset IFS
 fi
@@ -36,11 +49,9 @@ mount -t tmpfs -o mode=755,size=8m caplo-sandbox "$R"
 NL='
 '
 dirs="$R/proc$NL$R/dev$NL$R/tmp"
-section=0
+if [ "$EG" != "-" ]; then dirs="$dirs$NL$R${SANDBOX_EGRESS_DIR}"; fi
 for p in "$@"; do
-  if [ "$p" = "--" ]; then
-    section=$((section + 1))
-    if [ $section -eq 2 ]; then break; fi
+  if [ "$p" = "--" ]; then break
   elif [ -d "$p" ]; then dirs="$dirs$NL$R$p"
   elif [ -e "$p" ]; then dirs="$dirs$NL$R\${p%/*}"
   fi
@@ -48,19 +59,23 @@ done
 IFS=$NL; mkdir -p $dirs; unset IFS
 bind() {
   if [ -d "$1" ]; then :; elif [ -e "$1" ]; then : > "$R$1"; else return 0; fi
-  if [ "$2" = rw ]; then mount --bind "$1" "$R$1"; return 0; fi
   mount --bind -o ro,nosuid,nodev "$1" "$R$1"
   # A mount(8) older than util-linux 2.27 ignores ro on a bind: remount then, and stop if still writable.
   if [ -w "$R$1" ]; then mount -o remount,bind,ro,nosuid,nodev "$R$1"; fi
   if [ -w "$R$1" ]; then echo "sandbox: $1 is still writable after a read-only bind" >&2; exit 1; fi
 }
-while [ "$1" != "--" ]; do bind "$1" ro; shift; done; shift
-while [ "$1" != "--" ]; do bind "$1" rw; shift; done; shift
+while [ "$1" != "--" ]; do bind "$1"; shift; done; shift
+if [ "$EG" != "-" ]; then mount --bind "$EG" "$R${SANDBOX_EGRESS_DIR}"; fi
 mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
 for d in null zero random urandom; do : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
 mount -o remount,ro "$R"
-# The shell exported its working folder (the runner's) as PWD: the package's environment gets none of it.
-unset PWD OLDPWD
+# The UTS namespace starts with the host's name: the package sees its own.
+if command -v hostname >/dev/null; then hostname caplo-sandbox; fi
+# The shell exports variables of its own (PWD: the runner's folder, PATH, SHLVL): the package gets
+# exactly the environment the runner gave (spawnSandboxed).
+for v in $(compgen -e); do
+  case $v in TZ|LANG|NODE_ENV|CAPLO_EGRESS_SOCKET|NODE_EXTRA_CA_CERTS) ;; *) export -n "$v" ;; esac
+done
 # setpriv drops to the unprivileged user (real, effective and saved ids, no groups, no new privileges)
 # and only then sets the parent-death signal, which a change of user would clear: if the runner's
 # launcher dies, the package dies with it.
@@ -74,7 +89,7 @@ export function probeIsolation(): IsolationProbe {
   if (process.platform !== "linux") return (probed = { available: false, reason: `namespaces need Linux (this is ${process.platform})` });
   const root = mkdtempSync(join(tmpdir(), "caplo-probe-"));
   try {
-    const result = spawnSync("unshare", [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, "-", "/lib", "/lib64", "/usr/lib", "/usr/bin", "/bin", "--", "--", "/bin/true"], {
+    const result = spawnSync("unshare", [...UNSHARE_FLAGS, "--", BASH, "-c", ROOT_SCRIPT, "sandbox", root, "-", "-", "/lib", "/lib64", "/usr/lib", "/usr/bin", "/bin", "--", "/bin/true"], {
       encoding: "utf8",
       timeout: 10_000,
     });
@@ -85,6 +100,26 @@ export function probeIsolation(): IsolationProbe {
     rmSync(root, { recursive: true, force: true });
   }
   return probed;
+}
+
+export type SandboxChoice = { mode: SandboxMode | "unavailable"; note: string };
+
+/**
+ * The sandbox packages run in: isolated where namespaces work; the weak mode only where the caller allows
+ * it (caplo tool test with CAPLO_SANDBOX=weak: serve, build and publish never do); else none at all.
+ */
+export function chooseSandbox(allowWeak: boolean): SandboxChoice {
+  const isolation = probeIsolation();
+  if (isolation.available) return { mode: "isolated", note: "sandbox: network, pid and mount namespaces + Node permission model" };
+  if (allowWeak) {
+    return {
+      mode: "weak",
+      note:
+        `sandbox: WEAK MODE (CAPLO_SANDBOX=weak, for caplo tool test only): namespaces unavailable (${isolation.reason}); ` +
+        "packages run as an unprivileged user with Node's permission model only: NOT network-isolated, and symbolic links under the readable folders are followed. Never serve customers this way.",
+    };
+  }
+  return { mode: "unavailable", note: `sandbox unavailable: ${isolation.reason}. Untrusted packages are refused (CAPLO_SANDBOX=weak allows a weaker mode in caplo tool test only)` };
 }
 
 export type SandboxSpec = {
@@ -133,6 +168,8 @@ export function nodeArgs(spec: SandboxSpec): string[] {
     ...reads.map((path) => `--allow-fs-read=${path}`),
     `--max-old-space-size=${spec.memoryMb}`,
     "--disable-proto=delete",
+    // node:sqlite opens and creates files without asking the permission model: it does not exist here.
+    "--no-experimental-sqlite",
     "--disable-warning=ExperimentalWarning",
     "--import",
     preload,
@@ -149,16 +186,23 @@ function outermost(paths: string[]): string[] {
 /** Starts the process; stdio is piped (stdin/stdout carry MCP, stderr is diagnostics). */
 export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
   const env: Record<string, string> = { TZ: "UTC", LANG: "C.UTF-8", NODE_ENV: "production" };
-  if (spec.egressSocket) env.CAPLO_EGRESS_SOCKET = spec.egressSocket;
   if (spec.extraCaCerts) env.NODE_EXTRA_CA_CERTS = spec.extraCaCerts;
   if (spec.mode === "weak") {
-    const child = spawn(spec.node, nodeArgs(spec), { env, stdio: ["pipe", "pipe", "pipe"] });
+    if (spec.egressSocket) env.CAPLO_EGRESS_SOCKET = spec.egressSocket;
+    // No namespaces here, but never root (as root the permission model would be all that stands between
+    // the package and the machine), and no inherited descriptors either.
+    const asRoot = process.getuid?.() === 0;
+    const drop = asRoot ? [SETPRIV, `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, "--clear-groups", "--no-new-privs", "--pdeathsig=KILL", "--"] : [];
+    if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
+    const child = spawn(BASH, ["-c", `${CLOSE_INHERITED_FDS}\nexec "$@"`, "sandbox", ...drop, spec.node, ...nodeArgs(spec)], { env, stdio: ["pipe", "pipe", "pipe"], detached: true });
     return { child, cleanup: () => undefined };
   }
+  // Inside the root the socket's folder is /egress: the runner's scratch path (and its pid) stay outside.
+  if (spec.egressSocket) env.CAPLO_EGRESS_SOCKET = `${SANDBOX_EGRESS_DIR}/${basename(spec.egressSocket)}`;
   const root = mkdtempSync(join(runtimeDir(), "root-"));
   const readOnly = outermost(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, spec.preload ?? PRELOAD_MODULE, ...(spec.extraCaCerts ? [spec.extraCaCerts] : [])]);
   if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
-  const args = [...UNSHARE_FLAGS, "--", "/bin/sh", "-c", ROOT_SCRIPT, "sandbox", root, spec.cgroupProcs?.length ? spec.cgroupProcs.join(":") : "-", ...readOnly, "--", ...(spec.egressDir ? [spec.egressDir] : []), "--", spec.node, ...nodeArgs(spec)];
+  const args = [...UNSHARE_FLAGS, "--", BASH, "-c", ROOT_SCRIPT, "sandbox", root, spec.cgroupProcs?.length ? spec.cgroupProcs.join(":") : "-", spec.egressDir ?? "-", ...readOnly, "--", spec.node, ...nodeArgs(spec)];
   // A process group of its own, so that stopping the sandbox can signal every process in it.
   // setpriv --pdeathsig: if the runner dies, the launcher dies, and with it the package (see ROOT_SCRIPT).
   const child = spawn(SETPRIV, ["--pdeathsig=KILL", "--", "unshare", ...args], { env, stdio: ["pipe", "pipe", "pipe"], detached: true });

@@ -17,6 +17,25 @@ type AgentClass = new (options: { connect: (options: ConnectOptions, callback: C
 const DISPATCHER = Symbol.for("undici.globalDispatcher.1");
 const socketPath = process.env.CAPLO_EGRESS_SOCKET;
 delete process.env.CAPLO_EGRESS_SOCKET;
+// bash's exec (the sandbox's launcher) exports SHLVL whatever it was told: not part of the package's environment.
+delete process.env.SHLVL;
+
+// What would tell the package where it runs on the host: Node's own flags (the permission model's folders,
+// this preload's path) and the diagnostic report (command line, libraries, host details). Neither is its.
+const denied = (what: string) => Object.assign(new Error(`${what} is not available in the sandbox`), { code: "ERR_ACCESS_DENIED" });
+const frozen = (target: object, key: string, value: unknown) => Object.defineProperty(target, key, { value, writable: false, configurable: false, enumerable: true });
+frozen(process, "execArgv", Object.freeze([]));
+process.argv.splice(0, 2, "node", "caplo-host");
+const noReport = () => {
+  throw denied("process.report");
+};
+frozen(process, "report", Object.freeze({ getReport: noReport, writeReport: noReport, directory: "", filename: "", compact: true, signal: "SIGUSR2", reportOnFatalError: false, reportOnSignal: false, reportOnUncaughtException: false, excludeNetwork: true }));
+// V8 flags set at run time (natives syntax, GC internals) are not the package's to change.
+const v8 = process.getBuiltinModule("node:v8") as { setFlagsFromString: (flags: string) => void };
+v8.setFlagsFromString = () => {
+  throw denied("v8.setFlagsFromString");
+};
+(process.getBuiltinModule("node:module") as unknown as { syncBuiltinESMExports: () => void }).syncBuiltinESMExports();
 
 /** Opens a CONNECT tunnel to host:port through the proxy socket; resolves with the raw tunnel. */
 function openTunnel(host: string, port: number): Promise<Socket> {
@@ -32,6 +51,9 @@ function openTunnel(host: string, port: number): Promise<Socket> {
       reject(error);
     };
     socket.once("error", fail);
+    // The proxy closing before it answered is a refusal too, never a request left waiting.
+    const onClose = () => fail(new Error(`egress refused: the proxy closed the connection to ${host}:${port} without an answer`));
+    socket.once("close", onClose);
     // undici gives an IPv6 literal without brackets; the proxy must see it as one (and refuse it as such).
     const authority = `${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}`;
     socket.once("connect", () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nhost: ${authority}\r\n\r\n`));
@@ -40,6 +62,7 @@ function openTunnel(host: string, port: number): Promise<Socket> {
       const end = head.indexOf("\r\n\r\n");
       if (end === -1) return;
       socket.off("data", onData);
+      socket.off("close", onClose);
       const text = head.toString("latin1");
       const status = Number(/^HTTP\/1\.[01] ([0-9]{3})/.exec(text)?.[1] ?? 0);
       if (status !== 200) {
@@ -152,6 +175,9 @@ type ResolveHook = (specifier: string, context: object, next: (specifier: string
 const moduleApi = process.getBuiltinModule("node:module") as unknown as { registerHooks?: (hooks: { resolve: ResolveHook }) => void };
 moduleApi.registerHooks?.({
   resolve(specifier, context, next) {
+    // node:sqlite opens and creates database files without asking the permission model (Node 24). The
+    // sandbox starts Node with --no-experimental-sqlite too; this says why.
+    if (specifier === "node:sqlite") throw denied("node:sqlite (it ignores the permission model)");
     if (!agentsInstalled && /^(node:)?https?$/.test(specifier)) installAgents();
     return next(specifier, context);
   },

@@ -37,7 +37,7 @@ import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
 import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "./outcomeMapping.ts";
 import type { CallRoute } from "./packageProcess.ts";
 import { ProcessPool } from "./processPool.ts";
-import { probeIsolation, type SandboxMode } from "./sandbox.ts";
+import { chooseSandbox, type SandboxMode } from "./sandbox.ts";
 import { validateAgainst } from "./schemaValidator.ts";
 import { resultBytes } from "./resultSize.ts";
 import { makeRedactor } from "./secretRedaction.ts";
@@ -60,8 +60,8 @@ export type RunnerOptions = {
   /** Node 24 binary; default CAPLO_NODE24 or runtime/node24. */
   node?: string;
   /**
-   * Run untrusted packages without namespaces (permission model and proxy only) when namespaces are
-   * unavailable. Operator-only; default from CAPLO_SANDBOX=weak. Never the default.
+   * Run untrusted packages without namespaces (permission model and proxy only, as an unprivileged user)
+   * when namespaces are unavailable. For `caplo tool test` with CAPLO_SANDBOX=weak only: serve never sets it.
    */
   allowWeakSandbox?: boolean;
   /**
@@ -181,18 +181,9 @@ export class CaploToolRunner implements ToolRunner {
     if (parsed.errors.length) throw new RunnerError(parsed.errors[0]!.code, parsed.errors[0]!.message);
     this.overrides = parsed.overrides;
     this.extraCaCerts = checkExtraCaCerts(options.extraCaCerts ?? (process.env.CAPLO_EXTRA_CA_CERTS || undefined));
-    const isolation = probeIsolation();
-    const allowWeak = options.allowWeakSandbox ?? process.env.CAPLO_SANDBOX === "weak";
-    if (isolation.available) {
-      this.sandboxMode = "isolated";
-      this.sandboxNote = "sandbox: network, pid and mount namespaces + Node permission model";
-    } else if (allowWeak) {
-      this.sandboxMode = "weak";
-      this.sandboxNote = `sandbox: WEAK MODE (operator allowed): namespaces unavailable (${isolation.reason}); packages run with Node's permission model only and are NOT network-isolated`;
-    } else {
-      this.sandboxMode = "unavailable";
-      this.sandboxNote = `sandbox unavailable: ${isolation.reason}. Untrusted packages are refused; set CAPLO_SANDBOX=weak to allow a weaker mode`;
-    }
+    const sandbox = chooseSandbox(options.allowWeakSandbox ?? false);
+    this.sandboxMode = sandbox.mode;
+    this.sandboxNote = sandbox.note;
     const heapMb = options.memoryMb ?? 256;
     const processMb = options.processMemoryMb ?? heapMb + 128;
     const limit =
