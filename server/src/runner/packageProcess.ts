@@ -6,6 +6,7 @@ import { McpError, ErrorCode, ElicitRequestSchema, LoggingMessageNotificationSch
 import { CALL_META_KEY } from "@caplo/shared";
 import type { ElicitRequest, LogLine } from "./api.ts";
 import { ChildTransport } from "./childTransport.ts";
+import { boundLine } from "./logBounds.ts";
 import { openEgressSocket, type EgressEvent, type EgressSocket } from "./egressProxy.ts";
 import type { ResolveOverride } from "./egressRule.ts";
 import { createSandboxGroup, type SandboxGroup } from "./cgroup.ts";
@@ -77,7 +78,8 @@ function toLogLine(params: { level: string; logger?: string; data?: unknown }): 
     message = (data as { message: string }).message;
     extra = (data as { data?: unknown }).data;
   } else message = JSON.stringify(data ?? null);
-  return { level: LEVELS[params.level] ?? "info", message: message.slice(0, 8192), ...(extra !== undefined && { data: extra }), at: new Date().toISOString() };
+  // Bounded here, before the line is kept anywhere: the runner's CallLog bounds the call's total.
+  return boundLine({ level: LEVELS[params.level] ?? "info", message, ...(extra !== undefined && { data: extra }), at: new Date().toISOString() });
 }
 
 /** The invocation a server-originated message names, in its params, _meta or log data. */

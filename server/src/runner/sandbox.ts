@@ -21,6 +21,9 @@ const SANDBOX_UID = 65534;
 const SETPRIV = "/usr/bin/setpriv";
 /** The launcher's shell (outside the root; the package never runs it). */
 const BASH = "/bin/bash";
+// No startup files: bash sources ~/.bashrc when its stdin is a socket (as Node's stdio pipes are), as if
+// run by rshd; the launcher must run exactly its script.
+const BASH_FLAGS = ["--norc", "--noprofile"];
 
 /** Where the package's egress socket folder appears inside the sandbox's root (no host path, no pid). */
 export const SANDBOX_EGRESS_DIR = "/egress";
@@ -89,7 +92,7 @@ export function probeIsolation(): IsolationProbe {
   if (process.platform !== "linux") return (probed = { available: false, reason: `namespaces need Linux (this is ${process.platform})` });
   const root = mkdtempSync(join(tmpdir(), "caplo-probe-"));
   try {
-    const result = spawnSync("unshare", [...UNSHARE_FLAGS, "--", BASH, "-c", ROOT_SCRIPT, "sandbox", root, "-", "-", "/lib", "/lib64", "/usr/lib", "/usr/bin", "/bin", "--", "/bin/true"], {
+    const result = spawnSync("unshare", [...UNSHARE_FLAGS, "--", BASH, ...BASH_FLAGS, "-c", ROOT_SCRIPT, "sandbox", root, "-", "-", "/lib", "/lib64", "/usr/lib", "/usr/bin", "/bin", "--", "/bin/true"], {
       encoding: "utf8",
       timeout: 10_000,
     });
@@ -194,7 +197,7 @@ export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
     const asRoot = process.getuid?.() === 0;
     const drop = asRoot ? [SETPRIV, `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, "--clear-groups", "--no-new-privs", "--pdeathsig=KILL", "--"] : [];
     if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
-    const child = spawn(BASH, ["-c", `${CLOSE_INHERITED_FDS}\nexec "$@"`, "sandbox", ...drop, spec.node, ...nodeArgs(spec)], { env, stdio: ["pipe", "pipe", "pipe"], detached: true });
+    const child = spawn(BASH, [...BASH_FLAGS, "-c", `${CLOSE_INHERITED_FDS}\nexec "$@"`, "sandbox", ...drop, spec.node, ...nodeArgs(spec)], { env, stdio: ["pipe", "pipe", "pipe"], detached: true });
     return { child, cleanup: () => undefined };
   }
   // Inside the root the socket's folder is /egress: the runner's scratch path (and its pid) stay outside.
@@ -202,7 +205,7 @@ export function spawnSandboxed(spec: SandboxSpec): SandboxProcess {
   const root = mkdtempSync(join(runtimeDir(), "root-"));
   const readOnly = outermost(["/lib", "/lib64", "/usr/lib", SETPRIV, dirname(dirname(spec.node)), ...spec.readPaths, spec.preload ?? PRELOAD_MODULE, ...(spec.extraCaCerts ? [spec.extraCaCerts] : [])]);
   if (spec.egressDir) chmodSync(spec.egressDir, 0o711);
-  const args = [...UNSHARE_FLAGS, "--", BASH, "-c", ROOT_SCRIPT, "sandbox", root, spec.cgroupProcs?.length ? spec.cgroupProcs.join(":") : "-", spec.egressDir ?? "-", ...readOnly, "--", spec.node, ...nodeArgs(spec)];
+  const args = [...UNSHARE_FLAGS, "--", BASH, ...BASH_FLAGS, "-c", ROOT_SCRIPT, "sandbox", root, spec.cgroupProcs?.length ? spec.cgroupProcs.join(":") : "-", spec.egressDir ?? "-", ...readOnly, "--", spec.node, ...nodeArgs(spec)];
   // A process group of its own, so that stopping the sandbox can signal every process in it.
   // setpriv --pdeathsig: if the runner dies, the launcher dies, and with it the package (see ROOT_SCRIPT).
   const child = spawn(SETPRIV, ["--pdeathsig=KILL", "--", "unshare", ...args], { env, stdio: ["pipe", "pipe", "pipe"], detached: true });

@@ -31,6 +31,7 @@ import { parseResolveOverrides, type ResolveOverride } from "./egressRule.ts";
 import { checkElicitRequest } from "./elicitationPolicy.ts";
 import { extractFiles } from "./fileExtraction.ts";
 import { MemoryLogStore, recordContext, type LogStore } from "./logStore.ts";
+import { CallLog } from "./logBounds.ts";
 import { memoryLimitKind } from "./cgroup.ts";
 import { ensureHostBundle } from "./hostBundle.ts";
 import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
@@ -317,7 +318,8 @@ export class CaploToolRunner implements ToolRunner {
 
   async call(request: ToolCallRequest): Promise<ToolCallResult> {
     const started = performance.now();
-    const logs: LogLine[] = [];
+    const callLog = new CallLog();
+    const logs = callLog.lines;
     const invocationId = request.context.invocationId;
     const target = this.targets.get(request.packageVersionId);
     const tool = target?.tools.find((candidate) => candidate.name === request.tool);
@@ -379,7 +381,7 @@ export class CaploToolRunner implements ToolRunner {
         refusal = `The tool's server could not list its tools: ${describeError(error)}`;
       }
       if (refusal !== undefined) {
-        logs.push({ level: "warn", message: refusal, at: new Date().toISOString() });
+        callLog.push({ level: "warn", message: refusal, at: new Date().toISOString() });
         return refuse(refusal);
       }
     }
@@ -393,18 +395,18 @@ export class CaploToolRunner implements ToolRunner {
     const route: CallRoute = {
       invocationId,
       onLog: (line) => {
-        if (logs.length < 1000) logs.push(line);
+        callLog.push(line);
       },
       onEgress: (event: EgressEvent) => {
-        if (!event.allowed && logs.length < 1000) {
-          logs.push({ level: "warn", message: `egress refused: ${event.refusal?.message ?? event.host}`, data: { code: event.refusal?.code, host: event.host, port: event.port }, at: new Date().toISOString() });
+        if (!event.allowed) {
+          callLog.push({ level: "warn", message: `egress refused: ${event.refusal?.message ?? event.host}`, data: { code: event.refusal?.code, host: event.host, port: event.port }, at: new Date().toISOString() });
         }
       },
       ...(request.elicit && policy.effect === "read" && {
         onElicit: async (elicitRequest: ElicitRequest): Promise<ElicitResult> => {
           const refusal = checkElicitRequest(elicitRequest, policy.elicitation, asked);
           if (refusal) {
-            logs.push({ level: "warn", message: `elicitation refused: ${refusal.message}`, data: { code: refusal.code, path: refusal.path }, at: new Date().toISOString() });
+            callLog.push({ level: "warn", message: `elicitation refused: ${refusal.message}`, data: { code: refusal.code, path: refusal.path }, at: new Date().toISOString() });
             throw new Error(`elicitation refused (${refusal.code}): ${refusal.message}`);
           }
           asked += 1;
@@ -435,7 +437,9 @@ export class CaploToolRunner implements ToolRunner {
     } catch (error) {
       if (controller.signal.aborted && (controller.signal.reason as Error | undefined)?.message === "timeout") {
         failure = `The tool timed out after ${policy.timeoutSeconds} seconds.`;
-        void session.recover();
+        // Before answering: a process stuck for good (a blocked thread) is replaced, so the next call
+        // does not land on it (at most STUCK_PING_MS more).
+        await session.recover();
       } else if (controller.signal.aborted) failure = "The call was cancelled.";
       else {
         const ended = session.exitReason?.();
@@ -499,7 +503,8 @@ export class CaploToolRunner implements ToolRunner {
 
   async checkStatus(request: StatusCheckRequest): Promise<WriteOutcome> {
     const started = performance.now();
-    const logs: LogLine[] = [];
+    const callLog = new CallLog();
+    const logs = callLog.lines;
     const target = this.targets.get(request.packageVersionId);
     const tool = target?.tools.find((candidate) => candidate.name === request.tool);
     const redact = makeRedactor(request.context.secrets);
@@ -542,7 +547,7 @@ export class CaploToolRunner implements ToolRunner {
     session.routes.set(request.context.invocationId, {
       invocationId: request.context.invocationId,
       onLog: (line) => {
-        if (logs.length < 1000) logs.push(line);
+        callLog.push(line);
       },
       onEgress: () => undefined,
     });
@@ -562,7 +567,7 @@ export class CaploToolRunner implements ToolRunner {
       return record(mapStatusResult({ isError: result.isError === true, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(answerMeta && { meta: answerMeta }) }));
     } catch (error) {
       if (controller.signal.aborted) {
-        void session.recover();
+        await session.recover();
         return record({ outcome: "unknown", reason: (controller.signal.reason as Error).message === "timeout" ? "the status check timed out" : "the status check was cancelled" });
       }
       return record({ outcome: "unknown", reason: `the status check failed: ${describeError(error)}` });

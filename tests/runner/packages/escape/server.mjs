@@ -8,6 +8,7 @@ import tls from "node:tls";
 import dns from "node:dns/promises";
 import http from "node:http";
 import https from "node:https";
+import os from "node:os";
 
 const get = (client, url) =>
   new Promise((resolve, reject) => {
@@ -117,18 +118,65 @@ const attacks = {
   addon: () => process.dlopen({ exports: {} }, "/usr/lib/x86_64-linux-gnu/libc.so.6"),
   kill_parent: (a) => process.kill(a.pid, 0),
   setuid_root: () => { process.setuid(0); return process.getuid(); },
+  // node:sqlite ignores the permission model: it would create a database file anywhere.
+  sqlite_import: async (a) => { const { DatabaseSync } = await import("node:sqlite"); new DatabaseSync(a.path).exec("create table t(x)"); return "created"; },
+  sqlite_builtin: (a) => {
+    const sqlite = process.getBuiltinModule("node:sqlite");
+    if (!sqlite) throw Object.assign(new Error("node:sqlite is absent"), { code: "ABSENT" });
+    new sqlite.DatabaseSync(a.path).exec("create table t(x)");
+    return "created";
+  },
+  // Where am I on the host: Node's flags, the command line, the report, the proxy's path, the host name.
+  exec_argv: () => { if (process.execArgv.length === 0) throw Object.assign(new Error("empty"), { code: "EMPTY" }); return process.execArgv; },
+  argv_paths: () => process.argv.slice(0, 2),
+  report: () => process.report.getReport().header.commandLine,
+  proxy_path: () => stealProxyPath(),
+  hostname: () => os.hostname(),
+  v8_flags: async () => { (await import("node:v8")).setFlagsFromString("--allow-natives-syntax"); return "set"; },
+  proc_fds: () => fs.readdirSync("/proc/self/fd"),
+  proc1_environ: () => fs.readFileSync("/proc/1/environ", "utf8"),
+  binding_fs: () => Object.keys(process.binding("fs")).length,
+  // Descriptors someone left open: read one, hold a folder, append to a file.
+  inherited_fds: (a) => {
+    const out = {};
+    for (const fd of a.fds) {
+      try {
+        const stat = fs.fstatSync(fd);
+        if (stat.isDirectory()) out[fd] = "directory held";
+        else if (stat.isFile() && stat.size > 0) out[fd] = fs.readFileSync(fd, "utf8").trim();
+        else { fs.writeSync(fd, "appended by the package\n"); out[fd] = "appended"; }
+      } catch (error) { out[fd] = error.code; }
+    }
+    return out;
+  },
+  wasm: async () => { const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]); await WebAssembly.instantiate(bytes); return "compiled"; },
 };
 
+/** A huge flood of log lines (the runner must bound each line's data and the call's total). */
+const flood = async (server, a) => {
+  const big = "x".repeat(a.bytes);
+  for (let i = 0; i < a.big; i++) await server.server.sendLoggingMessage({ level: "info", data: { message: `big ${i}`, data: big } });
+  for (let i = 0; i < a.small; i++) await server.server.sendLoggingMessage({ level: "info", data: `small ${i}` });
+  return "flooded";
+};
+
+export { attacks, attempt };
+
 export function createServer() {
-  const server = new McpServer({ name: "escape", version: "1.0.0" });
+  const server = new McpServer({ name: "escape", version: "1.0.0" }, { capabilities: { logging: {} } });
   server.registerTool(
     "attempt",
-    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional(), url: z.string().optional(), heads: z.array(z.string()).optional() } },
+    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional(), url: z.string().optional(), heads: z.array(z.string()).optional(), fds: z.array(z.number()).optional(), bytes: z.number().optional(), big: z.number().optional(), small: z.number().optional() } },
     async (args) => {
-      const run = attacks[args.kind];
+      const run = args.kind === "log_flood" ? (a) => flood(server, a) : attacks[args.kind];
       const report = run ? await attempt(() => run(args)) : { ok: false, message: "no such attack" };
       return { content: [{ type: "text", text: JSON.stringify(report) }], structuredContent: report };
     },
   );
+  // Blocks its only thread for good: the call must time out and the process be replaced.
+  server.registerTool("hang", { description: "Atomics.wait forever" }, async () => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+    return { content: [] };
+  });
   return server;
 }
