@@ -31,7 +31,7 @@ export type ListingOptions = {
   allowWeakSandbox?: boolean;
 };
 
-/** Largest tools/list answer (one message) the build accepts. */
+/** Largest tools/list answer the build accepts: one message, and every page together. */
 export const LISTING_BYTES_MAX = 4 * 1024 * 1024;
 /** Tools and pages a listing may have. */
 export const LISTED_TOOLS_MAX = 1000;
@@ -72,12 +72,15 @@ export async function listTools(packageDir: string, options: ListingOptions = {}
     });
     const tools: McpTool[] = [];
     let cursor: string | undefined;
+    let bytes = 0;
     for (let page = 0; ; page++) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s`);
       const answer = await child.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: remaining });
       tools.push(...answer.tools);
       cursor = answer.nextCursor;
+      bytes += Buffer.byteLength(JSON.stringify(answer.tools));
+      if (bytes > LISTING_BYTES_MAX) return { ok: false, code: "entry_invalid", message: `the entry's tools/list is over ${LISTING_BYTES_MAX} bytes` };
       if (tools.length > LISTED_TOOLS_MAX) return { ok: false, code: "entry_invalid", message: `the entry lists over ${LISTED_TOOLS_MAX} tools` };
       if (cursor === undefined) break;
       if (page + 1 >= LISTING_PAGES_MAX) return { ok: false, code: "entry_invalid", message: `the entry's tools/list goes on past ${LISTING_PAGES_MAX} pages` };

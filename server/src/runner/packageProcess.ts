@@ -111,6 +111,8 @@ export class PackageProcess {
   private groupRemoved?: Promise<void>;
   private egressSocket?: EgressSocket;
   private readonly exitListeners: Array<() => void> = [];
+  /** Set when the package sent a message over the transport's cap (the transport then kills it). */
+  private oversized: string | undefined;
 
   private constructor(options: ProcessOptions) {
     this.options = options;
@@ -168,11 +170,15 @@ export class PackageProcess {
       this.exitReason = signal ? `killed by ${signal}` : `exited with code ${code}`;
       // The memory cgroup's OOM killer kills the package itself (the launcher then exits non-zero).
       if (this.group?.memoryExceeded()) this.exitReason = `was killed for going over its memory limit (${Math.round(this.group.memoryBytes / 1048576)} MiB)`;
+      else if (this.oversized) this.exitReason = `was stopped: it ${this.oversized}`;
       this.groupRemoved = this.group?.remove();
       this.sandbox?.cleanup();
       void this.egressSocket?.close();
       for (const listener of this.exitListeners) listener();
     });
+    this.client.onerror = (error) => {
+      if (error.message.startsWith("package sent a message over")) this.oversized = error.message.replace(/^package /, "");
+    };
     this.client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
       this.route(notification.params as Record<string, unknown>)?.onLog(toLogLine(notification.params));
     });
