@@ -286,6 +286,7 @@ export class Connection {
       this.tokenHash = hashToken(token!);
       this.checkedAt = this.deps.now(); // just found by it, or just made
       clearTimeout(this.helloTimer);
+      this.helloTimer = undefined;
       this.conversationId = conversation.id;
       this.ownerId = conversation.ownerId;
       this.sentSeq = frame.resume && token === frame.resume.token ? Math.min(frame.resume.after, conversation.lastSeq) : 0;
