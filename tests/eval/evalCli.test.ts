@@ -18,7 +18,7 @@ const file = (name: string, text: string) => {
   writeFileSync(join(dir, name), text);
   return join(dir, name);
 };
-const NASTY = 'Bye <b>&"now"</b> ]]> \u0001';
+const NASTY = 'Bye <b>&"now"</b> ]]> \u0001 \u001b[31mred';
 let fake: FakeOpenAI;
 let greetings = 0;
 let env: NodeJS.ProcessEnv;
@@ -124,6 +124,9 @@ describe("caplo eval with an OpenAI-compatible model", () => {
     expect(run.code).toBe(1);
     expect(run.out).not.toContain("[ 1/11]");
     expect(run.out).toContain(`FAIL: 1 case under 71.0%: ${name}`);
+    // The model's escape sequence reaches the terminal as text, never as an escape.
+    expect(run.out).not.toContain("\u001b");
+    expect(run.out).toContain("\\u001b[31mred");
     const xml = readFileSync(junit, "utf8");
     expect(xmlProblem(xml)).toBeUndefined();
     const doc = new new Window().DOMParser().parseFromString(xml, "application/xml");

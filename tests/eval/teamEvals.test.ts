@@ -145,5 +145,10 @@ describe("evaluations through the team API", () => {
     expect((await call("POST", "/evals/runs", { release: "shop", cases: CASES, member: "ben" })).status).toBe(400);
     expect((await call("POST", "/evals/runs", { release: "shop", cases: CASES, minPass: "2" })).status).toBe(400);
     expect((await call("GET", "/evals/runs/ev_nope")).status).toBe(404);
+    // 11 cases × 100 runs: over the server's 1000 case runs per eval run.
+    const many = `apiVersion: v1\nkind: EvalCases\ncases:\n${Array.from({ length: 11 }, (_, index) => `  - name: case ${index}\n    turns: [{ customer: hi }]\n`).join("")}`;
+    const huge = await call("POST", "/evals/runs", { release: "shop", cases: many, repeat: 100 });
+    expect(huge.status).toBe(400);
+    expect(((await huge.json()) as { error: { code: string } }).error.code).toBe("eval_too_large");
   });
 });

@@ -11,9 +11,10 @@ import type { LogStore } from "../runner/logStore.ts";
 import { checkCasesAgainst, type EvalError } from "./evalSetup.ts";
 import { parseMinPass, runEvaluation, type EvalResult } from "./evalSuite.ts";
 
-/** Runs kept (the oldest finished ones are forgotten first), and runs at once. */
+/** Runs kept (the oldest finished ones are forgotten first), runs at once, and case runs in one run at most. */
 const RUNS_KEPT = 20;
 const RUNS_AT_ONCE = 2;
+export const EVAL_SERVER_CASE_RUNS_MAX = 1000;
 
 export type EvalServiceOptions = {
   releases: ReleaseSource;
@@ -88,6 +89,10 @@ export class EvalService {
     if (!parsed.ok) return { ok: false, status: 400, error: parsed.errors[0]!, errors: parsed.errors as EvalCasesError[] };
     const mismatch = checkCasesAgainst(parsed.cases, release);
     if (mismatch.length > 0) return { ok: false, status: 400, error: mismatch[0]! };
+    const caseRuns = parsed.cases.cases.reduce((sum, entry) => sum + (entry.repeat ?? input.repeat ?? 1), 0);
+    if (caseRuns > EVAL_SERVER_CASE_RUNS_MAX) {
+      return { ok: false, status: 400, error: { code: "eval_too_large", path: "repeat", message: `${caseRuns} case runs (cases × repeat); at most ${EVAL_SERVER_CASE_RUNS_MAX} per run on the server` } };
+    }
     const minPass = input.minPass === undefined ? 10_000 : parseMinPass(input.minPass);
     if (minPass === undefined) return { ok: false, status: 400, error: { code: "body_invalid", path: "minPass", message: "a rate from 0 to 1 (for example 0.8) or a percentage (80%)" } };
     if (this.stopping.signal.aborted) return { ok: false, status: 503, error: { code: "server_stopping", path: "", message: "the server is stopping" } };

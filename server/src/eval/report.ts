@@ -3,6 +3,12 @@
 // testcase per case, its repeats counted in the testcase's properties; every text escaped).
 import type { EvalProgress, EvalResult } from "./evalSuite.ts";
 
+/**
+ * Terminal text: control characters (a model's reply may hold ANSI escape sequences) shown as \u escapes,
+ * so nothing a model or a cases file says can move the cursor or recolour the user's terminal.
+ */
+// eslint-disable-next-line no-control-regex
+export const terminalText = (text: string) => text.replace(/[\x00-\x1f\x7f-\x9f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 const percent = (rate: number) => `${(rate * 100).toFixed(rate === 1 || rate === 0 ? 0 : 1)}%`;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const tokens = (count: number | null) => (count === null ? "–" : String(count));
@@ -12,13 +18,13 @@ export function progressLine(progress: EvalProgress): string {
   const width = String(progress.total).length;
   const mark = progress.result.passed ? "✓" : "✗";
   const detail = `run ${progress.run}/${progress.runs}, ${progress.result.steps} step${progress.result.steps === 1 ? "" : "s"}${progress.result.tokens !== null ? `, ${progress.result.tokens} tokens` : ""}, ${Math.round(progress.result.ms)} ms`;
-  return `[${String(progress.done).padStart(width)}/${progress.total}] ${mark} ${progress.caseName} (${detail})`;
+  return `[${String(progress.done).padStart(width)}/${progress.total}] ${mark} ${terminalText(progress.caseName)} (${detail})`;
 }
 
 /** The terminal table, then each failing run's problems, then the verdict. */
 export function tableReport(result: EvalResult): string {
   const header = ["case", "pass", "runs", "steps", "tokens", "time"];
-  const rows = result.cases.map((entry) => [`${entry.ok ? "✓" : "✗"} ${entry.name}`, percent(entry.passRate), `${entry.passed}/${entry.runs}`, String(entry.steps), tokens(entry.tokens), seconds(entry.ms)]);
+  const rows = result.cases.map((entry) => [`${entry.ok ? "✓" : "✗"} ${terminalText(entry.name)}`, percent(entry.passRate), `${entry.passed}/${entry.runs}`, String(entry.steps), tokens(entry.tokens), seconds(entry.ms)]);
   const total = ["overall", percent(result.passRate), `${result.passed}/${result.runs}`, String(result.cases.reduce((sum, entry) => sum + entry.steps, 0)), tokens(result.tokens), seconds(result.ms)];
   const all = [header, ...rows, total];
   const widths = header.map((_, column) => Math.max(...all.map((row) => [...row[column]!].length)));
@@ -29,8 +35,8 @@ export function tableReport(result: EvalResult): string {
   if (failing.length > 0) out.push("", "Failures:");
   for (const entry of failing) {
     for (const failure of entry.failures) {
-      out.push(`  ${entry.name} (run ${failure.run}):`);
-      for (const problem of failure.problems) out.push(`    - ${problem}`);
+      out.push(`  ${terminalText(entry.name)} (run ${failure.run}):`);
+      for (const problem of failure.problems) out.push(`    - ${terminalText(problem)}`);
     }
   }
   for (const refusal of result.refused) out.push(`  refused by the read-only runner: ${refusal}`);
@@ -39,7 +45,7 @@ export function tableReport(result: EvalResult): string {
     "",
     result.ok
       ? `PASS: every case passed at least ${percent(result.minPass)} of its runs (overall ${percent(result.passRate)})`
-      : `FAIL: ${under.length > 0 ? `${under.length} case${under.length === 1 ? "" : "s"} under ${percent(result.minPass)}: ${under.join(", ")}` : "a write or status check reached the read-only runner"}`,
+      : `FAIL: ${under.length > 0 ? `${under.length} case${under.length === 1 ? "" : "s"} under ${percent(result.minPass)}: ${terminalText(under.join(", "))}` : "a write or status check reached the read-only runner"}`,
   );
   return out.join("\n");
 }
