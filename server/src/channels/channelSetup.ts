@@ -65,6 +65,8 @@ export async function mountChannels(options: {
   agentConfig: (agent: string) => ChannelAgentConfig | undefined;
   /** The SQLite file of the channel state. */
   file: string;
+  /** That file's durability (CAPLO_SQLITE_SYNCHRONOUS); normal by default. */
+  synchronous?: "normal" | "full";
   /** The channel state shared by several nodes (PostgreSQL) instead of the SQLite file. */
   store?: InboxStore & { close(): void };
   alerts?: TeamAlerts;
@@ -72,7 +74,7 @@ export async function mountChannels(options: {
   /** How often stored events are looked for without a webhook (a lost node's claim ended); 5 s by default. */
   sweepMs?: number;
 }): Promise<MountedChannels> {
-  const store = options.store ?? new SqliteInboxStore(options.file);
+  const store = options.store ?? new SqliteInboxStore(options.file, { ...(options.synchronous && { synchronous: options.synchronous }) });
   const adapters: ChannelAdapter[] = [];
   const { whatsapp, messenger, instagram } = options.settings;
   if (whatsapp) adapters.push(createWhatsAppAdapter({ ...whatsapp, contentCache: storeContentCache(store) }));

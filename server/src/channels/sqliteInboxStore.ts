@@ -1,7 +1,6 @@
 // The channel glue's durable state in a SQLite file (better-sqlite3): the inbox with an atomic unique key on
 // (platform, message id), bindings of customers to conversations, button references and the outbox.
 import Database from "better-sqlite3";
-import { sqliteSynchronous } from "../store/sqliteStore.ts";
 import type {
   Binding,
   BindingKey,
@@ -128,7 +127,7 @@ function outbox(r: OutboxDbRow): OutboxRecord {
   };
 }
 
-// The engine store's durability setting applies here too (CAPLO_SQLITE_SYNCHRONOUS, sqliteSynchronous): `normal`
+// The engine store's durability setting applies here too (CAPLO_SQLITE_SYNCHRONOUS, passed by the composition root): `normal`
 // keeps a stored webhook event through a killed process; `full` fsyncs each insert before the webhook is
 // answered 200, so it survives an OS crash or power loss as well (the platform will not deliver it again).
 export class SqliteInboxStore implements InboxStore {
@@ -138,7 +137,7 @@ export class SqliteInboxStore implements InboxStore {
     this.db = new Database(file);
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("busy_timeout = 5000");
-    this.db.pragma(`synchronous = ${(options.synchronous ?? sqliteSynchronous()) === "full" ? "FULL" : "NORMAL"}`);
+    this.db.pragma(`synchronous = ${(options.synchronous ?? "normal") === "full" ? "FULL" : "NORMAL"}`);
     this.db.exec(SCHEMA);
     this.#addMissingColumns();
   }

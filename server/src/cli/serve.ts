@@ -7,15 +7,15 @@ import { z } from "zod";
 import type { Release } from "@caplo/shared";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
+import { runnerSettings } from "../app/runnerSettings.ts";
+import { envSecrets, parseSetting, readConfig } from "../config/index.ts";
 import { openEventBus } from "../bus/index.ts";
 import { channelAgentProblems, mountChannels, readChannelSettings, webhookUrls, type ChannelSettings, type ChannelSetupError } from "../channels/channelSetup.ts";
 import type { ChannelAgentConfig } from "../channels/ports.ts";
 import { startClusterNode, uniqueNodeId, type ClusterNode } from "../cluster/clusterNode.ts";
 import { PostgresInboxStore } from "../cluster/postgresInboxStore.ts";
 import { Engine } from "../engine/engine.ts";
-import { readFileRetention } from "../engine/fileRetention.ts";
-import { readProposalTtl } from "../engine/proposalSweep.ts";
-import { readTranscriptBudget } from "../engine/transcriptWindow.ts";
+import { DAY_MS } from "../engine/fileRetention.ts";
 import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
 import { StaticReleases, type AgentRelease } from "../engine/release.ts";
 import { Gateway } from "../gateway/gateway.ts";
@@ -25,7 +25,7 @@ import { describeModelConfig, modelFromEnv } from "../model/config.ts";
 import type { Model } from "../model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../model/scripted.ts";
 import type { ToolRunner } from "../runner/api.ts";
-import { JsonlLogStore, MemoryLogStore, invocationLogSettings, type LogStore } from "../runner/logStore.ts";
+import { JsonlLogStore, MemoryLogStore, invocationLogFile, type LogStore } from "../runner/logStore.ts";
 import { EvalService } from "../eval/evalService.ts";
 import { openStore } from "../store/index.ts";
 import type { Store } from "../store/store.ts";
@@ -145,33 +145,19 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   if (env.CAPLO_SANDBOX === "weak") {
     return { ok: false, error: { code: "sandbox_weak_refused", path: "CAPLO_SANDBOX", message: "CAPLO_SANDBOX=weak is for caplo tool test only: caplo serve runs packages only in the isolated sandbox (Linux namespaces, as root); unset it" } };
   }
-  const portText = last("port") ?? env.CAPLO_PORT ?? "8080";
-  const port = Number(portText);
-  if (!/^[0-9]{1,5}$/.test(portText) || port > 65_535) return { ok: false, error: { code: "port_invalid", path: "--port", message: "the port is a whole number from 0 to 65535" } };
-  const agents = values.agent ?? (env.CAPLO_AGENTS ?? "").split(",").map((name) => name.trim()).filter(Boolean);
-  if (agents.length === 0) return { ok: false, error: { code: "agent_required", path: "--agent", message: "name at least one agent to serve (--agent NAME or CAPLO_AGENTS)" } };
-  const baseText = env.CAPLO_STATUS_CHECK_BASE_MS;
-  const statusCheckBaseMs = baseText === undefined ? undefined : Number(baseText);
-  if (statusCheckBaseMs !== undefined && (!Number.isInteger(statusCheckBaseMs) || statusCheckBaseMs < 100 || statusCheckBaseMs > 3_600_000)) {
-    return { ok: false, error: { code: "status_check_base_invalid", path: "CAPLO_STATUS_CHECK_BASE_MS", message: "a whole number of milliseconds from 100 to 3600000" } };
-  }
-  const whole = (name: string, min: number, max: number): { value?: number; error?: ServeError } => {
-    const text = env[name];
-    if (text === undefined || text === "") return {};
-    const value = Number(text);
-    if (!/^[0-9]+$/.test(text) || value < min || value > max) return { error: { code: "setting_invalid", path: name, message: `${name} is a whole number from ${min} to ${max}` } };
-    return { value };
-  };
-  const lease = whole("CAPLO_NODE_LEASE_MS", 1_000, 600_000);
-  const poll = whole("CAPLO_BUS_POLL_MS", 50, 60_000);
-  const webhooks = whole("CAPLO_WEBHOOKS_PER_SECOND", 1, 100_000);
-  const settingError = lease.error ?? poll.error ?? webhooks.error;
-  if (settingError) return { ok: false, error: settingError };
-  const db = last("db") ?? env.CAPLO_DATABASE_URL ?? env.CAPLO_DB ?? ".caplo/caplo.db";
-  // One shared token let anyone holding it write as any member: members now authenticate individually.
-  if (env.CAPLO_TEAM_TOKEN) {
-    return { ok: false, error: { code: "team_token_replaced", path: "CAPLO_TEAM_TOKEN", message: "the shared team token is no longer accepted: give each member a token of their own in CAPLO_TEAM_MEMBERS (caplo team token NAME; docs/operators/team-api.md)" } };
-  }
+  // What the options need now is read here by its setting's schema (a flag's value by the same one); the
+  // rest of the configuration is read once when the server starts (startServe).
+  const flagPort = last("port");
+  const port = parseSetting("CAPLO_PORT", flagPort ?? env.CAPLO_PORT, flagPort === undefined ? "CAPLO_PORT" : "--port");
+  if (!port.ok) return { ok: false, error: { ...port.error, code: "port_invalid" } };
+  const agents = values.agent ?? parseSetting("CAPLO_AGENTS", env.CAPLO_AGENTS);
+  const names = Array.isArray(agents) ? agents : agents.ok ? (agents.value ?? []) : [];
+  if (names.length === 0) return { ok: false, error: { code: "agent_required", path: "--agent", message: "name at least one agent to serve (--agent NAME or CAPLO_AGENTS)" } };
+  const settings = (["CAPLO_STATUS_CHECK_BASE_MS", "CAPLO_NODE_LEASE_MS", "CAPLO_BUS_POLL_MS", "CAPLO_WEBHOOKS_PER_SECOND", "CAPLO_TEAM_TOKEN"] as const).map((name) => parseSetting(name, env[name]));
+  const settingError = settings.find((setting) => !setting.ok);
+  if (settingError && !settingError.ok) return { ok: false, error: settingError.error };
+  const [statusCheckBaseMs, nodeLeaseMs, busPollMs, webhooksPerSecond] = settings.map((setting) => (setting.ok ? setting.value : undefined)) as (number | undefined)[];
+  const db = last("db") ?? (env.CAPLO_DATABASE_URL || undefined) ?? (env.CAPLO_DB || ".caplo/caplo.db");
   const team = parseTeamMembers(env.CAPLO_TEAM_MEMBERS);
   if (!team.ok) return { ok: false, error: team.error };
   const script = last("script") ?? env.CAPLO_SCRIPT;
@@ -179,11 +165,11 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   return {
     ok: true,
     options: {
-      port,
-      host: last("host") ?? env.CAPLO_HOST ?? "127.0.0.1",
+      port: port.value ?? 8080,
+      host: last("host") ?? (env.CAPLO_HOST || "127.0.0.1"),
       db,
-      releasesDir: last("releases") ?? env.CAPLO_RELEASES_DIR ?? ".caplo/releases",
-      agents,
+      releasesDir: last("releases") ?? (env.CAPLO_RELEASES_DIR || ".caplo/releases"),
+      agents: names,
       ...(script && { script }),
       ...(widgetDir && { widgetDir }),
       ...(values["check-channels"] && { checkChannels: true }),
@@ -191,9 +177,9 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
       // On PostgreSQL a restarted node's old running writes are recovered by liveness takeover, so a fresh id
       // per process is safe; on SQLite (one node per file) a stable id lets the restart recover them at once.
       nodeId: env.CAPLO_NODE_ID || (isPostgres(db) ? uniqueNodeId() : hostname()),
-      ...(lease.value !== undefined && { nodeLeaseMs: lease.value }),
-      ...(poll.value !== undefined && { busPollMs: poll.value }),
-      ...(webhooks.value !== undefined && { webhooksPerSecond: webhooks.value }),
+      ...(nodeLeaseMs !== undefined && { nodeLeaseMs }),
+      ...(busPollMs !== undefined && { busPollMs }),
+      ...(webhooksPerSecond !== undefined && { webhooksPerSecond }),
       ...(statusCheckBaseMs !== undefined && { statusCheckBaseMs }),
       env,
     },
@@ -295,6 +281,11 @@ export type RunningServer = { gateway: Gateway; engine: Engine; store: Store; ur
 
 /** Start everything; the caller closes it. */
 export async function startServe(options: ServeOptions, log: (line: string) => void = console.log): Promise<{ ok: true; server: RunningServer } | { ok: false; error: ServeError }> {
+  // Every setting is read and checked once, here; nothing below reads the environment.
+  const read = readConfig(options.env);
+  for (const warning of read.warnings) log(`warn: ${warning.message}`);
+  if (!read.ok) return { ok: false, error: read.errors[0]! };
+  const config = read.config;
   const releaseStore = new FileReleaseStore(options.releasesDir);
   const releases: AgentRelease[] = [];
   for (const agent of options.agents) {
@@ -309,30 +300,23 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     const script = options.script ? await loadScript(options.script) : { ok: true as const, rules: [] };
     if (!script.ok) return script;
     const scripted = new ScriptedModel(script.rules, { id: "serve", fallback: "This server runs the offline scripted model; configure OPENAI_API_KEY or OPENAI_BASE_URL for a real one." });
-    for (const release of releases) models.set(release.id, modelFromEnv(options.env, release.config.model) ?? scripted);
+    for (const release of releases) models.set(release.id, modelFromEnv(config.source, release.config.model) ?? scripted);
   } catch (error) {
     const typed = error as { code?: string; path?: string; message?: string };
     return { ok: false, error: { code: typed.code ?? "model_config_invalid", path: typed.path ?? "", message: typed.message ?? String(error) } };
   }
-  const retention = readFileRetention(options.env);
-  if (!retention.ok) return retention;
-  const invocationLog = invocationLogSettings(options.db, options.env);
-  if (!invocationLog.ok) return invocationLog;
-  const widget = readWidgetSettings(options.env);
+  const invocationLog = { file: invocationLogFile(options.db, config.CAPLO_INVOCATION_LOG), maxBytes: config.CAPLO_INVOCATION_LOG_MAX_MB * 1024 * 1024 };
+  const widget = readWidgetSettings(config.source);
   if (!widget.ok) return widget;
-  const proposalTtl = readProposalTtl(options.env);
-  if (!proposalTtl.ok) return proposalTtl;
-  const transcriptBudget = readTranscriptBudget(options.env);
-  if (!transcriptBudget.ok) return transcriptBudget;
-  const handoffWebhooks = readHandoffWebhooks(options.env);
+  const handoffWebhooks = readHandoffWebhooks(config.source);
   if (!handoffWebhooks.ok) return handoffWebhooks;
-  const store = await openStore(options.db);
+  const store = await openStore(options.db, { synchronous: config.CAPLO_SQLITE_SYNCHRONOUS });
   // Handoff notices to the team's webhook: stored with the handoff, sent and retried in the background.
   const handoffDelivery = handoffWebhooks.webhooks
     ? new HandoffDelivery({ store, webhooks: handoffWebhooks.webhooks, log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`) })
     : undefined;
   const busResult = await openEventBus({
-    ...(options.env.CAPLO_REDIS_URL && { redisUrl: options.env.CAPLO_REDIS_URL }),
+    ...(config.CAPLO_REDIS_URL && { redisUrl: config.CAPLO_REDIS_URL }),
     ...(isPostgres(options.db) && { databaseUrl: options.db }),
     ...(options.busPollMs !== undefined && { pollIntervalMs: options.busPollMs }),
     onHealthChange: (health) => log(`${health.state === "healthy" ? "info" : "warn"}: event bus ${health.state}${health.reason ? `: ${health.reason}` : ""}`),
@@ -358,12 +342,13 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     const { CaploToolRunner } = await import("../runner/toolRunner.ts");
     // Every invocation's record (log lines, secrets redacted) in a bounded file: `caplo tool logs --db DB`.
     const logStore = new JsonlLogStore(invocationLog.file, { maxBytes: invocationLog.maxBytes, onError: (error) => log(`invocation log not written: ${error.message}`) });
-    const sandboxed = new CaploToolRunner({ logStore, allowPrivateRemote: options.env.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK === "1" });
+    const sandboxed = new CaploToolRunner({ ...runnerSettings(config), logStore });
     log(sandboxed.sandboxNote);
     log(`invocation logs: ${logStore.file} (at most ${invocationLog.maxBytes / 1024 / 1024} MiB)`);
     runner = sandboxed;
   }
-  const secretsByName = (name: string) => options.env[`CAPLO_SECRET_${name}`];
+  // Secrets' values are read when a call needs them (a changed value is used without a restart).
+  const secrets = envSecrets(options.env);
   const engine = new Engine({
     store,
     runner,
@@ -372,18 +357,13 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     bus,
     nodeId: options.nodeId,
     ...(options.statusCheckBaseMs !== undefined && { statusCheckBaseMs: options.statusCheckBaseMs }),
-    fileRetentionMs: retention.retentionMs,
-    proposalTtlMs: proposalTtl.ttlMs,
-    transcriptBudgetChars: transcriptBudget.chars,
+    fileRetentionMs: config.CAPLO_FILE_RETENTION_DAYS * DAY_MS,
+    proposalTtlMs: config.CAPLO_PROPOSAL_TTL_SECONDS * 1000,
+    transcriptBudgetChars: config.CAPLO_TRANSCRIPT_BUDGET_CHARS,
     ...(handoffDelivery && { handoffNotifier: handoffDelivery }),
     secrets: (packageVersionId) => {
       const version = releases.flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);
-      const values: Record<string, string> = {};
-      for (const name of version?.manifest.secrets ?? []) {
-        const value = secretsByName(name);
-        if (value !== undefined) values[name] = value;
-      }
-      return values;
+      return secrets.values(version?.manifest.secrets ?? []);
     },
     log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
   });
@@ -424,7 +404,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     runner,
     logStore: (runner as { logStore?: LogStore }).logStore ?? new MemoryLogStore(),
     modelFor: (release) => models.get(release.id)!,
-    secret: secretsByName,
+    secret: secrets.get,
   });
   const gateway = new Gateway({
     engine,
@@ -432,7 +412,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
     releases: new StaticReleases(releases),
     ...(options.teamMembers && { teamMembers: options.teamMembers }),
     ...(options.widgetDir && { widgetDir: options.widgetDir }),
-    secrets: secretsByName,
+    secrets: secrets.get,
     log: (level, message, data) => log(`${level}: ${message}${data ? ` ${JSON.stringify(data)}` : ""}`),
     publicOrigins: widget.settings.publicOrigins,
     trustedProxies: widget.settings.trustedProxies,
@@ -465,7 +445,8 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
           gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),
           agentFor: (platform) => serverDefaultAgent(options, platform),
           agentConfig: (agent) => releases.find((release) => release.agent === agent)?.config,
-          file: options.env.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
+          file: config.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
+          synchronous: config.CAPLO_SQLITE_SYNCHRONOUS,
         });
   } catch (error) {
     try {
@@ -483,7 +464,7 @@ export async function startServe(options: ServeOptions, log: (line: string) => v
   }
   const address = await gateway.listen(options.port, options.host);
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
-  log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(options.env)}, agents: ${releases.map((release) => release.id).join(", ")})`);
+  log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(config.source)}, agents: ${releases.map((release) => release.id).join(", ")})`);
   if (!options.teamMembers) log("team API disabled: no team members (CAPLO_TEAM_MEMBERS)");
   log(`widget app origins: ${gateway.origins.join(", ")}${widget.settings.publicOrigins.length === 0 ? " (set CAPLO_PUBLIC_URL to the address browsers use, if another)" : ""}`);
   return {

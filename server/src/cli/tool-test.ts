@@ -3,7 +3,9 @@
 // fixture with the reasons and the invocation's log lines, and exits non-zero on any failure.
 import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { runnerSettings } from "../app/runnerSettings.ts";
 import { buildPackage } from "../build/index.ts";
+import { readConfig } from "../config/index.ts";
 import { CaploToolRunner, JsonlLogStore } from "../runner/index.ts";
 import { loadFixtures, runFixture } from "../runner/fixtures.ts";
 import { insidePackage } from "../runner/packagePath.ts";
@@ -45,6 +47,12 @@ export async function run(args: string[]): Promise<number> {
     console.error(help);
     return 2;
   }
+  const read = readConfig(process.env);
+  for (const warning of read.warnings) console.error(`warn: ${warning.message}`);
+  if (!read.ok) {
+    for (const error of read.errors) console.error(`${error.code} at ${error.path}: ${error.message}`);
+    return 2;
+  }
   const dir = resolve(positional[0]!);
   const givenSecrets = option(args, "--secrets");
   const secretsFile = givenSecrets ?? join(dir, ".caplo", "secrets.env");
@@ -58,7 +66,7 @@ export async function run(args: string[]): Promise<number> {
       return 2;
     }
   }
-  const allowWeakSandbox = process.env.CAPLO_SANDBOX === "weak";
+  const allowWeakSandbox = read.config.CAPLO_SANDBOX === "weak";
 
   const built = await buildPackage(dir, { allowWeakSandbox });
   if (!built.ok) {
@@ -74,7 +82,7 @@ export async function run(args: string[]): Promise<number> {
     console.error(`✗ ${outside.code} ${outside.path}: ${outside.message}`);
     return 2;
   }
-  const runner = new CaploToolRunner({ logStore, allowWeakSandbox });
+  const runner = new CaploToolRunner({ ...runnerSettings(read.config), logStore });
   console.log(`${version.id} (${version.tools.length} tool${version.tools.length === 1 ? "" : "s"}; ${runner.sandboxNote})`);
   if (fixtures.length === 0) {
     console.log(`No fixtures match ${version.manifest.tests}.`);

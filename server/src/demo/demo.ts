@@ -16,6 +16,8 @@ import { FileReleaseStore } from "../agents/releaseStore.ts";
 import { buildPackage, contentHash } from "../build/index.ts";
 import { packageVersionSchema } from "@caplo/shared";
 import { startServe, type RunningServer } from "../cli/serve.ts";
+import { runnerSettings } from "../app/runnerSettings.ts";
+import { readConfig } from "../config/index.ts";
 import { modelFromEnv } from "../model/config.ts";
 import type { ToolRunner } from "../runner/api.ts";
 import { demoPackageDirs } from "./demoPackages.ts";
@@ -177,9 +179,11 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   const dbProblem = checkDatabaseFile(dbFile);
   if (dbProblem) return { ok: false, error: dbProblem };
 
+  const read = readConfig(options.env);
+  if (!read.ok) return { ok: false, error: read.errors[0]! };
   let model: ReturnType<typeof modelFromEnv>;
   try {
-    model = modelFromEnv(options.env);
+    model = modelFromEnv(read.config.source);
   } catch (error) {
     const typed = error as { code?: string; path?: string; message?: string };
     return fail(typed.code ?? "model_config_invalid", typed.path ?? "", `${typed.message ?? String(error)} (unset OPENAI_API_KEY, OPENAI_BASE_URL and CAPLO_MODEL for the offline demo)`);
@@ -255,7 +259,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   let runner: ToolRunner;
   try {
     const { CaploToolRunner } = await import("../runner/toolRunner.ts");
-    const sandboxed = new CaploToolRunner({ egressResolve: shop.egressResolve });
+    const sandboxed = new CaploToolRunner({ ...runnerSettings(read.config), egressResolve: shop.egressResolve });
     log(sandboxed.sandboxNote);
     runner = sandboxed;
   } catch (error) {

@@ -1,5 +1,6 @@
 // The options of `caplo demo` from its flags and environment, or the first problem with them.
 import { resolve } from "node:path";
+import { parseSetting, type SettingKey } from "../config/index.ts";
 
 export type DemoOptions = {
   /** The demo page's port (the one URL printed). */
@@ -27,10 +28,12 @@ const FLAGS = /^--(port|shop-port|gateway-port|data-dir|pending-ms|status-check-
 /** The demo gateway's default port: where `/webhooks/<platform>` is reached (through a tunnel) in the demo. */
 export const DEMO_GATEWAY_PORT = 4200;
 
-function whole(text: string, path: string, min: number, max: number): number | DemoError {
-  const value = Number(text);
-  if (!/^[0-9]{1,7}$/.test(text) || value < min || value > max) return { code: "option_invalid", path, message: `${path} is a whole number from ${min} to ${max}, not '${text}'` };
-  return value;
+/** A number from its flag, else its variable, else the demo's default, checked by the setting's schema. */
+function whole(flag: string | undefined, key: SettingKey & `CAPLO_${string}`, env: Record<string, string | undefined>, path: string, fallback: number): number | DemoError {
+  const text = flag ?? env[key];
+  const parsed = parseSetting(key, text, flag === undefined ? key : path);
+  if (!parsed.ok) return { ...parsed.error, code: "option_invalid" };
+  return typeof parsed.value === "number" ? parsed.value : fallback;
 }
 
 export function parseDemoArgs(args: string[], env: Record<string, string | undefined>, cwd = process.cwd()): { ok: true; options: DemoOptions } | { ok: false; error: DemoError } {
@@ -48,18 +51,18 @@ export function parseDemoArgs(args: string[], env: Record<string, string | undef
     if (value === undefined) return { ok: false, error: { code: "option_value_missing", path: arg, message: `${arg} needs a value` } };
     values[match[1]!] = value;
   }
-  const port = whole(values.port ?? env.CAPLO_PORT ?? "4300", "--port", 0, 65_535);
+  const port = whole(values.port, "CAPLO_PORT", env, "--port", 4300);
   if (typeof port !== "number") return { ok: false, error: port };
-  const shopPort = whole(values["shop-port"] ?? env.CAPLO_DEMO_SHOP_PORT ?? "4100", "--shop-port", 0, 65_535);
+  const shopPort = whole(values["shop-port"], "CAPLO_DEMO_SHOP_PORT", env, "--shop-port", 4100);
   if (typeof shopPort !== "number") return { ok: false, error: shopPort };
-  const gatewayPort = whole(values["gateway-port"] ?? env.CAPLO_DEMO_GATEWAY_PORT ?? String(DEMO_GATEWAY_PORT), "--gateway-port", 0, 65_535);
+  const gatewayPort = whole(values["gateway-port"], "CAPLO_DEMO_GATEWAY_PORT", env, "--gateway-port", DEMO_GATEWAY_PORT);
   if (typeof gatewayPort !== "number") return { ok: false, error: gatewayPort };
-  const pendingMs = whole(values["pending-ms"] ?? env.CAPLO_DEMO_PENDING_MS ?? "3000", "--pending-ms", 0, 600_000);
+  const pendingMs = whole(values["pending-ms"], "CAPLO_DEMO_PENDING_MS", env, "--pending-ms", 3000);
   if (typeof pendingMs !== "number") return { ok: false, error: pendingMs };
-  const statusCheckBaseMs = whole(values["status-check-ms"] ?? env.CAPLO_STATUS_CHECK_BASE_MS ?? "4000", "--status-check-ms", 100, 3_600_000);
+  const statusCheckBaseMs = whole(values["status-check-ms"], "CAPLO_STATUS_CHECK_BASE_MS", env, "--status-check-ms", 4000);
   if (typeof statusCheckBaseMs !== "number") return { ok: false, error: statusCheckBaseMs };
   return {
     ok: true,
-    options: { port, shopPort, gatewayPort, pendingMs, statusCheckBaseMs, verbose, env, dataDir: resolve(cwd, values["data-dir"] ?? env.CAPLO_DEMO_DIR ?? ".caplo/demo") },
+    options: { port, shopPort, gatewayPort, pendingMs, statusCheckBaseMs, verbose, env, dataDir: resolve(cwd, values["data-dir"] ?? (env.CAPLO_DEMO_DIR || ".caplo/demo")) },
   };
 }

@@ -2,29 +2,19 @@
 // then their bytes are purged. The conversation's `file` event stays, so the history still says a file was
 // delivered; downloading it afterwards answers 410 Gone with `file_expired` (gateway.ts). Purging is
 // idempotent (only files not yet purged), so several nodes may run it at once.
+import { FILE_RETENTION_DEFAULT_DAYS, parseSetting } from "../config/index.ts";
 import type { Store } from "../store/store.ts";
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-/** Delivered files are kept 30 days by default: long enough to download again after a while, short enough not to hoard customers' documents. */
-export const FILE_RETENTION_DEFAULT_DAYS = 30;
-export const FILE_RETENTION_MIN_DAYS = 1;
-export const FILE_RETENTION_MAX_DAYS = 3650;
+export { FILE_RETENTION_DEFAULT_DAYS, FILE_RETENTION_MAX_DAYS, FILE_RETENTION_MIN_DAYS } from "../config/index.ts";
+export const DAY_MS = 24 * 60 * 60 * 1000;
 /** How often the purge runs. */
 export const FILE_PURGE_EVERY_MS = 60 * 60 * 1000;
 const PURGE_BATCH = 200;
 
 /** CAPLO_FILE_RETENTION_DAYS as milliseconds, the default when unset, or the problem. */
 export function readFileRetention(env: Record<string, string | undefined>): { ok: true; retentionMs: number } | { ok: false; error: { code: string; path: string; message: string } } {
-  const text = env.CAPLO_FILE_RETENTION_DAYS;
-  if (text === undefined || text === "") return { ok: true, retentionMs: FILE_RETENTION_DEFAULT_DAYS * DAY_MS };
-  const days = Number(text);
-  if (!/^[0-9]+$/.test(text) || days < FILE_RETENTION_MIN_DAYS || days > FILE_RETENTION_MAX_DAYS) {
-    return {
-      ok: false,
-      error: { code: "file_retention_invalid", path: "CAPLO_FILE_RETENTION_DAYS", message: `a whole number of days from ${FILE_RETENTION_MIN_DAYS} to ${FILE_RETENTION_MAX_DAYS}` },
-    };
-  }
-  return { ok: true, retentionMs: days * DAY_MS };
+  const days = parseSetting("CAPLO_FILE_RETENTION_DAYS", env.CAPLO_FILE_RETENTION_DAYS);
+  return days.ok ? { ok: true, retentionMs: days.value * DAY_MS } : days;
 }
 
 export type FileRetentionOptions = {

@@ -7,7 +7,10 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import { HANDOFF_QUEUE_PATTERN, type ChannelKind } from "@caplo/shared";
+import { HANDOFF_SECRET_MIN } from "../config/index.ts";
 import type { ConversationRecord, HandoffNotice, Store } from "../store/store.ts";
+
+export { HANDOFF_SECRET_MIN } from "../config/index.ts";
 
 /** Attempts per notice at most; after the last one it is recorded as failed. */
 export const HANDOFF_ATTEMPTS_MAX = 8;
@@ -15,8 +18,6 @@ export const HANDOFF_ATTEMPTS_MAX = 8;
 export const HANDOFF_RETRY_BASE_MS = 5_000;
 /** One attempt waits this long for the answer. */
 export const HANDOFF_TIMEOUT_MS = 10_000;
-/** The shared secret is at least this long (HMAC-SHA256 keys should carry 256 bits). */
-export const HANDOFF_SECRET_MIN = 32;
 export const SIGNATURE_HEADER = "x-caplo-signature";
 export const DELIVERY_HEADER = "x-caplo-delivery";
 /** The reason the agent gave is kept to this length (it is the model's text: informative only). */

@@ -3,6 +3,7 @@
 // not wait for ever and does not block the conversation's next write. Each
 // expiry is a compare-and-set (proposed → expired) in the store: on several nodes sweeping at once, exactly
 // one wins each proposal, and only the winner tells the customer's review card and the model.
+import { parseSetting, PROPOSAL_TTL_DEFAULT_SECONDS } from "../config/index.ts";
 import type { Store, WriteRecord } from "../store/store.ts";
 
 /**
@@ -10,7 +11,7 @@ import type { Store, WriteRecord } from "../store/store.ts";
  * review card usable through a normal pause (looking up a card number, asking someone at home) while
  * not leaving an old, possibly stale action confirmable the next day.
  */
-export const PROPOSAL_TTL_DEFAULT_MS = 60 * 60 * 1000;
+export const PROPOSAL_TTL_DEFAULT_MS = PROPOSAL_TTL_DEFAULT_SECONDS * 1000;
 /** How often the sweep looks for expired proposals. */
 export const PROPOSAL_SWEEP_DEFAULT_MS = 30 * 1000;
 /** Proposals expired per pass at most; the next pass takes the rest. */
@@ -103,16 +104,10 @@ export class ProposalSweep {
   }
 }
 
-export const PROPOSAL_TTL_MIN_SECONDS = 60;
-export const PROPOSAL_TTL_MAX_SECONDS = 86_400;
+export { PROPOSAL_TTL_MAX_SECONDS, PROPOSAL_TTL_MIN_SECONDS } from "../config/index.ts";
 
 /** CAPLO_PROPOSAL_TTL_SECONDS as milliseconds, the default (1 hour) when unset, or the problem. */
 export function readProposalTtl(env: Record<string, string | undefined>): { ok: true; ttlMs: number } | { ok: false; error: { code: string; path: string; message: string } } {
-  const text = env.CAPLO_PROPOSAL_TTL_SECONDS;
-  if (text === undefined || text === "") return { ok: true, ttlMs: PROPOSAL_TTL_DEFAULT_MS };
-  const seconds = Number(text);
-  if (!/^[0-9]+$/.test(text) || seconds < PROPOSAL_TTL_MIN_SECONDS || seconds > PROPOSAL_TTL_MAX_SECONDS) {
-    return { ok: false, error: { code: "proposal_ttl_invalid", path: "CAPLO_PROPOSAL_TTL_SECONDS", message: `a whole number of seconds from ${PROPOSAL_TTL_MIN_SECONDS} to ${PROPOSAL_TTL_MAX_SECONDS}` } };
-  }
-  return { ok: true, ttlMs: seconds * 1000 };
+  const seconds = parseSetting("CAPLO_PROPOSAL_TTL_SECONDS", env.CAPLO_PROPOSAL_TTL_SECONDS);
+  return seconds.ok ? { ok: true, ttlMs: seconds.value * 1000 } : seconds;
 }

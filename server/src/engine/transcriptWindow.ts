@@ -8,16 +8,11 @@
 //   - the newest unit always goes; if it alone is over the budget, its longest contents are clipped, with
 //     a marker saying so;
 //   - when anything older is left out, a system note at the start says how many messages were.
+import { parseSetting, TRANSCRIPT_BUDGET_DEFAULT_CHARS } from "../config/index.ts";
 import type { ModelMessage } from "../model/model.ts";
 
-/**
- * The default budget: 48,000 characters of transcript, about 12,000 tokens of English text at roughly
- * four characters a token. With the instructions (at most 32,000 characters) and the tool definitions
- * this fits comfortably in a 32k-token context, and leaves room for the answer.
- */
-export const TRANSCRIPT_BUDGET_DEFAULT_CHARS = 48_000;
-/** The smallest budget accepted: room for a few turns and a clipped tool result. */
-export const TRANSCRIPT_BUDGET_MIN_CHARS = 2_000;
+export { TRANSCRIPT_BUDGET_DEFAULT_CHARS, TRANSCRIPT_BUDGET_MAX_CHARS, TRANSCRIPT_BUDGET_MIN_CHARS } from "../config/index.ts";
+
 /** Counted per message besides its text (role, ids, the API's own framing). */
 export const MESSAGE_OVERHEAD_CHARS = 16;
 
@@ -121,18 +116,8 @@ export function transcriptWindow(messages: readonly ModelMessage[], budgetChars 
   return sent;
 }
 
-export const TRANSCRIPT_BUDGET_MAX_CHARS = 2_000_000;
-
 /** CAPLO_TRANSCRIPT_BUDGET_CHARS, the default when unset, or the problem (size it to your model's context: about 4 characters a token). */
 export function readTranscriptBudget(env: Record<string, string | undefined>): { ok: true; chars: number } | { ok: false; error: { code: string; path: string; message: string } } {
-  const text = env.CAPLO_TRANSCRIPT_BUDGET_CHARS;
-  if (text === undefined || text === "") return { ok: true, chars: TRANSCRIPT_BUDGET_DEFAULT_CHARS };
-  const chars = Number(text);
-  if (!/^[0-9]+$/.test(text) || chars < TRANSCRIPT_BUDGET_MIN_CHARS || chars > TRANSCRIPT_BUDGET_MAX_CHARS) {
-    return {
-      ok: false,
-      error: { code: "transcript_budget_invalid", path: "CAPLO_TRANSCRIPT_BUDGET_CHARS", message: `a whole number of characters from ${TRANSCRIPT_BUDGET_MIN_CHARS} to ${TRANSCRIPT_BUDGET_MAX_CHARS}` },
-    };
-  }
-  return { ok: true, chars };
+  const chars = parseSetting("CAPLO_TRANSCRIPT_BUDGET_CHARS", env.CAPLO_TRANSCRIPT_BUDGET_CHARS);
+  return chars.ok ? { ok: true, chars: chars.value } : chars;
 }

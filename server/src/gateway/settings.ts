@@ -1,6 +1,7 @@
 // The widget gateway's CAPLO_* settings, read in one place: this server's public origin, the proxies
 // trusted to name the client's address, and the per-address limits on sockets and new conversations.
 import { isIP } from "node:net";
+import { parseSetting } from "../config/index.ts";
 import { DEFAULT_ADDRESS_LIMITS, type AddressLimits } from "./addressLimits.ts";
 
 export type WidgetSettings = {
@@ -47,16 +48,14 @@ export function readWidgetSettings(env: Record<string, string | undefined>): { o
   const trustedProxies = (env.CAPLO_TRUSTED_PROXIES ?? "").split(",").map((entry) => entry.trim()).filter(Boolean);
   const badProxy = trustedProxies.find((entry) => !parseProxyEntry(entry));
   if (badProxy !== undefined) return invalid("CAPLO_TRUSTED_PROXIES", `CAPLO_TRUSTED_PROXIES is a comma-separated list of proxy addresses or ranges (10.0.0.5, 10.0.0.0/8, fd00::/8); ${JSON.stringify(badProxy)} is not one`);
-  const whole = (name: string, min: number, max: number, fallback: number): number | SettingError => {
-    const text = env[name];
-    if (text === undefined || text === "") return fallback;
-    const value = Number(text);
-    if (!/^[0-9]+$/.test(text) || value < min || value > max) return { code: "setting_invalid", path: name, message: `${name} is a whole number from ${min} to ${max}` };
-    return value;
+  // The ranges are the settings' schema's (config/settings/gateway.ts).
+  const whole = (name: "CAPLO_WIDGET_SOCKETS_PER_ADDRESS" | "CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE" | "CAPLO_WIDGET_HELLO_TIMEOUT_SECONDS", fallback: number): number | SettingError => {
+    const parsed = parseSetting(name, env[name]);
+    return parsed.ok ? (parsed.value ?? fallback) : parsed.error;
   };
-  const sockets = whole("CAPLO_WIDGET_SOCKETS_PER_ADDRESS", 1, 1_000_000, DEFAULT_ADDRESS_LIMITS.socketsPerAddress);
-  const conversations = whole("CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE", 1, 1_000_000, DEFAULT_ADDRESS_LIMITS.conversationsPerMinute);
-  const helloSeconds = whole("CAPLO_WIDGET_HELLO_TIMEOUT_SECONDS", 1, 600, DEFAULT_HELLO_TIMEOUT_MS / 1000);
+  const sockets = whole("CAPLO_WIDGET_SOCKETS_PER_ADDRESS", DEFAULT_ADDRESS_LIMITS.socketsPerAddress);
+  const conversations = whole("CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE", DEFAULT_ADDRESS_LIMITS.conversationsPerMinute);
+  const helloSeconds = whole("CAPLO_WIDGET_HELLO_TIMEOUT_SECONDS", DEFAULT_HELLO_TIMEOUT_MS / 1000);
   for (const value of [sockets, conversations, helloSeconds]) if (typeof value !== "number") return { ok: false, error: value };
   return {
     ok: true,

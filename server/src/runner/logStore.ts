@@ -4,6 +4,7 @@
 // line would take it over half of maxBytes it becomes FILE.1 (replacing the older one) and a new FILE is
 // started, so the two together stay under maxBytes and at least the newest maxBytes/2 are kept. A broken
 // line (a crash mid-write) is skipped when reading; the rest is still read.
+import { parseSetting } from "../config/index.ts";
 import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { LogLine } from "./api.ts";
@@ -43,8 +44,6 @@ export function recordContext(context: { conversationId?: string | undefined; tu
 export const DEFAULT_LOG_FILE = join(".caplo", "invocations.jsonl");
 /** Default bound of an invocation log (the file and its one rotated predecessor together). */
 export const DEFAULT_LOG_MAX_BYTES = 64 * 1024 * 1024;
-export const LOG_MAX_MIB_MIN = 1;
-export const LOG_MAX_MIB_MAX = 102_400;
 
 export type JsonlLogStoreOptions = {
   /** The file and FILE.1 together stay under this many bytes (default 64 MiB). */
@@ -176,16 +175,14 @@ export type InvocationLogSettings = { ok: true; file: string; maxBytes: number }
  * of the working folder; CAPLO_INVOCATION_LOG_MAX_MB (default 64). `caplo tool logs --db` finds it the same way.
  */
 export function invocationLogSettings(db: string, env: Record<string, string | undefined>): InvocationLogSettings {
-  const text = env.CAPLO_INVOCATION_LOG_MAX_MB;
-  let maxBytes = DEFAULT_LOG_MAX_BYTES;
-  if (text !== undefined && text !== "") {
-    const mib = Number(text);
-    if (!/^[0-9]+$/.test(text) || mib < LOG_MAX_MIB_MIN || mib > LOG_MAX_MIB_MAX) {
-      return { ok: false, error: { code: "setting_invalid", path: "CAPLO_INVOCATION_LOG_MAX_MB", message: `CAPLO_INVOCATION_LOG_MAX_MB is a whole number of MiB from ${LOG_MAX_MIB_MIN} to ${LOG_MAX_MIB_MAX}` } };
-    }
-    maxBytes = mib * 1024 * 1024;
-  }
+  const mib = parseSetting("CAPLO_INVOCATION_LOG_MAX_MB", env.CAPLO_INVOCATION_LOG_MAX_MB);
+  if (!mib.ok) return mib;
+  const maxBytes = mib.value * 1024 * 1024;
+  return { ok: true, file: invocationLogFile(db, env.CAPLO_INVOCATION_LOG), maxBytes };
+}
+
+/** The invocation log's file: CAPLO_INVOCATION_LOG if set, else beside the SQLite file, else DEFAULT_LOG_FILE. */
+export function invocationLogFile(db: string, setting: string | undefined): string {
   const postgres = /^postgres(ql)?:\/\//.test(db);
-  const file = env.CAPLO_INVOCATION_LOG || (postgres || db === ":memory:" ? DEFAULT_LOG_FILE : join(dirname(db), "invocations.jsonl"));
-  return { ok: true, file, maxBytes };
+  return setting || (postgres || db === ":memory:" ? DEFAULT_LOG_FILE : join(dirname(db), "invocations.jsonl"));
 }

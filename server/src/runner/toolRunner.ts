@@ -58,7 +58,7 @@ export class RunnerError extends Error {
 }
 
 export type RunnerOptions = {
-  /** Node 24 binary; default CAPLO_NODE24 or runtime/node24. */
+  /** Node 24 binary; default runtime/node24 of this repository (the server passes CAPLO_NODE24). */
   node?: string;
   /**
    * Run untrusted packages without namespaces (permission model and proxy only, as an unprivileged user)
@@ -81,21 +81,21 @@ export type RunnerOptions = {
   processMemoryMb?: number;
   /** Processes and threads a package process may have at once (cgroup pids.max). Default 128. */
   pidsMax?: number;
-  /** false: no control groups even where they work (the V8 heap cap only). Default: use them (CAPLO_CGROUPS=off also turns them off). */
+  /** false: no control groups even where they work (the V8 heap cap only; CAPLO_CGROUPS=off). Default: use them. */
   cgroups?: boolean;
   startTimeoutMs?: number;
-  /** Operator's host→address map, CAPLO_EGRESS_RESOLVE syntax; default from the environment. */
+  /** Operator's host→address map, CAPLO_EGRESS_RESOLVE syntax (the caller passes the setting). */
   egressResolve?: string;
   /**
    * Operator-only, for local development: a PEM file of certificate authorities that packages' TLS
    * trusts besides Node's own, so a local test API with its own certificate can be reached over https
-   * (with egressResolve mapping its host). Default from CAPLO_EXTRA_CA_CERTS. A package cannot set it.
+   * (with egressResolve mapping its host); CAPLO_EXTRA_CA_CERTS. A package cannot set it.
    */
   extraCaCerts?: string;
   logStore?: LogStore;
   /**
    * Operator-only, for local development and tests: remote MCP versions may be reached over http and at
-   * loopback or private addresses. Default from CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1. Never the default.
+   * loopback or private addresses (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1). Never the default.
    */
   allowPrivateRemote?: boolean;
 };
@@ -178,10 +178,10 @@ export class CaploToolRunner implements ToolRunner {
     this.options = options;
     this.pool = new ProcessPool(options.maxProcesses ?? 16);
     this.logStore = options.logStore ?? new MemoryLogStore();
-    const parsed = parseResolveOverrides(options.egressResolve ?? process.env.CAPLO_EGRESS_RESOLVE);
+    const parsed = parseResolveOverrides(options.egressResolve);
     if (parsed.errors.length) throw new RunnerError(parsed.errors[0]!.code, parsed.errors[0]!.message);
     this.overrides = parsed.overrides;
-    this.extraCaCerts = checkExtraCaCerts(options.extraCaCerts ?? (process.env.CAPLO_EXTRA_CA_CERTS || undefined));
+    this.extraCaCerts = checkExtraCaCerts(options.extraCaCerts || undefined);
     const sandbox = chooseSandbox(options.allowWeakSandbox ?? false);
     this.sandboxMode = sandbox.mode;
     this.sandboxNote = sandbox.note;
@@ -284,7 +284,7 @@ export class CaploToolRunner implements ToolRunner {
   private async loadRemote(version: PackageVersion): Promise<void> {
     const pinned = await loadPinnedRemote(version);
     if (!pinned.ok) throw new RunnerError(pinned.error.code, pinned.error.message, pinned.error.path);
-    const allowPrivateNetwork = this.options.allowPrivateRemote ?? process.env.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK === "1";
+    const allowPrivateNetwork = this.options.allowPrivateRemote ?? false;
     if (this.targets.has(version.id)) return;
     this.targets.set(version.id, remoteTarget(pinned.version, { ...(allowPrivateNetwork && { allowPrivateNetwork }) }));
   }

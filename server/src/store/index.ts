@@ -7,10 +7,10 @@ import { SqliteStore } from "./sqliteStore.ts";
 import type { Store } from "./store.ts";
 
 /** Open (and migrate) the store a URL names: `postgres://...` for PostgreSQL, anything else is a SQLite file path. */
-export async function openStore(location: string, options: { schema?: string } = {}): Promise<Store> {
+export async function openStore(location: string, options: { schema?: string; synchronous?: "normal" | "full" } = {}): Promise<Store> {
   const store: Store = /^postgres(ql)?:\/\//.test(location)
     ? new PostgresStore({ connectionString: location, schema: options.schema })
-    : new SqliteStore(location.replace(/^sqlite:/, ""));
+    : new SqliteStore(location.replace(/^sqlite:/, ""), { ...(options.synchronous && { synchronous: options.synchronous }) });
   await store.migrate();
   return store;
 }

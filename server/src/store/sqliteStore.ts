@@ -12,6 +12,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
+import { parseSetting } from "../config/index.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
 import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
@@ -50,12 +51,11 @@ export type SqliteStoreOptions = {
   synchronous?: "normal" | "full";
 };
 
-/** CAPLO_SQLITE_SYNCHRONOUS, the durability setting of every SQLite file Caplo writes (this store, the channels' inbox). */
-export function sqliteSynchronous(env: Record<string, string | undefined> = process.env): "normal" | "full" {
-  const value = env.CAPLO_SQLITE_SYNCHRONOUS;
-  if (value === undefined || value === "" || value === "normal") return "normal";
-  if (value === "full") return "full";
-  throw new Error(`CAPLO_SQLITE_SYNCHRONOUS must be normal or full, not '${value}'`);
+/** CAPLO_SQLITE_SYNCHRONOUS of `env`, the durability setting of every SQLite file Caplo writes (this store, the channels' inbox). */
+export function sqliteSynchronous(env: Record<string, string | undefined>): "normal" | "full" {
+  const parsed = parseSetting("CAPLO_SQLITE_SYNCHRONOUS", env.CAPLO_SQLITE_SYNCHRONOUS);
+  if (!parsed.ok) throw new Error(parsed.error.message);
+  return parsed.value;
 }
 
 export class SqliteStore implements Store {
@@ -65,7 +65,7 @@ export class SqliteStore implements Store {
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.path = path;
-    const synchronous = options.synchronous ?? sqliteSynchronous();
+    const synchronous = options.synchronous ?? "normal";
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma("journal_mode = WAL");

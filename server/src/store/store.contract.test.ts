@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChannelCapabilities, Outbound } from "@caplo/shared";
 import { PostgresStore, SqliteStore, WriteBlockedError, type NewWrite, type Store } from "./index.ts";
 import { testPg } from "../../../tests/support/services.ts";
+import { sqliteSynchronous } from "./sqliteStore.ts";
 
 const capabilities: ChannelCapabilities = { editableFields: true, forms: true, questions: true, files: false, pages: false, richText: true };
 
@@ -623,17 +624,13 @@ describe("sqlite store: durability setting and group commit", () => {
 
   it("synchronous is normal by default and full when asked (option or CAPLO_SQLITE_SYNCHRONOUS); another value is refused clearly", async () => {
     const path = join(dir, "sync.db");
+    // The store takes the setting as an option; the server reads CAPLO_SQLITE_SYNCHRONOUS once and passes it.
     const stores = [new SqliteStore(path), new SqliteStore(path, { synchronous: "full" })];
-    const saved = process.env.CAPLO_SQLITE_SYNCHRONOUS;
     try {
-      process.env.CAPLO_SQLITE_SYNCHRONOUS = "full";
-      stores.push(new SqliteStore(path));
+      stores.push(new SqliteStore(path, { synchronous: sqliteSynchronous({ CAPLO_SQLITE_SYNCHRONOUS: "full" }) }));
       expect(stores.map((store) => store.synchronous)).toEqual(["normal", "full", "full"]);
-      process.env.CAPLO_SQLITE_SYNCHRONOUS = "off";
-      expect(() => new SqliteStore(path)).toThrow("CAPLO_SQLITE_SYNCHRONOUS must be normal or full, not 'off'");
+      expect(() => new SqliteStore(path, { synchronous: sqliteSynchronous({ CAPLO_SQLITE_SYNCHRONOUS: "off" }) })).toThrow("CAPLO_SQLITE_SYNCHRONOUS must be normal or full, not 'off'");
     } finally {
-      if (saved === undefined) delete process.env.CAPLO_SQLITE_SYNCHRONOUS;
-      else process.env.CAPLO_SQLITE_SYNCHRONOUS = saved;
       await Promise.all(stores.map((store) => store.close()));
     }
   });

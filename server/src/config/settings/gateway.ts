@@ -1,0 +1,56 @@
+// Settings of the gateway: the proxies trusted to name a client's address, the per-address limits on the
+// widget's sockets and new conversations, the hello timeout, and the team API's members.
+import { setting, text, wholeNumber } from "../setting.ts";
+
+export const gatewaySettings = {
+  CAPLO_TRUSTED_PROXIES: setting(
+    {
+      name: "CAPLO_TRUSTED_PROXIES",
+      checkedBy: "gateway/settings.ts (setting_invalid)",
+      rule: "proxy addresses or CIDR ranges, comma-separated",
+      example: "10.0.0.0/8,fd00::/8",
+      default: "— (X-Forwarded-For is not believed)",
+      commands: ["serve"],
+      doc: "proxies whose `X-Forwarded-For` names the widget client's address for the per-address limits, read from the right (default none: the socket's peer; the header is never believed from anyone else). See [Behind a reverse proxy](../widget-protocol.md#behind-a-reverse-proxy)",
+    },
+    text().optional(),
+  ),
+  CAPLO_WIDGET_SOCKETS_PER_ADDRESS: setting(
+    { name: "CAPLO_WIDGET_SOCKETS_PER_ADDRESS", rule: "a whole number from 1 to 1000000", example: "30", default: "30", commands: ["serve"], doc: "open widget sockets per client address on this node (an IPv6 client counts by its /64); more are told `too_many_connections` and closed with 1013" },
+    wholeNumber(1, 1_000_000).optional(),
+  ),
+  CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE: setting(
+    { name: "CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE", rule: "a whole number from 1 to 1000000", example: "20", default: "20", commands: ["serve"], doc: "new widget conversations per client address per minute on this node (that many at once, then one every 60/N seconds; resuming is not new); more are told `too_many_conversations` and closed with 1013" },
+    wholeNumber(1, 1_000_000).optional(),
+  ),
+  CAPLO_WIDGET_HELLO_TIMEOUT_SECONDS: setting(
+    { name: "CAPLO_WIDGET_HELLO_TIMEOUT_SECONDS", rule: "a whole number of seconds from 1 to 600", example: "10", default: "10", commands: ["serve"], doc: "a widget socket that says no `hello` this long is told `hello_timeout` and closed with 4408" },
+    wholeNumber(1, 600).optional(),
+  ),
+  CAPLO_TEAM_MEMBERS: setting(
+    {
+      name: "CAPLO_TEAM_MEMBERS",
+      rule: "name=sha256:<64 hex digits> entries, comma-separated, names and hashes each unique",
+      example: "ana=sha256:0f1e…",
+      default: "— (the team API answers 503)",
+      commands: ["serve"],
+      checkedBy: "gateway/teamMembers.ts (team_members_invalid)",
+      doc: "the team API's members, each with a token of their own (`caplo team token NAME` makes a token and its entry). See [Team API and handoff](team-api.md)",
+    },
+    text().optional(),
+  ),
+  // One shared token let anyone holding it write as any member: members now authenticate individually.
+  CAPLO_TEAM_TOKEN: setting(
+    {
+      name: "CAPLO_TEAM_TOKEN",
+      code: "team_token_replaced",
+      bareMessage: true,
+      rule: "the shared team token is no longer accepted: give each member a token of their own in CAPLO_TEAM_MEMBERS (caplo team token NAME; docs/operators/team-api.md)",
+      example: "(unset)",
+      default: "—",
+      commands: ["serve"],
+      doc: "no longer accepted: a server that has it set refuses to start with `team_token_replaced`; use `CAPLO_TEAM_MEMBERS`",
+    },
+    text().max(0).optional(),
+  ),
+};
