@@ -8,10 +8,12 @@ import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { findNode24 } from "../runner/index.ts";
 import { REPO_ROOT } from "../runner/node24.ts";
+import { insidePackage } from "../runner/packagePath.ts";
 
 export const help = `Usage: caplo tool dev DIR [--no-inspector]
 
-Starts DIR/src/stdio.ts with Node 24 over standard input and output, the same code that MCP Inspector,
+Starts DIR/src/stdio.ts with Node 24 over standard input and output (outside Caplo's sandbox: run only
+your own package this way), the same code that MCP Inspector,
 Claude Desktop or any local MCP client can run. Secrets come from environment variables of the same
 name (local development only; on Caplo they never come from the environment).
 
@@ -60,6 +62,13 @@ export async function run(args: string[]): Promise<number> {
   }
   const dir = resolve(positional[0]!);
   const stdio = join(dir, "src", "stdio.ts");
+  // caplo tool dev runs the author's own package outside any sandbox (see docs/runner.md): at least the
+  // file it runs is the package's own, not a link out of it.
+  const inside = insidePackage(dir, stdio);
+  if (!inside.ok) {
+    console.error(`${inside.error.code}: ${inside.error.message}`);
+    return 2;
+  }
   if (!existsSync(stdio)) {
     console.error(`stdio_missing: ${stdio} does not exist (caplo tool init writes it; it calls serveStdio)`);
     return 2;
