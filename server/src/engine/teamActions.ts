@@ -1,0 +1,109 @@
+// What the team does in a conversation and what the agent hands to them: handoff to a queue, take over,
+// team messages, hand back, and the lists the team follows up (unresolved writes, undelivered messages).
+import type { ConversationRecord, WriteRecord } from "../store/store.ts";
+import { fail, randomId, UNDELIVERED_NOTE_PREFIX, type EngineResult, type UndeliveredMessage } from "./common.ts";
+import type { EngineCore } from "./core.ts";
+import type { AgentRelease } from "./release.ts";
+
+export class TeamActions {
+  private readonly core: EngineCore;
+
+  constructor(core: EngineCore) {
+    this.core = core;
+  }
+
+  private readonly undeliveredSources = new Set<() => Promise<UndeliveredMessage[]>>();
+
+  async handOff(conversation: ConversationRecord, release: AgentRelease, reason: string | undefined): Promise<void> {
+    const destination = release.config.channels[conversation.channel]?.handoff;
+    if (!destination) return;
+    await this.core.store.setHandoff(conversation.id, { state: "requested", queue: destination.queue, at: this.core.now() });
+    await this.core.conversations.emit(conversation.id, {
+      type: "handoff",
+      id: randomId("m"),
+      state: "requested",
+      text: destination.message ?? "I've passed this conversation to our team. Someone will reply here.",
+    });
+    // The team hears of it at the queue's webhook (stored first, sent and retried in the background).
+    await this.core.options.handoffNotifier?.notify({ conversation, queue: destination.queue, reason, at: this.core.now() });
+  }
+
+  /** A team member takes over any text conversation: the agent stays silent until it is handed back. */
+  async takeOver(conversationId: string, member: string): Promise<EngineResult> {
+    return this.core.serial(conversationId, async () => {
+      const conversation = await this.core.store.getConversation(conversationId);
+      if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      if (conversation.handoff?.state === "taken" && conversation.handoff.member !== member) {
+        return fail("conversation_held", "member", "another team member holds this conversation");
+      }
+      await this.core.store.setHandoff(conversationId, { state: "taken", member, ...(conversation.handoff?.queue && { queue: conversation.handoff.queue }), at: this.core.now() });
+      await this.core.conversations.record(conversationId, {
+        events: [{ type: "handoff", id: randomId("m"), state: "taken", text: "A member of our team has joined the conversation." }],
+        transcript: [{ role: "system", content: "A team member took over the conversation." }],
+      });
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  async teamMessage(conversationId: string, member: string, text: string): Promise<EngineResult> {
+    return this.core.serial(conversationId, async () => {
+      const conversation = await this.core.store.getConversation(conversationId);
+      if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      if (conversation.handoff?.state !== "taken" || conversation.handoff.member !== member) {
+        return fail("conversation_not_held", "member", "take the conversation over before writing in it");
+      }
+      await this.core.conversations.record(conversationId, { events: [{ type: "text", id: randomId("m"), from: "team", text }], transcript: [{ role: "system", content: `[team] ${text}` }] });
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  /** Hand the conversation back to the agent. */
+  async handBack(conversationId: string, member: string): Promise<EngineResult> {
+    return this.core.serial(conversationId, async () => {
+      const conversation = await this.core.store.getConversation(conversationId);
+      if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      if (!conversation.handoff) return fail("conversation_not_held", "conversationId", "the agent already holds this conversation");
+      if (conversation.handoff.state === "taken" && conversation.handoff.member !== member) {
+        return fail("conversation_held", "member", "another team member holds this conversation");
+      }
+      await this.core.store.setHandoff(conversationId, null);
+      await this.core.conversations.record(conversationId, {
+        events: [{ type: "handoff", id: randomId("m"), state: "released", text: "You're back with the assistant." }],
+        transcript: [{ role: "system", content: "The team handed the conversation back to you." }],
+      });
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  /** Writes still unresolved after the last status check: the team checks their own system and follows up. */
+  async followUps(): Promise<WriteRecord[]> {
+    return this.core.store.listFollowUps();
+  }
+
+  /**
+   * A message that could not reach the customer (outside a messaging app's window, refused for good): the
+   * conversation's history records it for the team, under an id no channel sends, and the model is told.
+   */
+  async recordUndelivered(conversationId: string, text: string): Promise<EngineResult> {
+    return this.core.serial(conversationId, async () => {
+      if (!(await this.core.store.getConversation(conversationId))) return fail("conversation_not_found", "conversationId", "no such conversation");
+      await this.core.conversations.record(conversationId, {
+        events: [{ type: "text", id: randomId(UNDELIVERED_NOTE_PREFIX.slice(0, -1)), from: "system", text }],
+        transcript: [{ role: "system", content: `The customer did not receive a message: ${text}` }],
+      });
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  /** Registers where messages that never reached their customer are kept (a channel store), for the team's follow-up list. */
+  addUndeliveredSource(source: () => Promise<UndeliveredMessage[]>): () => void {
+    this.undeliveredSources.add(source);
+    return () => this.undeliveredSources.delete(source);
+  }
+
+  /** Messages that never reached their customer, newest first. */
+  async undelivered(): Promise<UndeliveredMessage[]> {
+    const lists = await Promise.all([...this.undeliveredSources].map((source) => source()));
+    return lists.flat().sort((a, b) => b.at - a.at);
+  }
+}

@@ -1,0 +1,216 @@
+// A turn: model steps until the model answers without tool calls; a read runs at once, a write becomes a
+// proposal (writes.ts), the handoff tool hands the conversation to the team. Each step's results are
+// stored in one transaction before anything acts on them; the turn's last append clears what it owed.
+import { FILE_TYPES, type CallSubject } from "@caplo/shared";
+import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
+import type { DeliveredFile, ElicitRequest } from "../runner/api.ts";
+import type { ConversationRecord } from "../store/store.ts";
+import { FILES_PATH, HANDED_OFF_NOTE, HANDOFF_TOOL, progressEvent, randomId, stepUpEvent, type Carry, type ToolCallOutcome } from "./common.ts";
+import type { EngineCore } from "./core.ts";
+import { modelParameters, projectResult } from "./presentation.ts";
+import { findTool, type AgentRelease, type EngineTool } from "./release.ts";
+import { transcriptWindow } from "./transcriptWindow.ts";
+import { handoffReason } from "./handoff.ts";
+
+export class Turns {
+  private readonly core: EngineCore;
+
+  constructor(core: EngineCore) {
+    this.core = core;
+  }
+
+  private modelFor(release: AgentRelease): Model {
+    return typeof this.core.options.model === "function" ? this.core.options.model(release) : this.core.options.model;
+  }
+
+  private modelTools(release: AgentRelease, conversation: ConversationRecord): ModelTool[] {
+    const tools: ModelTool[] = release.tools.map((tool) => ({ name: tool.modelName, description: tool.description, parameters: modelParameters(tool) }));
+    if (release.config.channels[conversation.channel]?.handoff) {
+      tools.push({
+        name: HANDOFF_TOOL,
+        description: "Hand the conversation to a person on the team when the customer asks for one or you cannot help.",
+        parameters: { type: "object", properties: { reason: { type: "string", maxLength: 500 } }, additionalProperties: false },
+      });
+    }
+    return tools;
+  }
+
+  /**
+   * A turn: model steps until the model answers without tool calls. Each step's results (the model's reply,
+   * a read's progress end and result, the tool entry) are stored in one transaction before anything acts
+   * on them; `fresh` says the caller's record was read in the transaction that stored the customer's input.
+   */
+  async runTurn(conversation: ConversationRecord, fresh = false, owedSeq?: number): Promise<void> {
+    const release = this.core.releaseOf(conversation);
+    if (!release) return;
+    const model = this.modelFor(release);
+    const turnId = randomId("t");
+    const carry: Carry = { events: [], transcript: [] };
+    const finish = owedSeq !== undefined ? { nodeId: this.core.nodeId, seq: owedSeq } : undefined;
+    let ended = false;
+    this.core.typing(conversation.id, true);
+    try {
+      await this.turnSteps(conversation, release, model, turnId, carry, fresh, owedSeq);
+      ended = true;
+    } finally {
+      // A turn that ends (answer, end of turn, step limit, or a failure) stores what it has not stored yet; one
+      // that ended without throwing also clears what it owed, in the same statement.
+      try {
+        await this.core.conversations.flushCarry(conversation.id, carry, [], ended ? finish : undefined);
+      } finally {
+        this.core.typing(conversation.id, false);
+      }
+    }
+  }
+
+  /** The model steps of a turn (runTurn stores what they leave in the carry). */
+  private async turnSteps(conversation: ConversationRecord, release: AgentRelease, model: Model, turnId: string, carry: Carry, fresh: boolean, owedSeq: number | undefined): Promise<void> {
+    {
+      for (let step = 0; step < (this.core.options.maxModelSteps ?? 8); step++) {
+        // The previous step's results are stored first; that transaction reads the conversation too.
+        const stored = await this.core.conversations.flushCarry(conversation.id, carry);
+        const current = stored?.conversation ?? (step === 0 && fresh ? conversation : (await this.core.store.getConversation(conversation.id))!);
+        if (current.handoff) return;
+        // The turn owed to a customer message stops once it is no longer this node's: this node stalled and
+        // another took it over, or a newer message on another node owes the next turn (which sees this one's steps).
+        if (owedSeq !== undefined && (current.owedTurn?.nodeId !== this.core.nodeId || current.owedTurn.seq !== owedSeq)) {
+          this.core.log("warn", "a turn no longer owed by this node stops", { conversationId: conversation.id, owedTurn: current.owedTurn });
+          return;
+        }
+        const transcript = await this.core.transcripts.transcriptOf(current);
+        const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
+        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcriptWindow(transcript.messages, this.core.transcriptBudget(), transcript.earlier)];
+        let text = "";
+        const calls: ModelToolCall[] = [];
+        let failed: string | undefined;
+        for await (const part of model.stream({ messages, tools: this.modelTools(release, current) })) {
+          if (part.type === "text-delta") text += part.text;
+          else if (part.type === "tool-call") calls.push(part.call);
+          else if (part.type === "error") failed = `${part.code}: ${part.message}`;
+        }
+        if (failed) {
+          this.core.log("error", "model failed", { conversationId: conversation.id, error: failed });
+          carry.events.push({ type: "text", id: randomId("m"), from: "system", text: "Sorry, I could not answer just now. Please try again." });
+          return;
+        }
+        carry.transcript.push({ role: "assistant", content: text, ...(calls.length > 0 && { toolCalls: calls }) });
+        if (text.trim()) carry.events.push({ type: "text", id: randomId("m"), from: "agent", text });
+        if (calls.length === 0) return;
+        let endTurn = false;
+        for (const call of calls) {
+          const outcome = await this.toolCall(current, release, turnId, call, carry);
+          // A proposal stored its tool entry with the write itself.
+          if (!outcome.stored) carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: outcome.modelText });
+          if (outcome.endTurn) endTurn = true;
+        }
+        if (endTurn) return;
+      }
+    }
+  }
+
+  /** One tool call of the model: a read runs at once, a write becomes a proposal (or runs, with confirmation none). */
+  private async toolCall(
+    conversation: ConversationRecord,
+    release: AgentRelease,
+    turnId: string,
+    call: ModelToolCall,
+    carry: Carry,
+  ): Promise<ToolCallOutcome> {
+    if (call.name === HANDOFF_TOOL && release.config.channels[conversation.channel]?.handoff) {
+      await this.core.conversations.flushCarry(conversation.id, carry);
+      await this.core.team.handOff(conversation, release, handoffReason(call.arguments));
+      return { modelText: HANDED_OFF_NOTE, endTurn: true };
+    }
+    const tool = findTool(release, call.name);
+    if (!tool) return { modelText: `tool_unknown: there is no tool named ${call.name}.` };
+    let args: Record<string, unknown>;
+    try {
+      const parsed: unknown = JSON.parse(call.arguments || "{}");
+      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new Error("not an object");
+      args = parsed as Record<string, unknown>;
+    } catch {
+      return { modelText: "arguments_invalid: the arguments must be one JSON object." };
+    }
+    const subjectPolicy = tool.policy.subject;
+    if (subjectPolicy?.selector && subjectPolicy.selector in args) {
+      return { modelText: `selector_refused: ${subjectPolicy.selector} is filled by Caplo from the verified customer; leave it out.` };
+    }
+    if (subjectPolicy && !conversation.subject) {
+      await this.core.conversations.flushCarry(conversation.id, carry, [{ type: "step_up", id: randomId("m"), level: "low", text: "Please verify your identity so I can help with that." }]);
+      return { modelText: "customer_not_verified: this tool acts for a verified customer; the customer has been asked to verify. Try again after they have." };
+    }
+    if (tool.policy.effect === "read") return this.runRead(conversation, tool, turnId, call, args, carry);
+    return this.core.writes.proposeWrite(conversation, tool, turnId, call, args, carry);
+  }
+
+  withSelector(tool: EngineTool, args: Record<string, unknown>, subject: CallSubject | null): Record<string, unknown> {
+    const selector = tool.policy.subject?.selector;
+    if (!selector || !subject?.ref) return args;
+    return { ...args, [selector]: subject.ref };
+  }
+
+  /**
+   * A read runs at once. Its progress start is stored (with what the step had waiting) before the runner is
+   * called; its progress end, result and step-up notice join the carry, stored before the next action.
+   */
+  private async runRead(
+    conversation: ConversationRecord,
+    tool: EngineTool,
+    turnId: string,
+    call: ModelToolCall,
+    args: Record<string, unknown>,
+    carry: Carry,
+  ): Promise<{ modelText: string }> {
+    await this.core.conversations.flushCarry(conversation.id, carry, [progressEvent(tool, call.id, "start")]);
+    let result;
+    try {
+      result = await this.core.options.runner.call({
+        packageVersionId: tool.packageVersionId,
+        tool: tool.tool,
+        args, // the runner fills the subject selector itself
+        context: {
+          invocationId: randomId("inv"),
+          conversationId: conversation.id,
+          turnId,
+          ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
+          secrets: this.core.secrets(tool.packageVersionId),
+        },
+        ...(this.core.elicitations.canElicit(conversation, tool) && { elicit: (request: ElicitRequest) => this.core.elicitations.elicit(conversation, tool, request) }),
+      });
+    } catch (error) {
+      carry.events.push(progressEvent(tool, call.id, "end"));
+      this.core.log("error", "read failed in the runner", { tool: tool.ref, error: String(error) });
+      return { modelText: "tool_failed: the tool could not run." };
+    }
+    carry.events.push(progressEvent(tool, call.id, "end"));
+    if (result.stepUp) {
+      carry.events.push(stepUpEvent(result.stepUp, undefined));
+      return { modelText: `step_up_required: the customer must verify at level ${result.stepUp.level}${result.stepUp.maxAuthAgeSeconds !== undefined ? ` within ${result.stepUp.maxAuthAgeSeconds} seconds` : ""}; they have been told. Nothing was looked up.` };
+    }
+    if (result.isError) return { modelText: `error: ${result.modelText}` };
+    const shown = projectResult(tool, result.structuredContent, randomId("m"), call.id);
+    if (shown) carry.events.push(shown);
+    let modelText = result.modelText;
+    if (result.files.length > 0) {
+      await this.core.conversations.flushCarry(conversation.id, carry);
+      modelText += await this.deliverFiles(conversation, result.files);
+    }
+    return { modelText };
+  }
+
+  /** Files a read returned: kept and shown as downloads where the channel can; the model is told either way and never sees the bytes. */
+  private async deliverFiles(conversation: ConversationRecord, files: DeliveredFile[]): Promise<string> {
+    if (!conversation.capabilities.files) return `\n[${files.length} file(s) were not delivered: this channel cannot receive files.]`;
+    const delivered: string[] = [];
+    for (const file of files) {
+      const mimeType = FILE_TYPES.find((type) => type === file.mimeType);
+      if (!mimeType) continue;
+      const id = randomId("f", 24);
+      await this.core.store.putFile({ id, conversationId: conversation.id, name: file.name, mimeType, size: file.size, bytes: file.bytes, createdAt: this.core.now() });
+      await this.core.conversations.emit(conversation.id, { type: "file", id: randomId("m"), name: file.name, mimeType, size: file.size, url: `${FILES_PATH}/${id}` });
+      delivered.push(file.name);
+    }
+    const skipped = files.length - delivered.length;
+    return `\n[${delivered.length} file(s) delivered to the customer as downloads${delivered.length ? `: ${delivered.join(", ")}` : ""}.${skipped ? ` ${skipped} not delivered (type not allowed).` : ""}]`;
+  }
+}

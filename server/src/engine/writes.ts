@@ -1,0 +1,309 @@
+// Writes: proposal, the customer's decision, the run with its idempotency key, the outcome, step-up and
+// expiry. Each ledger change is the write policy's (writePolicy.ts), stored by compare-and-set together
+// with what announces it (one transaction) before anything acts on it.
+import type { CallSubject, Inbound, Outbound, WriteOutcome } from "@caplo/shared";
+import { satisfiesStepUp } from "../identity/stepUp.ts";
+import type { ModelMessage, ModelToolCall } from "../model/model.ts";
+import { validateAgainst } from "../runner/schemaValidator.ts";
+import type { AppendBatch, ConversationRecord, WriteChange, WriteRecord } from "../store/store.ts";
+import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type Carry, type EngineResult, type ToolCallOutcome } from "./common.ts";
+import type { EngineCore } from "./core.ts";
+import { customerText, modelNote } from "./outcomeText.ts";
+import { applyEdits, receiptFields, reviewCard } from "./presentation.ts";
+import type { EngineTool } from "./release.ts";
+import { proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
+import { blockedMessage, blockingWrite, changedWrite, decide, ledgerChange, type Actor, type PolicyEvent } from "./writePolicy.ts";
+
+export class Writes {
+  private readonly core: EngineCore;
+
+  constructor(core: EngineCore) {
+    this.core = core;
+  }
+
+  async decideProposal(conversationId: string, ownerId: string, inbound: Extract<Inbound, { type: "confirm" | "decline" }>, recorded?: () => void): Promise<EngineResult> {
+    const conversation = (await this.core.store.getConversation(conversationId))!;
+    const write = await this.core.store.getWrite(inbound.proposalId);
+    // A proposal of another conversation is not visible here: refused exactly like a missing one.
+    if (!write || write.conversationId !== conversationId) return fail("proposal_not_found", "proposalId", "no such proposal in this conversation");
+    const tool = this.core.toolForWrite(write);
+    if (!tool) return fail("tool_unavailable", "proposalId", "the tool of this proposal is no longer available");
+    const actor: Actor = { ownerId, subjectId: conversation.subject?.id ?? null };
+    if (proposalExpired(write, this.core.now(), this.core.proposalTtl())) {
+      await this.apply(write, tool, { type: "expire" });
+      return fail("proposal_expired", "proposalId", "this proposal expired; ask the agent again");
+    }
+    if (inbound.type === "decline") {
+      const decision = decide(write, { type: "decline", actor });
+      if (!decision.ok) return fail(decision.code, "proposalId", decision.message);
+      const declined = await this.apply(write, tool, { type: "decline", actor });
+      if (!declined) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
+      recorded?.();
+      if (!conversation.handoff) await this.core.turns.runTurn(conversation);
+      return { ok: true };
+    }
+    const decision = decide(write, { type: "confirm", actor });
+    if (!decision.ok) return fail(decision.code, "proposalId", decision.message);
+    const edited = applyEdits(tool, write.args, inbound.edits, conversation.capabilities);
+    if (!edited.ok) return { ok: false, error: edited.error };
+    const confirmed = await this.core.store.transitionWrite(
+      write.id,
+      { states: ["proposed"] },
+      { state: "confirmed", finalArgs: edited.args, idempotencyKey: randomId("ik", 32), nodeId: this.core.nodeId, note: "confirmed by the customer" },
+      this.core.now(),
+    );
+    // Two confirms (double click, two tabs): the compare-and-set lets exactly one through.
+    if (!confirmed) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
+    recorded?.();
+    await this.runWrite(confirmed, tool, conversation);
+    const after = (await this.core.store.getConversation(conversationId))!;
+    if (!after.handoff) await this.core.turns.runTurn(after);
+    return { ok: true };
+  }
+
+  /** A customer verified (identity token, or a channel identity): cancel other customers' proposals, resume step-ups. */
+  async verify(conversationId: string, subject: CallSubject): Promise<EngineResult> {
+    return this.core.serial(conversationId, async () => {
+      const conversation = await this.core.store.getConversation(conversationId);
+      if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      await this.core.store.setSubject(conversationId, subject);
+      await this.core.conversations.note(conversationId, `The customer is verified (level ${subject.level}).`);
+      const updated = (await this.core.store.getConversation(conversationId))!;
+      for (const write of await this.core.store.listWrites(conversationId)) {
+        if (stepUpExpired(write, this.core.now(), this.core.proposalTtl())) {
+          // Verified too late: it expires (nothing was applied) rather than running long after it was asked for.
+          await this.expireWrite(write);
+          continue;
+        }
+        const satisfies = write.stepUp ? satisfiesStepUp(subject, write.stepUp, new Date(this.core.now())) : false;
+        const decision = decide(write, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
+        if (!decision.ok) continue;
+        const tool = this.core.toolForWrite(write);
+        if (!tool) continue;
+        if (decision.to === "running") {
+          const running = await this.core.store.transitionWrite(write.id, { states: ["step_up_required"] }, { state: "running", stepUp: null, nodeId: this.core.nodeId, note: "step-up satisfied" }, this.core.now());
+          if (running) await this.runWrite(running, tool, updated, true);
+        } else {
+          await this.apply(write, tool, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
+        }
+      }
+      return { ok: true } as EngineResult;
+    });
+  }
+
+  async proposeWrite(
+    conversation: ConversationRecord,
+    tool: EngineTool,
+    turnId: string,
+    call: ModelToolCall,
+    args: Record<string, unknown>,
+    carry: Carry,
+  ): Promise<ToolCallOutcome> {
+    let writes = await this.core.store.listWrites(conversation.id);
+    const expired = writes.filter((write) => writeExpired(write, this.core.now(), this.core.proposalTtl()));
+    // A proposal (or a step-up) past its time expires here, so it does not block the conversation for ever.
+    for (const write of expired) await this.expireWrite(write);
+    if (expired.length > 0) writes = await this.core.store.listWrites(conversation.id);
+    const blocking = blockingWrite(writes);
+    if (blocking) return { modelText: blockedMessage(blocking.state, blocking.toolRef) };
+    const issues = validateAgainst(tool.inputSchema, this.core.turns.withSelector(tool, args, conversation.subject));
+    if (issues.length > 0) return { modelText: `arguments_invalid: ${issues.map((issue) => `${issue.path || "/"} ${issue.message}`).join("; ")}` };
+    const confirmation = tool.policy.effect === "write" ? tool.policy.confirmation : "required";
+    const id = randomId("p", 16);
+    const card = confirmation === "required" ? reviewCard(tool, args, conversation.capabilities) : undefined;
+    // The write, what the step has waiting, its review card and its tool entry: one transaction.
+    const batch: AppendBatch = {
+      events: card ? [...carry.events, { type: "review", id: randomId("m"), proposalId: id, tool: tool.ref, title: card.title, fields: card.fields, state: "proposed" }] : carry.events,
+      transcript: card ? [...carry.transcript, { role: "tool", toolCallId: call.id, name: call.name, content: proposedNote(tool.ref, id) }] : carry.transcript,
+    };
+    const proposed = await this.core.store.proposeWrite(
+      {
+        id,
+        conversationId: conversation.id,
+        turnId,
+        callId: call.id,
+        toolRef: tool.ref,
+        modelName: tool.modelName,
+        packageVersionId: tool.packageVersionId,
+        tool: tool.tool,
+        args,
+        state: "proposed",
+        confirmation,
+        ownerId: conversation.ownerId,
+        subjectId: conversation.subject?.id ?? null,
+        createdAt: this.core.now(),
+      },
+      batch,
+    );
+    // Another node stored a write in this conversation since the check above: the store kept only one (and nothing of this batch).
+    if (!proposed.ok) {
+      const other = blockingWrite(await this.core.store.listWrites(conversation.id));
+      return { modelText: other ? blockedMessage(other.state, other.toolRef) : "write_blocked: another write of this conversation was started at the same moment and has just ended; you may try again." };
+    }
+    carry.events = [];
+    carry.transcript = [];
+    if (proposed.appended) await this.core.conversations.announce(proposed.appended);
+    if (confirmation === "none") {
+      const confirmed = await this.core.store.transitionWrite(
+        id,
+        { states: ["proposed"] },
+        { state: "confirmed", finalArgs: args, idempotencyKey: randomId("ik", 32), nodeId: this.core.nodeId, note: "confirmation: none" },
+        this.core.now(),
+      );
+      const done = await this.runWrite(confirmed!, tool, conversation, false);
+      return { modelText: modelNote(done ?? confirmed!) };
+    }
+    return { modelText: proposedNote(tool.ref, id), endTurn: true, stored: true };
+  }
+
+  /**
+   * Run a confirmed write (or re-run one after step-up) with exactly its final arguments and its key, and
+   * record the outcome. The `running` transition is stored, with the progress the customer sees, before the
+   * runner is called.
+   */
+  private async runWrite(write: WriteRecord, tool: EngineTool, conversation: ConversationRecord, noteToModel = true): Promise<WriteRecord | undefined> {
+    const start: AppendBatch = { events: [progressEvent(tool, write.callId, "start")] };
+    let running: WriteRecord | undefined = write;
+    if (write.state === "confirmed") {
+      const changed = await this.core.store.changeWrite(write.id, { states: ["confirmed"] }, { state: "running", nodeId: this.core.nodeId, note: "sent to the tool" }, this.core.now(), start);
+      if (changed?.appended) await this.core.conversations.announce(changed.appended);
+      running = changed?.write;
+    } else {
+      await this.core.conversations.record(conversation.id, start); // made running by its step-up
+    }
+    if (!running) return undefined;
+    let outcome: WriteOutcome;
+    try {
+      const result = await this.core.options.runner.call({
+        packageVersionId: running.packageVersionId,
+        tool: running.tool,
+        args: running.finalArgs ?? running.args, // the runner fills the subject selector itself
+        context: {
+          invocationId: randomId("inv"),
+          conversationId: conversation.id,
+          turnId: running.turnId,
+          idempotencyKey: running.idempotencyKey!,
+          ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
+          secrets: this.core.secrets(running.packageVersionId),
+        },
+      });
+      outcome =
+        result.outcome ??
+        (result.stepUp
+          ? { outcome: "step_up_required", stepUp: result.stepUp }
+          : result.isError
+            ? { outcome: "unknown", reason: result.modelText }
+            : { outcome: "applied", text: result.modelText, ...(result.structuredContent && { structuredContent: result.structuredContent }) });
+    } catch (error) {
+      outcome = { outcome: "unknown", reason: `the runner failed: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    return this.recordOutcome(running, tool, outcome, noteToModel);
+  }
+
+  /**
+   * The outcome of a write is known only here, in memory: if the store is away (PostgreSQL restarting),
+   * keep trying to record it, with a growing gap, rather than leave the write `running`. If this node
+   * dies first, another takes it over (unknown, then a status check); its compare-and-set then fails here.
+   * The progress end, the outcome and what the model is told are stored with the transition.
+   */
+  private async recordOutcome(running: WriteRecord, tool: EngineTool, outcome: WriteOutcome, noteToModel: boolean): Promise<WriteRecord | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.apply(running, tool, { type: "finished", outcome }, noteToModel, [progressEvent(tool, running.callId, "end")]);
+      } catch (error) {
+        if (this.core.stopped || attempt >= 60 || !storeUnreachable(error)) throw error;
+        if (attempt === 0) this.core.log("warn", "a write's outcome could not be stored yet; retrying", { writeId: running.id, error: String(error) });
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** attempt)));
+      }
+    }
+  }
+
+  /**
+   * Store a decision's ledger change (compare-and-set from the write's current state) together with what
+   * announces it (its effects: the outcome event, the note to the model, the step-up request), in one transaction.
+   */
+  async apply(write: WriteRecord, tool: EngineTool, event: PolicyEvent, noteToModel = true, before: Outbound[] = []): Promise<WriteRecord | undefined> {
+    const decision = decide(write, event);
+    if (!decision.ok) return undefined;
+    const now = this.core.now();
+    const change = ledgerChange(write, event, decision, { now, checkBaseMs: this.core.checkBase(), hasStatus: tool.hasStatus });
+    const after = changedWrite(write, change, now);
+    const batch: AppendBatch & { events: Outbound[]; transcript: ModelMessage[] } = { events: [...before], transcript: [] };
+    for (const effect of decision.effects) {
+      if (effect.type === "tell") this.addTell(batch, after, tool, noteToModel);
+      if (effect.type === "ask_step_up") {
+        // The review card learns its write waits for the customer to verify again (not "confirming" forever).
+        this.addTell(batch, after, tool, false);
+        batch.events.push(stepUpEvent(effect.stepUp, after.id));
+        if (noteToModel) batch.transcript.push({ role: "system", content: modelNote(after) });
+      }
+    }
+    const expect = { states: [write.state] as const, ...(event.type === "checked" && { checkCount: write.checkCount }) };
+    const announced = batch.events.length > 0 || batch.transcript.length > 0;
+    const changed = await this.core.store.changeWrite(write.id, expect, change, now, announced ? batch : undefined);
+    if (!changed) {
+      // Another node changed the write first (and tells the customer where it stands): the progress this node
+      // showed still ends.
+      if (before.length > 0) await this.core.conversations.record(write.conversationId, { events: before });
+      return undefined;
+    }
+    if (changed.appended) await this.core.conversations.announce(changed.appended);
+    return changed.write;
+  }
+
+  /** The outcome event (and the note to the model) telling where a write stands, added to a batch. */
+  private addTell(batch: { events: Outbound[]; transcript: ModelMessage[] }, write: WriteRecord, tool: EngineTool | undefined, noteToModel: boolean): void {
+    const title = tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
+    const receipt = write.state === "applied" && tool && write.result?.outcome === "applied" ? receiptFields(tool, write.result.structuredContent) : undefined;
+    batch.events.push({
+      type: "outcome",
+      id: randomId("m"),
+      proposalId: write.id,
+      state: write.state === "confirmed" ? "running" : write.state,
+      message: customerText(title, write),
+      ...(receipt && receipt.length > 0 && { receipt }),
+    });
+    if (noteToModel) batch.transcript.push({ role: "system", content: modelNote(write) });
+  }
+
+  /** Tell the customer (outcome event) and the model (transcript note) where a write stands: one append. */
+  async tell(write: WriteRecord, tool: EngineTool | undefined, noteToModel = true): Promise<void> {
+    const batch = { events: [] as Outbound[], transcript: [] as ModelMessage[] };
+    this.addTell(batch, write, tool, noteToModel);
+    await this.core.conversations.record(write.conversationId, batch);
+  }
+
+  async markFollowUp(write: WriteRecord): Promise<void> {
+    await this.core.store.transitionWrite(write.id, { states: [write.state] }, { state: write.state, followUp: true, nextCheckAt: null, note: "no status check: listed for the team" }, this.core.now());
+  }
+
+  /**
+   * Expire one proposal: compare-and-set proposed → expired, then tell the review card and the model. Of
+   * several nodes sweeping at once only the one whose transition lands tells anyone.
+   */
+  expireProposal(write: WriteRecord): Promise<boolean> {
+    return this.core.serial(write.conversationId, async () => {
+      const current = await this.core.store.getWrite(write.id);
+      if (!current || !writeExpired(current, this.core.now(), this.core.proposalTtl())) return false;
+      return this.expireWrite(current);
+    });
+  }
+
+  /**
+   * Compare-and-set proposed (or step_up_required) → expired, from the state the write was read in; only if
+   * it lands are the customer (the review card) and the model told that nothing was done.
+   */
+  private async expireWrite(write: WriteRecord): Promise<boolean> {
+    const decision = decide(write, { type: "expire" });
+    if (!decision.ok) return false;
+    const note = write.state === "step_up_required" ? "expired: the customer did not verify again in time" : "expired: not decided in time";
+    const change: WriteChange = { state: decision.to, note };
+    const now = this.core.now();
+    const batch = { events: [] as Outbound[], transcript: [] as ModelMessage[] };
+    this.addTell(batch, changedWrite(write, change, now), this.core.toolForWrite(write), true);
+    const expired = await this.core.store.changeWrite(write.id, { states: [write.state] }, change, now, batch);
+    if (!expired) return false;
+    if (expired.appended) await this.core.conversations.announce(expired.appended);
+    return true;
+  }
+}
