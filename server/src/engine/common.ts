@@ -2,7 +2,8 @@
 // and the customer-visible events more than one part builds (progress, step-up).
 import { randomFillSync } from "node:crypto";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, OutboundOf, StepUp } from "@caplo/shared";
-import type { ModelMessage } from "../model/model.ts";
+import type { ModelMessage, ModelToolCall } from "../model/model.ts";
+import type { ConversationRecord } from "../store/store.ts";
 import type { Problem } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
 
@@ -50,6 +51,9 @@ export type UndeliveredMessage = { conversationId: string; channel: string; code
  * change or customer-visible event. Nothing in it has been sent or shown yet.
  */
 export type Carry = { events: Outbound[]; transcript: ModelMessage[] };
+
+/** One tool call of the model as a turn hands it on: the conversation, the tool, the parsed arguments and the step's carry. */
+export type ToolUse = { conversation: ConversationRecord; tool: EngineTool; turnId: string; call: ModelToolCall; args: Record<string, unknown>; carry: Carry };
 
 /** What a tool call tells the model; `stored`: its tool entry is already stored (with a proposal), not to be carried. */
 export type ToolCallOutcome = { modelText: string; endTurn?: boolean; stored?: boolean };

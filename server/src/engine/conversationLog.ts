@@ -4,17 +4,11 @@
 import type { Outbound } from "@caplo/shared";
 import type { AppendBatch, AppendedBatch, StoredEvent } from "../store/store.ts";
 import { RECENT_CONVERSATIONS, type Carry } from "./common.ts";
-import type { EngineCore } from "./core.ts";
+import { EnginePart } from "./core.ts";
 
 const RECENT_EVENTS_PER_CONVERSATION = 32;
 
-export class ConversationLog {
-  private readonly core: EngineCore;
-
-  constructor(core: EngineCore) {
-    this.core = core;
-  }
-
+export class ConversationLog extends EnginePart {
   private readonly recentEvents = new Map<string, StoredEvent[]>();
 
   /** Store a customer-visible event and notify subscribers (on every node through the bus). */

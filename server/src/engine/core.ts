@@ -153,3 +153,12 @@ export class EngineCore {
     return this.options.transcriptBudgetChars ?? TRANSCRIPT_BUDGET_DEFAULT_CHARS;
   }
 }
+
+/** A part of the engine: one responsibility, reaching the shared core and the other parts through it. */
+export abstract class EnginePart {
+  protected readonly core: EngineCore;
+
+  constructor(core: EngineCore) {
+    this.core = core;
+  }
+}

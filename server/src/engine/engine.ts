@@ -30,6 +30,8 @@ export class Engine {
   readonly store: Store;
   readonly bus: EventBus;
   private readonly core: EngineCore;
+  /** The options it was made with (some tests read the releases through it). */
+  private readonly options: EngineOptions;
   /** Conversation id → owner id of recent conversations (an owner never changes). */
   private readonly owners = new Map<string, string>();
   private readonly proposalSweep: ProposalSweep;
@@ -48,6 +50,7 @@ export class Engine {
       team: new TeamActions(core),
     });
     this.core = core;
+    this.options = options;
     this.store = core.store;
     this.bus = core.bus;
     this.proposalSweep = new ProposalSweep({

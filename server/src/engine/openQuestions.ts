@@ -5,19 +5,13 @@ import type { ElicitRequest, ElicitResponse } from "../runner/api.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
 import type { ConversationRecord } from "../store/store.ts";
 import { fail, randomId, type EngineResult } from "./common.ts";
-import type { EngineCore } from "./core.ts";
+import { EnginePart } from "./core.ts";
 import { questionFields } from "./elicitation.ts";
 import type { EngineTool } from "./release.ts";
 
 type Pending = { conversationId: string; resolve: (response: ElicitResponse) => void; schema: Record<string, unknown> };
 
-export class OpenQuestions {
-  private readonly core: EngineCore;
-
-  constructor(core: EngineCore) {
-    this.core = core;
-  }
-
+export class OpenQuestions extends EnginePart {
   readonly elicitations = new Map<string, Pending>();
 
   canElicit(conversation: ConversationRecord, tool: EngineTool): boolean {

@@ -3,20 +3,14 @@
 import { TIMEOUT_SECONDS_MAX, type WriteOutcome } from "@caplo/shared";
 import type { WriteRecord } from "../store/store.ts";
 import { randomId } from "./common.ts";
-import type { EngineCore } from "./core.ts";
+import { EnginePart } from "./core.ts";
 
 /** A node's claim on due status checks lasts this long; each check must fit in it with the margin to spare. */
 const CHECK_LEASE_MS = 60_000;
 const CHECK_LEASE_MARGIN_MS = 5_000;
 const CHECK_CLAIM_LIMIT = 20;
 
-export class StatusChecks {
-  private readonly core: EngineCore;
-
-  constructor(core: EngineCore) {
-    this.core = core;
-  }
-
+export class StatusChecks extends EnginePart {
   checkTimer: NodeJS.Timeout | undefined;
 
   private checking = false;

@@ -2,16 +2,10 @@
 // team messages, hand back, and the lists the team follows up (unresolved writes, undelivered messages).
 import type { ConversationRecord, WriteRecord } from "../store/store.ts";
 import { fail, randomId, UNDELIVERED_NOTE_PREFIX, type EngineResult, type UndeliveredMessage } from "./common.ts";
-import type { EngineCore } from "./core.ts";
+import { EnginePart } from "./core.ts";
 import type { AgentRelease } from "./release.ts";
 
-export class TeamActions {
-  private readonly core: EngineCore;
-
-  constructor(core: EngineCore) {
-    this.core = core;
-  }
-
+export class TeamActions extends EnginePart {
   private readonly undeliveredSources = new Set<() => Promise<UndeliveredMessage[]>>();
 
   async handOff(conversation: ConversationRecord, release: AgentRelease, reason: string | undefined): Promise<void> {

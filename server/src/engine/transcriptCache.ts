@@ -4,7 +4,7 @@
 import type { ModelMessage } from "../model/model.ts";
 import type { ConversationRecord, TranscriptEntry } from "../store/store.ts";
 import { RECENT_CONVERSATIONS } from "./common.ts";
-import type { EngineCore } from "./core.ts";
+import { EnginePart } from "./core.ts";
 import { messageCost, windowStart } from "./transcriptWindow.ts";
 
 /**
@@ -21,13 +21,7 @@ export const TRANSCRIPT_CACHE_MAX_CHARS = 16_000_000;
  */
 type CachedTranscript = { lastSeq: number; messages: ModelMessage[]; dropped: number; chars: number };
 
-export class TranscriptCache {
-  private readonly core: EngineCore;
-
-  constructor(core: EngineCore) {
-    this.core = core;
-  }
-
+export class TranscriptCache extends EnginePart {
   /** The model transcript of recently active conversations (the store stays the truth; see transcriptOf). */
   private readonly transcripts = new Map<string, CachedTranscript>();
 

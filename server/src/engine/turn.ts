@@ -5,20 +5,14 @@ import { FILE_TYPES, type CallSubject } from "@caplo/shared";
 import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
 import type { DeliveredFile, ElicitRequest } from "../runner/api.ts";
 import type { ConversationRecord } from "../store/store.ts";
-import { FILES_PATH, HANDED_OFF_NOTE, HANDOFF_TOOL, progressEvent, randomId, stepUpEvent, type Carry, type ToolCallOutcome } from "./common.ts";
-import type { EngineCore } from "./core.ts";
+import { FILES_PATH, HANDED_OFF_NOTE, HANDOFF_TOOL, progressEvent, randomId, stepUpEvent, type Carry, type ToolUse, type ToolCallOutcome } from "./common.ts";
+import { EnginePart } from "./core.ts";
 import { modelParameters, projectResult } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool } from "./release.ts";
 import { transcriptWindow } from "./transcriptWindow.ts";
 import { handoffReason } from "./handoff.ts";
 
-export class Turns {
-  private readonly core: EngineCore;
-
-  constructor(core: EngineCore) {
-    this.core = core;
-  }
-
+export class Turns extends EnginePart {
   private modelFor(release: AgentRelease): Model {
     return typeof this.core.options.model === "function" ? this.core.options.model(release) : this.core.options.model;
   }
@@ -139,8 +133,8 @@ export class Turns {
       await this.core.conversations.flushCarry(conversation.id, carry, [{ type: "step_up", id: randomId("m"), level: "low", text: "Please verify your identity so I can help with that." }]);
       return { modelText: "customer_not_verified: this tool acts for a verified customer; the customer has been asked to verify. Try again after they have." };
     }
-    if (tool.policy.effect === "read") return this.runRead(conversation, tool, turnId, call, args, carry);
-    return this.core.writes.proposeWrite(conversation, tool, turnId, call, args, carry);
+    if (tool.policy.effect === "read") return this.runRead({ conversation, tool, turnId, call, args, carry });
+    return this.core.writes.proposeWrite({ conversation, tool, turnId, call, args, carry });
   }
 
   withSelector(tool: EngineTool, args: Record<string, unknown>, subject: CallSubject | null): Record<string, unknown> {
@@ -153,14 +147,8 @@ export class Turns {
    * A read runs at once. Its progress start is stored (with what the step had waiting) before the runner is
    * called; its progress end, result and step-up notice join the carry, stored before the next action.
    */
-  private async runRead(
-    conversation: ConversationRecord,
-    tool: EngineTool,
-    turnId: string,
-    call: ModelToolCall,
-    args: Record<string, unknown>,
-    carry: Carry,
-  ): Promise<{ modelText: string }> {
+  private async runRead(use: ToolUse): Promise<{ modelText: string }> {
+    const { conversation, tool, turnId, call, args, carry } = use;
     await this.core.conversations.flushCarry(conversation.id, carry, [progressEvent(tool, call.id, "start")]);
     let result;
     try {

@@ -2,7 +2,7 @@
 // and run again once from where their stored steps end; a turn whose answer was stored is not run again.
 import type { WriteRecord } from "../store/store.ts";
 import { HANDED_OFF_NOTE, HANDED_OFF_PREFIX, HANDOFF_TOOL, INTERRUPTED_NOTE, progressEvent, PROPOSED_PREFIX, proposedNote, randomId, type Carry } from "./common.ts";
-import type { EngineCore } from "./core.ts";
+import { EnginePart } from "./core.ts";
 import { modelNote } from "./outcomeText.ts";
 import { reviewCard } from "./presentation.ts";
 import { findTool } from "./release.ts";
@@ -12,13 +12,7 @@ const OWED_TURN_CLAIM_LIMIT = 100;
 /** How many of a conversation's latest events a resumed turn looks through for its step's progress and review card. */
 const RESUME_EVENTS_LOOKBACK = 64;
 
-export class TurnRecovery {
-  private readonly core: EngineCore;
-
-  constructor(core: EngineCore) {
-    this.core = core;
-  }
-
+export class TurnRecovery extends EnginePart {
   /**
    * Recovery: a write left running is unknown (told to the customer) and its status checks resume. At
    * start for this node's own writes; in a cluster, a survivor calls it with a lost node's id.

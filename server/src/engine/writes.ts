@@ -3,24 +3,18 @@
 // with what announces it (one transaction) before anything acts on it.
 import type { CallSubject, Inbound, Outbound, WriteOutcome } from "@caplo/shared";
 import { satisfiesStepUp } from "../identity/stepUp.ts";
-import type { ModelMessage, ModelToolCall } from "../model/model.ts";
+import type { ModelMessage } from "../model/model.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
 import type { AppendBatch, ConversationRecord, WriteChange, WriteRecord } from "../store/store.ts";
-import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type Carry, type EngineResult, type ToolCallOutcome } from "./common.ts";
-import type { EngineCore } from "./core.ts";
+import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type ToolUse, type EngineResult, type ToolCallOutcome } from "./common.ts";
+import { EnginePart } from "./core.ts";
 import { customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, receiptFields, reviewCard } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
 import { proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
 import { blockedMessage, blockingWrite, changedWrite, decide, ledgerChange, type Actor, type PolicyEvent } from "./writePolicy.ts";
 
-export class Writes {
-  private readonly core: EngineCore;
-
-  constructor(core: EngineCore) {
-    this.core = core;
-  }
-
+export class Writes extends EnginePart {
   async decideProposal(conversationId: string, ownerId: string, inbound: Extract<Inbound, { type: "confirm" | "decline" }>, recorded?: () => void): Promise<EngineResult> {
     const conversation = (await this.core.store.getConversation(conversationId))!;
     const write = await this.core.store.getWrite(inbound.proposalId);
@@ -91,14 +85,8 @@ export class Writes {
     });
   }
 
-  async proposeWrite(
-    conversation: ConversationRecord,
-    tool: EngineTool,
-    turnId: string,
-    call: ModelToolCall,
-    args: Record<string, unknown>,
-    carry: Carry,
-  ): Promise<ToolCallOutcome> {
+  async proposeWrite(use: ToolUse): Promise<ToolCallOutcome> {
+    const { conversation, tool, turnId, call, args, carry } = use;
     let writes = await this.core.store.listWrites(conversation.id);
     const expired = writes.filter((write) => writeExpired(write, this.core.now(), this.core.proposalTtl()));
     // A proposal (or a step-up) past its time expires here, so it does not block the conversation for ever.
