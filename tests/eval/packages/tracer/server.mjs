@@ -24,7 +24,15 @@ export function createServer() {
   });
   server.registerTool("ask", { inputSchema: {} }, async (_args, extra) => {
     await trace("read", extra.signal);
-    const answer = await server.server.elicitInput({ mode: "form", message: "Which size?", requestedSchema: { type: "object", properties: { size: { type: "string", enum: ["S", "M", "L"] } }, required: ["size"] } });
+    // The question names its call (as the SDK's context(extra).elicit does), so the runner routes it to the
+    // right visitor while other calls of this process are in flight.
+    const invocationId = extra._meta?.["si.caplo/call"]?.invocationId;
+    const answer = await server.server.elicitInput({
+      mode: "form",
+      message: "Which size?",
+      requestedSchema: { type: "object", properties: { size: { type: "string", enum: ["S", "M", "L"] } }, required: ["size"] },
+      _meta: { "si.caplo/call": { invocationId } },
+    });
     const result = { action: answer.action, size: answer.content?.size ?? null };
     return { content: text(result), structuredContent: result };
   });
