@@ -7,6 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Window } from "happy-dom";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAgentConfig } from "@caplo/shared";
+import { createRelease, FileReleaseStore } from "../../server/src/agents/index.ts";
 import { runEval } from "../../server/src/cli/eval.ts";
 import { chunk, startFakeOpenAI, writeSse, type FakeOpenAI } from "../../server/src/model/openai.fake.ts";
 import { testVersion } from "../runner/testPackages.ts";
@@ -147,6 +149,22 @@ describe("caplo eval with an OpenAI-compatible model", () => {
     expect(run.code).toBe(0);
     expect(JSON.parse(run.out).cases).toHaveLength(1);
     expect(run.err).toContain("looks up the stock");
+  });
+});
+
+describe("caplo eval of a published release", () => {
+  it("names the release by its id or by its agent for the latest, from --releases", async () => {
+    const config = parseAgentConfig({ apiVersion: "v1", kind: "Agent", name: "shop", instructions: "Help the customer.", origins: ["https://shop.example"], channels: { web: {} }, tools: ["tracer/lookup", "tracer/send"] });
+    if (!config.ok) throw new Error(JSON.stringify(config.issues));
+    const created = createRelease(config.agent, [version], new Date());
+    if (!created.ok) throw new Error(JSON.stringify(created.issues));
+    const releases = join(dir, "releases");
+    await new FileReleaseStore(releases).put(created.release);
+    for (const name of [created.release.id, "shop"]) {
+      const run = await cli([cases("greets"), "--release", name, "--releases", releases, "--filter", "stock"]);
+      expect(run.code, run.err).toBe(0);
+      expect(run.out).toContain(`caplo eval: ${created.release.id} with openai:${MODEL}`);
+    }
   });
 });
 
