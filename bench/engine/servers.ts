@@ -73,6 +73,9 @@ export function startCaplo(options: CaploOptions): Promise<BenchServer> {
       CAPLO_NODE_ID: options.id,
       CAPLO_EGRESS_RESOLVE: `${BACKEND_HOST}=127.0.0.1:${options.backendPort}`,
       CAPLO_SECRET_BENCH_URL: `http://${BACKEND_HOST}`,
+      // Every benchmark customer comes from 127.0.0.1: the per-address limits (tested elsewhere) are lifted.
+      CAPLO_WIDGET_SOCKETS_PER_ADDRESS: "1000000",
+      CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE: "1000000",
       ...(options.redisUrl && { CAPLO_REDIS_URL: options.redisUrl }),
     },
   );

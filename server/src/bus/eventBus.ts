@@ -74,7 +74,23 @@ export interface EventBus {
 }
 
 /** Parse what a caller hands to `publish`, as a `{ code, path, message }` value on failure. */
+const CONVERSATION_ID_PATTERN = /^[\x21-\x7E]+$/;
+
+/**
+ * A notice as the engine publishes it (an id it stored, a seq the store gave): checked without a schema
+ * parse. Anything else goes through the schemas, which say what is wrong.
+ */
+function plainNotice(conversationId: unknown, notice: unknown): notice is BusNotice {
+  if (typeof conversationId !== "string" || conversationId.length === 0 || conversationId.length > BUS_CONVERSATION_ID_MAX || !CONVERSATION_ID_PATTERN.test(conversationId)) return false;
+  if (typeof notice !== "object" || notice === null || Object.getPrototypeOf(notice) !== Object.prototype) return false;
+  let keys = 0;
+  for (const key in notice) if (++keys > 1 || key !== "seq") return false;
+  const seq = (notice as { seq?: unknown }).seq;
+  return typeof seq === "number" && Number.isSafeInteger(seq) && seq >= 1;
+}
+
 export function parsePublish(conversationId: unknown, notice: unknown): { ok: true; conversationId: string; notice: BusNotice } | { ok: false; error: BusError } {
+  if (plainNotice(conversationId, notice)) return { ok: true, conversationId: conversationId as string, notice };
   const id = conversationIdSchema.safeParse(conversationId);
   if (!id.success) {
     return { ok: false, error: { code: "bus_notice_invalid", path: "conversationId", message: `conversation id: ${id.error.issues[0]?.message ?? "invalid"}` } };

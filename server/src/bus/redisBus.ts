@@ -1,5 +1,6 @@
 // The EventBus over Redis pub/sub: one channel per conversation, a subscriber connection of its own,
 // background reconnects, and polling of the store while Redis is unreachable.
+import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import {
   busNoticeSchema,
@@ -42,6 +43,12 @@ export class RedisBus implements EventBus {
   #safetyMs: number;
   #lastError = "connecting to Redis";
   #onHealthChange: ((health: BusHealth) => void) | undefined;
+  /** This bus's tag on what it publishes, so its own echo is dropped before anything is parsed. */
+  #tag = randomBytes(6).toString("base64url");
+  #echoSuffix = `,"n":"${this.#tag}"}`;
+  /** Notices waiting for this tick's publish: the highest seq per conversation, and who waits for the result. */
+  #outbox = new Map<string, number>();
+  #flushing: Promise<PublishResult> | undefined;
 
   constructor(options: RedisBusOptions) {
     const prefix = options.prefix ?? "caplo";
@@ -85,8 +92,23 @@ export class RedisBus implements EventBus {
     if (this.#health.state === "closed") return closedResult();
     // Local listeners first: they do not depend on Redis, and the echo is dropped as already seen.
     this.#fanout.deliver(parsed.conversationId, parsed.notice.seq);
+    // Merged per conversation per tick of the event loop: one PUBLISH of the highest seq each, all in one pipeline.
+    const queued = this.#outbox.get(parsed.conversationId);
+    if (queued === undefined || parsed.notice.seq > queued) this.#outbox.set(parsed.conversationId, parsed.notice.seq);
+    this.#flushing ??= new Promise<PublishResult>((resolve) => setImmediate(() => void this.#flush().then(resolve)));
+    return this.#flushing;
+  }
+
+  async #flush(): Promise<PublishResult> {
+    const outbox = this.#outbox;
+    this.#outbox = new Map();
+    this.#flushing = undefined;
+    const pipeline = this.#pub.pipeline();
+    for (const [conversationId, seq] of outbox) pipeline.publish(this.#channel(conversationId), `{"seq":${seq}${this.#echoSuffix}`);
     try {
-      await this.#pub.publish(this.#channel(parsed.conversationId), JSON.stringify(parsed.notice));
+      const results = (await pipeline.exec()) ?? [];
+      const failed = results.find(([error]) => error);
+      if (failed) throw failed[0];
       return { ok: true };
     } catch (error) {
       return { ok: false, error: { code: "bus_unavailable", path: "", message: `Redis publish failed: ${messageOf(error)}` } };
@@ -132,6 +154,8 @@ export class RedisBus implements EventBus {
   }
 
   #onMessage(channel: string, message: string): void {
+    // This node's own notice, already delivered locally when it was published: dropped unparsed.
+    if (message.endsWith(this.#echoSuffix)) return;
     const head = `${this.#prefix}:conv:`;
     if (!channel.startsWith(head)) return;
     let body: unknown;
@@ -140,12 +164,14 @@ export class RedisBus implements EventBus {
     } catch {
       body = undefined;
     }
-    const notice = busNoticeSchema.safeParse(body);
-    if (!notice.success) {
+    // Another node's notice: {"seq":N} with that node's tag (or without one).
+    const { n, ...notice } = (typeof body === "object" && body !== null ? body : {}) as { n?: unknown };
+    const parsed = busNoticeSchema.safeParse(notice);
+    if (!parsed.success || (n !== undefined && typeof n !== "string")) {
       console.warn(`bus_notice_malformed: dropped a Redis message on ${channel} that is not {"seq":N}`);
       return;
     }
-    this.#fanout.deliver(channel.slice(head.length), notice.data.seq);
+    this.#fanout.deliver(channel.slice(head.length), parsed.data.seq);
   }
 
   async #resubscribe(): Promise<void> {
