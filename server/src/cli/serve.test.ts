@@ -9,7 +9,8 @@ import { parseAgentConfig } from "@caplo/shared";
 import { createRelease } from "../agents/release.ts";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
 import type { ToolRunner } from "../runner/api.ts";
-import { help, loadScript, parseServeArgs, startServe } from "./serve.ts";
+import { loadScript } from "../model/scriptFile.ts";
+import { help, parseServeArgs, startServe } from "./serve.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "caplo-serve-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -15,7 +15,7 @@ import { createRelease } from "../agents/release.ts";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
 import { buildPackage, contentHash } from "../build/index.ts";
 import { packageVersionSchema } from "@caplo/shared";
-import { startServe, type RunningServer } from "../cli/serve.ts";
+import { startServer, type RunningServer } from "../app/server.ts";
 import { runnerSettings } from "../app/runnerSettings.ts";
 import { readConfig } from "../config/index.ts";
 import { modelFromEnv } from "../model/config.ts";
@@ -290,7 +290,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   }
   let server: RunningServer;
   try {
-    const started = await startServe(
+    const started = await startServer(
       {
         port: gatewayPort,
         host: "127.0.0.1",

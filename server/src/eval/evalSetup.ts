@@ -84,7 +84,7 @@ export async function evalModel(release: AgentRelease, env: Record<string, strin
     return { ok: true, value: createDemoModel() };
   }
   if (script === undefined) return { ok: true, value: new ScriptedModel([], { id: "no-rules" }) };
-  const { loadScript } = await import("../cli/serve.ts");
+  const { loadScript } = await import("../model/scriptFile.ts");
   const loaded = await loadScript(script);
   if (!loaded.ok) return { ok: false, errors: [loaded.error] };
   return { ok: true, value: new ScriptedModel(loaded.rules, { id: "eval" }) };

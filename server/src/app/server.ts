@@ -1,0 +1,306 @@
+// The composition root of a Caplo server: from the command's options and the one configuration it builds
+// and starts the components in order (store, bus, runner, engine, handoff delivery, cluster node, evals,
+// gateway, channels) on a start/stop stack, and stops them last-first. `caplo serve`, `caplo demo` and the
+// tests start servers through startServer; nothing here reads the environment but through readConfig.
+import { dirname, join } from "node:path";
+import type { Release } from "@caplo/shared";
+import { FileReleaseStore } from "../agents/releaseStore.ts";
+import { openEventBus } from "../bus/index.ts";
+import { channelAgentProblems, mountChannels, readChannelSettings, webhookUrls, type ChannelSettings, type ChannelSetupError } from "../channels/channelSetup.ts";
+import type { ChannelAgentConfig } from "../channels/ports.ts";
+import { limitRoutes } from "../channels/webhookRateLimit.ts";
+import { startClusterNode, type ClusterNode } from "../cluster/clusterNode.ts";
+import { PostgresInboxStore } from "../cluster/postgresInboxStore.ts";
+import { envSecrets, readConfig } from "../config/index.ts";
+import { Engine } from "../engine/engine.ts";
+import { DAY_MS } from "../engine/fileRetention.ts";
+import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
+import { StaticReleases, type AgentRelease } from "../engine/release.ts";
+import { EvalService } from "../eval/evalService.ts";
+import { Gateway } from "../gateway/gateway.ts";
+import { readWidgetSettings } from "../gateway/settings.ts";
+import type { TeamMember } from "../gateway/teamMembers.ts";
+import { describeModelConfig, modelFromEnv } from "../model/config.ts";
+import type { Model } from "../model/model.ts";
+import { ScriptedModel } from "../model/scripted.ts";
+import { loadScript } from "../model/scriptFile.ts";
+import type { ToolRunner } from "../runner/api.ts";
+import { JsonlLogStore, MemoryLogStore, invocationLogFile, type LogStore } from "../runner/logStore.ts";
+import { openStore } from "../store/index.ts";
+import type { Store } from "../store/store.ts";
+import { componentLog } from "./log.ts";
+import { runnerSettings } from "./runnerSettings.ts";
+import { StartStack } from "./stack.ts";
+
+export type ServeOptions = {
+  port: number;
+  host: string;
+  db: string;
+  releasesDir: string;
+  agents: string[];
+  script?: string;
+  widgetDir?: string;
+  teamMembers?: TeamMember[];
+  nodeId: string;
+  /** Liveness lease of this node (PostgreSQL store only). */
+  nodeLeaseMs?: number;
+  busPollMs?: number;
+  /** Webhook requests per second per platform on this node; default 50. */
+  webhooksPerSecond?: number;
+  statusCheckBaseMs?: number;
+  env: Record<string, string | undefined>;
+  /** --check-channels: check the channels' settings and print their webhook URLs instead of starting. */
+  checkChannels?: boolean;
+  /** Tests may pass a runner; by default the sandboxed runner. */
+  runner?: ToolRunner;
+};
+
+export type ServeError = { code: string; path: string; message: string };
+
+
+/** The agent a platform without a per-account map is answered by: CAPLO_<PLATFORM>_AGENT, else the first --agent. */
+export function serverDefaultAgent(options: ServeOptions, platform: string): string {
+  return options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] ?? options.agents[0]!;
+}
+
+/** The channels' settings, and every agent that would answer on them served and listing the channel. */
+export function readServeChannels(options: ServeOptions, releases: Array<{ agent: string; config: ChannelAgentConfig }>): { ok: true; settings: ChannelSettings } | { ok: false; errors: ChannelSetupError[] } {
+  const read = readChannelSettings(options.env);
+  if (!read.ok) return read;
+  const problems = channelAgentProblems(read.settings, (agent) => releases.find((release) => release.agent === agent)?.config, {
+    agent: (platform) => serverDefaultAgent(options, platform),
+    variable: (platform) => (options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] !== undefined ? `CAPLO_${platform.toUpperCase()}_AGENT` : "--agent"),
+  });
+  return problems.length ? { ok: false, errors: problems } : read;
+}
+
+/** A failure thrown during start, as serve's coded error (its own code and path when it has them). */
+export function startError(error: unknown, fallbackCode: string): ServeError {
+  const typed = error as { code?: string; path?: string; message?: string };
+  return { code: typed.code ?? fallbackCode, path: typed.path ?? "", message: typed.message ?? String(error) };
+}
+
+export const isPostgres = (db: string) => /^postgres(ql)?:\/\//.test(db);
+
+/**
+ * The cluster node leaves last of the engine's work: engine.stop (stopped before, last-first) waited for
+ * this node's work, so a write of it still `running` is one whose outcome could not be stored. It becomes
+ * unknown with status checks before the node leaves; if even that fails (the store is away), the node
+ * does not leave, so a survivor takes it over later.
+ */
+async function leaveCluster(cluster: ClusterNode, engine: Engine, log: (line: string) => void): Promise<void> {
+  await engine.stop();
+  const recovered = await engine.recover().then(
+    () => true,
+    (error: unknown) => (log(`warn: running writes not recovered at stop; another node will take them over: ${String(error)}`), false),
+  );
+  await cluster.stop({ leave: recovered });
+}
+
+export type RunningServer = { gateway: Gateway; engine: Engine; store: Store; url: string; close: () => Promise<void> };
+
+/** Starts everything in order; the caller closes it (last-first). A start that fails part way leaves nothing running. */
+export async function startServer(options: ServeOptions, log: (line: string) => void = console.log): Promise<{ ok: true; server: RunningServer } | { ok: false; error: ServeError }> {
+  // Every setting is read and checked once, here; nothing below reads the environment.
+  const read = readConfig(options.env);
+  for (const warning of read.warnings) log(`warn: ${warning.message}`);
+  if (!read.ok) return { ok: false, error: read.errors[0]! };
+  const config = read.config;
+  const releaseStore = new FileReleaseStore(options.releasesDir);
+  const releases: AgentRelease[] = [];
+  for (const agent of options.agents) {
+    const release: Release | undefined = await releaseStore.latest(agent).catch(() => undefined);
+    if (!release) return { ok: false, error: { code: "release_not_found", path: agent, message: `no published release of agent ${agent} in ${options.releasesDir} (caplo agent publish)` } };
+    // Each pinned package version runs from its frozen copy kept with the releases (checked at load).
+    releases.push(releaseStore.withKeptVersions(release));
+  }
+  // One model per agent: its `model:` override, else the environment's provider, else the scripted model.
+  const models = new Map<string, Model>();
+  try {
+    const script = options.script ? await loadScript(options.script) : { ok: true as const, rules: [] };
+    if (!script.ok) return script;
+    const scripted = new ScriptedModel(script.rules, { id: "serve", fallback: "This server runs the offline scripted model; configure OPENAI_API_KEY or OPENAI_BASE_URL for a real one." });
+    for (const release of releases) models.set(release.id, modelFromEnv(config.source, release.config.model) ?? scripted);
+  } catch (error) {
+    const typed = error as { code?: string; path?: string; message?: string };
+    return { ok: false, error: { code: typed.code ?? "model_config_invalid", path: typed.path ?? "", message: typed.message ?? String(error) } };
+  }
+  const invocationLog = { file: invocationLogFile(options.db, config.CAPLO_INVOCATION_LOG), maxBytes: config.CAPLO_INVOCATION_LOG_MAX_MB * 1024 * 1024 };
+  const widget = readWidgetSettings(config.source);
+  if (!widget.ok) return widget;
+  const handoffWebhooks = readHandoffWebhooks(config.source);
+  if (!handoffWebhooks.ok) return handoffWebhooks;
+  const stack = new StartStack();
+  const failed = async (error: ServeError) => {
+    await stack.stopAll().catch((stopError: unknown) => log(`warn: stopping after a failed start: ${String(stopError)}`));
+    return { ok: false as const, error };
+  };
+  const store = stack.push("store", await openStore(options.db, { synchronous: config.CAPLO_SQLITE_SYNCHRONOUS }), (opened) => opened.close());
+  // Handoff notices to the team's webhook: stored with the handoff, sent and retried in the background.
+  const handoffDelivery = handoffWebhooks.webhooks
+    ? new HandoffDelivery({ store, webhooks: handoffWebhooks.webhooks, log: componentLog(log) })
+    : undefined;
+  const busResult = await openEventBus({
+    ...(config.CAPLO_REDIS_URL && { redisUrl: config.CAPLO_REDIS_URL }),
+    ...(isPostgres(options.db) && { databaseUrl: options.db }),
+    ...(options.busPollMs !== undefined && { pollIntervalMs: options.busPollMs }),
+    onHealthChange: (health) => log(`${health.state === "healthy" ? "info" : "warn"}: event bus ${health.state}${health.reason ? `: ${health.reason}` : ""}`),
+    latestSeqs: async (ids) => {
+      const seqs = new Map<string, number>();
+      for (const id of ids) {
+        const conversation = await store.getConversation(id);
+        if (conversation) seqs.set(id, conversation.lastSeq);
+      }
+      return seqs;
+    },
+  });
+  // A configured bus that cannot start is an error: an in-process bus would silently cut this node off
+  // from the others' events.
+  if (!busResult.ok) return failed(busResult.error);
+  const bus = stack.push("bus", busResult.bus, (opened) => opened.close());
+  let runner: ToolRunner;
+  if (options.runner) runner = options.runner;
+  else {
+    const { CaploToolRunner } = await import("../runner/toolRunner.ts");
+    // Every invocation's record (log lines, secrets redacted) in a bounded file: `caplo tool logs --db DB`.
+    const logStore = new JsonlLogStore(invocationLog.file, { maxBytes: invocationLog.maxBytes, onError: (error) => log(`invocation log not written: ${error.message}`) });
+    const sandboxed = new CaploToolRunner({ ...runnerSettings(config), logStore });
+    log(sandboxed.sandboxNote);
+    log(`invocation logs: ${logStore.file} (at most ${invocationLog.maxBytes / 1024 / 1024} MiB)`);
+    runner = sandboxed;
+  }
+  stack.push("runner", runner, (started) => started.close());
+  // Secrets' values are read when a call needs them (a changed value is used without a restart).
+  const secrets = envSecrets(options.env);
+  const engine = new Engine({
+    store,
+    runner,
+    model: (release) => models.get(release.id)!,
+    releases: new StaticReleases(releases),
+    bus,
+    nodeId: options.nodeId,
+    ...(options.statusCheckBaseMs !== undefined && { statusCheckBaseMs: options.statusCheckBaseMs }),
+    fileRetentionMs: config.CAPLO_FILE_RETENTION_DAYS * DAY_MS,
+    proposalTtlMs: config.CAPLO_PROPOSAL_TTL_SECONDS * 1000,
+    transcriptBudgetChars: config.CAPLO_TRANSCRIPT_BUDGET_CHARS,
+    ...(handoffDelivery && { handoffNotifier: handoffDelivery }),
+    secrets: (packageVersionId) => {
+      const version = releases.flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);
+      return secrets.values(version?.manifest.secrets ?? []);
+    },
+    log: componentLog(log),
+  });
+  let cluster: ClusterNode | undefined;
+  const schema = (store as { schema?: string }).schema ?? "public";
+  try {
+    stack.push("engine", engine, (started) => started.stop());
+    await engine.start();
+    if (handoffDelivery) {
+      stack.push("handoff delivery", handoffDelivery, (started) => started.stop());
+      handoffDelivery.start();
+    }
+    // Several nodes on one PostgreSQL: a liveness lease, and takeover of nodes that stop renewing theirs.
+    if (isPostgres(options.db)) {
+      cluster = await startClusterNode({
+        databaseUrl: options.db,
+        schema,
+        nodeId: options.nodeId,
+        ...(options.nodeLeaseMs !== undefined && { leaseMs: options.nodeLeaseMs }),
+        recover: (lostNodeId) => engine.recover(lostNodeId),
+        log: componentLog(log),
+      });
+      stack.push("cluster node", cluster, (node) => leaveCluster(node, engine, log));
+      log(`cluster: node ${options.nodeId}, liveness lease ${cluster.leaseMs} ms`);
+    }
+  } catch (error) {
+    return failed(startError(error, "start_failed"));
+  }
+  // Evaluations from the team API: the served releases' cases and tool versions' fixtures, on this runner,
+  // each eval run in stores of its own (never this server's), writes never run.
+  const evals = new EvalService({
+    releases: new StaticReleases(releases),
+    runner,
+    logStore: (runner as { logStore?: LogStore }).logStore ?? new MemoryLogStore(),
+    modelFor: (release) => models.get(release.id)!,
+    secret: secrets.get,
+  });
+  stack.push("evaluations", evals, (started) => started.stop());
+  const gateway = new Gateway({
+    engine,
+    evals,
+    releases: new StaticReleases(releases),
+    ...(options.teamMembers && { teamMembers: options.teamMembers }),
+    ...(options.widgetDir && { widgetDir: options.widgetDir }),
+    secrets: secrets.get,
+    log: componentLog(log),
+    publicOrigins: widget.settings.publicOrigins,
+    trustedProxies: widget.settings.trustedProxies,
+    addressLimits: widget.settings.addressLimits,
+    helloTimeoutMs: widget.settings.helloTimeoutMs,
+  });
+  // Messaging channels configured by environment (docs/channels.md): their webhooks mount on this gateway.
+  const channelSettings = readServeChannels(options, releases);
+  if (!channelSettings.ok) {
+    const first = channelSettings.errors[0]!;
+    return failed({ code: first.code, path: first.path, message: channelSettings.errors.map((error) => error.message).join("; ") });
+  }
+  const channelsOn = Object.keys(channelSettings.settings).length > 0;
+  // On PostgreSQL the channels' state is shared by the nodes: each webhook event is processed by one node
+  // and a customer keeps one conversation whichever node their messages reach.
+  let sharedChannelState: PostgresInboxStore | undefined;
+  let channels: Awaited<ReturnType<typeof mountChannels>> | undefined;
+  try {
+    sharedChannelState =
+      channelsOn && isPostgres(options.db)
+        ? await PostgresInboxStore.open({ connectionString: options.db, schema, nodeId: options.nodeId })
+        : undefined;
+    channels = !channelsOn
+      ? undefined
+      : await mountChannels({
+          ...(sharedChannelState && { store: sharedChannelState }),
+          settings: channelSettings.settings,
+          engine,
+          gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),
+          agentFor: (platform) => serverDefaultAgent(options, platform),
+          agentConfig: (agent) => releases.find((release) => release.agent === agent)?.config,
+          file: config.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
+          synchronous: config.CAPLO_SQLITE_SYNCHRONOUS,
+        });
+  } catch (error) {
+    try {
+      sharedChannelState?.close();
+    } catch {
+      // already unusable
+    }
+    const coded = startError(error, "channels_unavailable");
+    return failed({ ...coded, message: `the messaging channels could not start: ${coded.message}` });
+  }
+  if (channels) stack.push("channels", channels, (mounted) => mounted.close());
+  if (channels) {
+    log(`channels: ${channels.platforms.join(", ")} (webhooks at /webhooks/<platform>)`);
+    for (const webhook of webhookUrls(channelSettings.settings)) log(`  ${webhook.platform} webhook: ${webhook.url}`);
+  }
+  let address: Awaited<ReturnType<Gateway["listen"]>>;
+  try {
+    address = await gateway.listen(options.port, options.host);
+  } catch (error) {
+    await stack.stopAll().catch(() => undefined);
+    throw error;
+  }
+  stack.push("gateway", gateway, (listening) => listening.close());
+  const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
+  log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(config.source)}, agents: ${releases.map((release) => release.id).join(", ")})`);
+  if (!options.teamMembers) log("team API disabled: no team members (CAPLO_TEAM_MEMBERS)");
+  log(`widget app origins: ${gateway.origins.join(", ")}${widget.settings.publicOrigins.length === 0 ? " (set CAPLO_PUBLIC_URL to the address browsers use, if another)" : ""}`);
+  return {
+    ok: true,
+    server: {
+      gateway,
+      engine,
+      store,
+      url,
+      close: () => stack.stopAll(),
+    },
+  };
+}
+
