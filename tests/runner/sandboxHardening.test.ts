@@ -26,7 +26,9 @@ const ESCAPE = join(PACKAGES_DIR, "escape");
 const scratch = mkdtempSync(join(tmpdir(), "caplo-hardening-"));
 chmodSync(scratch, 0o755); // the weak mode's user reads its script here (no bind mounts there)
 const rootOnly = join(scratch, "root-only.txt");
-const hardLink = join(ESCAPE, "hardlink.txt");
+// In a folder every package may read (node_modules is bound into each sandbox), not in the escape
+// package itself: its files' hash is the version's, shared with sandboxEscape.test.ts.
+const hardLink = join(REPO_ROOT, "node_modules", ".cache", `caplo-hardlink-${process.pid}.txt`);
 let http: Server;
 let port = 0;
 let closedPort = 0;
@@ -68,6 +70,7 @@ beforeAll(async () => {
   writeFileSync(rootOnly, "root-only secret 41c9\n");
   chmodSync(rootOnly, 0o600);
   rmSync(hardLink, { force: true });
+  mkdirSync(join(REPO_ROOT, "node_modules", ".cache"), { recursive: true });
   linkSync(rootOnly, hardLink);
   controls = control(
     [["sqlite_import", { path: CONTROL_DB }], ["exec_argv"], ["argv_paths"], ["report"], ["proc_fds"], ["proc1_environ"], ["binding_fs"], ["v8_flags"], ["read_proc_environ"], ["read_runner", { path: hardLink }]],
@@ -118,7 +121,7 @@ describe("the sandbox closes what plain Node 24 leaves open", () => {
     for (const kind of kinds) expect(await attempt(kind), kind).toMatchObject({ ok: false, code: "ERR_ACCESS_DENIED" });
   });
 
-  it("a hard link in the package to a root-only file of the host: plain Node (root) reads it, the sandbox's user cannot", async () => {
+  it("a hard link, in a folder the package may read, to a root-only file of the host: plain Node (root) reads it, the sandbox's user cannot", async () => {
     expect(controls.read_runner).toEqual({ ok: true, value: "root-only secret 41c9\n" });
     expect(await attempt("read_runner", { path: hardLink })).toMatchObject({ ok: false, code: "EACCES" });
   });

@@ -12,6 +12,8 @@ export class ChildTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
   private buffer: Buffer = Buffer.alloc(0);
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
   private closed = false;
   private readonly child: ChildProcess;
   private readonly onStrayLine: (line: string) => void;
@@ -30,7 +32,17 @@ export class ChildTransport implements Transport {
   }
 
   private receive(chunk: Buffer): void {
-    this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : chunk;
+    // Chunks of a long line are kept apart and joined once, when its end arrives: joining on every chunk
+    // copied a multi-MiB message hundreds of times (the runner's memory grew by hundreds of MiB).
+    if (chunk.indexOf(10) === -1) {
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
+      if (this.pendingBytes > this.maxBytes) this.oversize();
+      return;
+    }
+    this.buffer = this.pending.length ? Buffer.concat([...this.pending, chunk]) : chunk;
+    this.pending = [];
+    this.pendingBytes = 0;
     for (;;) {
       const end = this.buffer.indexOf(10);
       if (end === -1) break;
@@ -47,12 +59,19 @@ export class ChildTransport implements Transport {
       }
       this.onmessage?.(message);
     }
-    if (this.buffer.length > this.maxBytes) this.oversize();
+    if (this.buffer.length) {
+      this.pending = [Buffer.from(this.buffer)];
+      this.pendingBytes = this.buffer.length;
+      if (this.pendingBytes > this.maxBytes) this.oversize();
+    }
+    this.buffer = Buffer.alloc(0);
   }
 
   /** A message over the cap: the package is stopped, nothing of it is parsed. */
   private oversize(): void {
     this.buffer = Buffer.alloc(0);
+    this.pending = [];
+    this.pendingBytes = 0;
     this.onerror?.(new Error(`package sent a message over ${this.maxBytes} bytes`));
     this.child.kill("SIGKILL");
   }
