@@ -8,7 +8,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { EFFECT_OUTCOME_CAPABILITY } from "@caplo/shared";
 import type { CallRoute } from "../runner/packageProcess.ts";
-import type { Session, Target } from "../runner/toolRunner.ts";
+import type { Session, Target } from "../runner/target.ts";
 import { connectRemote, type RemoteEndpoint } from "./remoteConnection.ts";
 import { driftOf, type Drift, type RemoteVersion } from "./remoteVersion.ts";
 import type { ListedTool } from "./remoteReview.ts";

@@ -12,7 +12,6 @@ import {
   OPERATION_STATUS_CAPABILITY,
   RESULT_BYTES_MAX,
   STATUS_METHOD,
-  type BuiltTool,
   type CallMeta,
   type PackageVersion,
   type WriteOutcome,
@@ -37,6 +36,9 @@ import { ensureHostBundle } from "./hostBundle.ts";
 import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
 import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "./outcomeMapping.ts";
 import type { CallRoute } from "./packageProcess.ts";
+import type { Session, Target } from "./target.ts";
+
+export type { Session, Target } from "./target.ts";
 import { ProcessPool } from "./processPool.ts";
 import { chooseSandbox, type SandboxMode } from "./sandbox.ts";
 import { validateAgainst } from "./schemaValidator.ts";
@@ -98,33 +100,6 @@ export type RunnerOptions = {
    * loopback or private addresses (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1). Never the default.
    */
   allowPrivateRemote?: boolean;
-};
-
-/** What a call needs from wherever the tools run: a connected MCP client and call routing. */
-export type Session = {
-  client: Client;
-  routes: Map<string, CallRoute>;
-  /** After a timeout: make sure the next call finds a responsive server (restart if stuck). */
-  recover: () => Promise<void>;
-  /** Why the process serving it ended, once it has (e.g. killed over its memory limit). */
-  exitReason?: () => string | undefined;
-};
-
-/** A loaded thing that can be called: a package version or a reviewed remote MCP server version. */
-export type Target = {
-  id: string;
-  tools: BuiltTool[];
-  effectOutcomes: boolean;
-  /** Secret names the target may receive. */
-  secretNames: string[];
-  /**
-   * A connected session; `waitMs`: how long a package version may wait for a free process place;
-   * `secrets`: the call's secret values (a remote version takes its authorization header from them).
-   */
-  session: (waitMs?: number, secrets?: Record<string, string>) => Promise<Session>;
-  /** Checked once the session is open, before the tool is called: a refusal message, or undefined to call it. */
-  beforeCall?: (session: Session, tool: string, timeoutMs: number) => Promise<string | undefined>;
-  close: () => Promise<void>;
 };
 
 const STUCK_PING_MS = 1000;
