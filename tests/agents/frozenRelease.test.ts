@@ -14,6 +14,7 @@ import { runPublish } from "../../server/src/cli/agent.ts";
 import { parseServeArgs, startServe } from "../../server/src/cli/serve.ts";
 import { run as toolTest } from "../../server/src/cli/tool-test.ts";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
+import { TEST_DATABASE_URL, testDatabaseUrl } from "../support/services.ts";
 
 const root = mkdtempSync(join(tmpdir(), "caplo-frozen-release-"));
 const pkgDir = join(root, "which");
@@ -158,13 +159,13 @@ describe("a release runs exactly the code it was published with", () => {
         return;
       }
       const name = `caplo_frozen_${process.pid}_${Date.now()}`;
-      const admin = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/test" });
+      const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
       await admin.connect();
       await admin.query(`CREATE DATABASE ${name}`);
       await admin.end();
-      db = `postgres://postgres@127.0.0.1:5432/${name}`;
+      db = testDatabaseUrl(name);
       drop = async () => {
-        const client = new pg.Client({ connectionString: "postgres://postgres@127.0.0.1:5432/test" });
+        const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
         await client.connect();
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await client.end();
