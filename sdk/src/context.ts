@@ -12,7 +12,7 @@ import {
   type ServerNotification,
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
-import { TIMEOUT_SECONDS_MAX } from "@caplo/shared/limits";
+import { ELICITATION_WAIT_SECONDS, TIMEOUT_SECONDS_MAX } from "@caplo/shared/limits";
 import { CALL_META_KEY, callMetaSchema, type CallMeta, type CallSubject } from "@caplo/shared/outcome";
 import { runtime } from "./runtime.ts";
 
@@ -39,7 +39,7 @@ export type CallContext = {
   log: Log;
   /** Fires at the deadline or when the call is cancelled. Pass it to fetch and other I/O. */
   signal: AbortSignal;
-  /** When the call times out. */
+  /** When the call times out. A wait for the visitor's answer (elicit) moves it later by the wait. */
   deadline: Date;
   /** Write tools only: the same key for every attempt and status check of one confirmed action. */
   idempotencyKey?: string;
@@ -86,7 +86,7 @@ function clientElicits(server: ServerLike): boolean {
 
 export function createContext(extra: HandlerExtra, meta: CallMeta | undefined, clientCanElicit: boolean): CallContext {
   const invocationId = meta?.invocationId ?? `local-${randomUUID()}`;
-  const deadline = meta ? new Date(meta.deadline) : new Date(Date.now() + TIMEOUT_SECONDS_MAX * 1000);
+  const clock = deadlineClock(extra.signal, meta ? new Date(meta.deadline) : new Date(Date.now() + TIMEOUT_SECONDS_MAX * 1000));
   const values = meta ? new Map(Object.entries(meta.secrets)) : new Map(runtime().localSecrets);
   const secrets = secretStore(values);
   const log = logger(extra, invocationId, [...values.values()]);
@@ -95,8 +95,10 @@ export function createContext(extra: HandlerExtra, meta: CallMeta | undefined, c
   return {
     secrets,
     log,
-    signal: deadlineSignal(extra.signal, deadline),
-    deadline,
+    signal: clock.signal,
+    get deadline() {
+      return clock.deadline();
+    },
     idempotencyKey: meta?.idempotencyKey,
     invocationId,
     conversationId: meta?.conversationId,
@@ -111,15 +113,22 @@ export function createContext(extra: HandlerExtra, meta: CallMeta | undefined, c
     canElicit,
     async elicit(request) {
       if (!canElicit) throw new Error("elicitation is not available on this call: check canElicit and carry on without it");
-      return extra.sendRequest(
-        // The invocation id names the call this question belongs to: over stdio, several calls may be in flight.
-        {
-          method: "elicitation/create",
-          params: { mode: "form", message: request.message, requestedSchema: request.requestedSchema, _meta: { [CALL_META_KEY]: { invocationId } } },
-        },
-        ElicitResultSchema,
-        { signal: extra.signal },
-      );
+      // The visitor's time to answer does not count against the call's timeout: the deadline stops meanwhile
+      // (the runner's clock does too). The wait itself is limited to ELICITATION_WAIT_SECONDS.
+      clock.pause();
+      try {
+        return await extra.sendRequest(
+          // The invocation id names the call this question belongs to: over stdio, several calls may be in flight.
+          {
+            method: "elicitation/create",
+            params: { mode: "form", message: request.message, requestedSchema: request.requestedSchema, _meta: { [CALL_META_KEY]: { invocationId } } },
+          },
+          ElicitResultSchema,
+          { signal: extra.signal, timeout: ELICITATION_WAIT_MS + 5000 },
+        );
+      } finally {
+        clock.resume();
+      }
     },
   };
 }
@@ -139,11 +148,42 @@ function secretStore(values: ReadonlyMap<string, string>): Secrets {
   };
 }
 
-/** Aborts when the request is cancelled or the deadline passes, whichever comes first. */
-function deadlineSignal(cancelled: AbortSignal, deadline: Date): AbortSignal {
-  const ms = deadline.getTime() - Date.now();
-  const timeout = Number.isFinite(ms) && ms > 0 ? AbortSignal.timeout(ms) : AbortSignal.abort(new DOMException("The call's deadline has passed", "TimeoutError"));
-  return AbortSignal.any([cancelled, timeout]);
+/** How long elicit() waits for the visitor's answer at most (the runner's limit; pass it to an MCP server's elicitInput as its timeout). */
+export const ELICITATION_WAIT_MS = ELICITATION_WAIT_SECONDS * 1000;
+
+/**
+ * The call's deadline: a signal that aborts when the request is cancelled or the deadline passes, and a
+ * deadline that stops while the visitor answers (pause/resume around each elicitation).
+ */
+function deadlineClock(cancelled: AbortSignal, initial: Date): { signal: AbortSignal; deadline: () => Date; pause: () => void; resume: () => void } {
+  const passed = new AbortController();
+  let end = initial.getTime();
+  let waits = 0;
+  let pausedAt = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    const ms = end - Date.now();
+    const fire = () => passed.abort(new DOMException("The call's deadline has passed", "TimeoutError"));
+    if (!Number.isFinite(ms) || ms <= 0) return fire();
+    timer = setTimeout(fire, ms);
+    // Like AbortSignal.timeout: a pending deadline alone does not keep the process alive.
+    timer.unref?.();
+  };
+  arm();
+  return {
+    signal: AbortSignal.any([cancelled, passed.signal]),
+    deadline: () => new Date(waits > 0 ? end + (Date.now() - pausedAt) : end),
+    pause() {
+      if (passed.signal.aborted || waits++ > 0) return;
+      clearTimeout(timer);
+      pausedAt = Date.now();
+    },
+    resume() {
+      if (waits === 0 || --waits > 0 || passed.signal.aborted) return;
+      end += Date.now() - pausedAt;
+      arm();
+    },
+  };
 }
 
 const LEVELS = { debug: "debug", info: "info", warn: "warning", error: "error" } as const;

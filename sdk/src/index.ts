@@ -6,7 +6,7 @@ export type { Applied, Outcome, Pending, Rejected, StepUpRequired } from "./outc
 export { file, withFiles, FILE_NAME_PATTERN } from "./files.ts";
 export type { FileInput, FileType, ToolFile, WithFiles } from "./files.ts";
 export { stepUpFromChallenge } from "./challenge.ts";
-export { context } from "./context.ts";
+export { context, ELICITATION_WAIT_MS } from "./context.ts";
 export type { CallContext, ElicitRequest, ElicitResult, HandlerExtra, Log, LogData, Secrets } from "./context.ts";
 export { serveStdio } from "./stdio.ts";
 export type { Connectable, ServeStdioOptions } from "./stdio.ts";

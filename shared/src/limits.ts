@@ -123,6 +123,11 @@ export const QUESTION_OPTIONS_MAX = 9;
 export const QUESTION_OPTION_LABEL_MAX = 20;
 /** questions style: as many questions per call as declared fields, up to 8. */
 export const QUESTIONS_PER_CALL_MAX = 8;
+/**
+ * How long a tool's question waits for the visitor's answer. The wait does not count against the tool's
+ * timeoutSeconds; past it the tool sees cancel and a late answer is told the question expired.
+ */
+export const ELICITATION_WAIT_SECONDS = 300;
 
 /** Write outcomes. */
 export const OPERATION_REF_PATTERN = /^[\x20-\x7E]{1,256}$/;

@@ -157,6 +157,19 @@ describe("elicitation", () => {
     expect((await h.ofType("text")).at(-1)?.text).toBe("size L");
   });
 
+  it("a question not answered within its wait expires: the tool sees cancel, and a late answer is told the question expired", async () => {
+    h = await engineHarness({ rules, elicitTimeoutMs: 150 });
+    await h.say("which size");
+    const question = (await h.ofType("question")).at(-1);
+    expect(question).toBeDefined();
+    expect((await h.ofType("text")).at(-1)?.text).toBe("no size (cancel)");
+    const late = await h.engine.handle(h.conversation.id, "owner-1", { type: "answer", elicitationId: question!.elicitationId, action: "accept", content: { size: "L" } });
+    expect(late).toMatchObject({ ok: false, error: { code: "question_expired", path: "elicitationId", message: expect.stringContaining("not answered within") } });
+    // An id no question ever had is still just not open.
+    const unknown = await h.engine.handle(h.conversation.id, "owner-1", { type: "answer", elicitationId: "q_nonexistent", action: "decline" });
+    expect(unknown).toMatchObject({ ok: false, error: { code: "question_not_open" } });
+  });
+
   it("where the channel cannot answer, the tool sees a client without elicitation", async () => {
     h = await engineHarness({ rules, capabilities: { ...WHATSAPP, questions: false } });
     await h.say("which size");

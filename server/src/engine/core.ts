@@ -47,7 +47,7 @@ export type EngineOptions = {
   transcriptCacheChars?: number;
   /** Model calls per turn at most. Default 8. */
   maxModelSteps?: number;
-  /** How long a tool's question waits for the customer's answer. Default 120 s. */
+  /** How long a tool's question waits for the customer's answer (not counted against the tool's timeout). Default ELICITATION_WAIT_SECONDS. */
   elicitTimeoutMs?: number;
   /** Secret values for a package version, from the workspace's secret store. */
   secrets?: (packageVersionId: string) => Record<string, string>;

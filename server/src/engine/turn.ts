@@ -151,6 +151,7 @@ export class Turns extends EnginePart {
     const { conversation, tool, turnId, call, args, carry } = use;
     await this.core.conversations.flushCarry(conversation.id, carry, [progressEvent(tool, call.id, "start")]);
     let result;
+    const asked = new Set<string>();
     try {
       result = await this.core.options.runner.call({
         packageVersionId: tool.packageVersionId,
@@ -163,12 +164,15 @@ export class Turns extends EnginePart {
           ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
           secrets: this.core.secrets(tool.packageVersionId),
         },
-        ...(this.core.elicitations.canElicit(conversation, tool) && { elicit: (request: ElicitRequest) => this.core.elicitations.elicit(conversation, tool, request) }),
+        ...(this.core.elicitations.canElicit(conversation, tool) && { elicit: (request: ElicitRequest) => this.core.elicitations.elicit(conversation, tool, request, asked) }),
       });
     } catch (error) {
       carry.events.push(progressEvent(tool, call.id, "end"));
       this.core.log("error", "read failed in the runner", { tool: tool.ref, error: String(error) });
       return { modelText: "tool_failed: the tool could not run." };
+    } finally {
+      // A question the call no longer waits for expires with it: a later answer is told so.
+      for (const id of asked) this.core.elicitations.expire(id);
     }
     carry.events.push(progressEvent(tool, call.id, "end"));
     if (result.stepUp) {

@@ -1,13 +1,17 @@
 // Checks a tool's MCP form elicitation request before it reaches the visitor: only the fields the tool
-// declares, never a credential, the questions style's shape, and the per-call question limit.
+// declares, never a credential, the questions style's shape, and the per-call question limit; and
+// answers a call's requests (elicitationHandler), its clock paused while the visitor answers.
+import type { ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import {
+  ELICITATION_WAIT_SECONDS,
   QUESTION_OPTIONS_MAX,
   QUESTION_OPTIONS_MIN,
   QUESTION_OPTION_LABEL_MAX,
   QUESTIONS_PER_CALL_MAX,
   type Elicitation,
 } from "@caplo/shared";
-import type { ElicitRequest } from "./api.ts";
+import type { ElicitRequest, ElicitResponse, LogLine } from "./api.ts";
+import type { CallClock } from "./callClock.ts";
 
 export type ElicitRefusal = { code: string; path: string; message: string };
 
@@ -60,4 +64,43 @@ export function checkElicitRequest(request: ElicitRequest, policy: Elicitation |
     }
   }
   return undefined;
+}
+
+/**
+ * Answers one call's elicitation requests: each is checked, then asked of the visitor through `ask`
+ * while the call's clock is paused (the visitor's time does not count against timeoutSeconds). A wait
+ * is cut at ELICITATION_WAIT_SECONDS (the engine's own limit ends it first) and the tool sees cancel.
+ * Only the requested fields of an answer reach the tool.
+ */
+export function elicitationHandler(
+  ask: (request: ElicitRequest) => Promise<ElicitResponse>,
+  policy: Elicitation | undefined,
+  clock: CallClock,
+  log: (line: LogLine) => void,
+  waitMs = ELICITATION_WAIT_SECONDS * 1000,
+): (request: ElicitRequest) => Promise<ElicitResult> {
+  let asked = 0;
+  return async (request) => {
+    const refusal = checkElicitRequest(request, policy, asked);
+    if (refusal) {
+      log({ level: "warn", message: `elicitation refused: ${refusal.message}`, data: { code: refusal.code, path: refusal.path }, at: new Date().toISOString() });
+      throw new Error(`elicitation refused (${refusal.code}): ${refusal.message}`);
+    }
+    asked += 1;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<ElicitResponse>((resolve) => {
+      timer = setTimeout(() => resolve({ action: "cancel" }), waitMs);
+    });
+    clock.pause();
+    let answer: ElicitResponse;
+    try {
+      answer = await Promise.race([ask(request), expired]);
+    } finally {
+      clearTimeout(timer);
+      clock.resume();
+    }
+    if (answer.action !== "accept") return { action: answer.action };
+    const allowed = Object.keys((request.requestedSchema.properties as Record<string, unknown>) ?? {});
+    return { action: "accept", content: Object.fromEntries(Object.entries(answer.content).filter(([key]) => allowed.includes(key))) };
+  };
 }

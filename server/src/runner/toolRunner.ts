@@ -4,7 +4,7 @@
 // log lines. Package versions run in warm sandboxed processes; remote MCP servers over their URL.
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { CallToolResultSchema, ResultSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   CALL_META_KEY,
@@ -18,7 +18,6 @@ import {
 } from "@caplo/shared";
 import type {
   CallContextInput,
-  ElicitRequest,
   LogLine,
   StatusCheckRequest,
   ToolCallRequest,
@@ -27,7 +26,8 @@ import type {
 } from "./api.ts";
 import type { EgressEvent } from "./egressProxy.ts";
 import { parseResolveOverrides, type ResolveOverride } from "./egressRule.ts";
-import { checkElicitRequest } from "./elicitationPolicy.ts";
+import { callClock } from "./callClock.ts";
+import { elicitationHandler } from "./elicitationPolicy.ts";
 import { extractFiles } from "./fileExtraction.ts";
 import { MemoryLogStore, recordContext, type LogStore } from "./logStore.ts";
 import { CallLog } from "./logBounds.ts";
@@ -103,6 +103,8 @@ export type RunnerOptions = {
 };
 
 const STUCK_PING_MS = 1000;
+/** The longest timer Node keeps (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** The operator's extra CA file, absolute, or a RunnerError naming what is wrong with it. */
 function checkExtraCaCerts(path: string | undefined): string | undefined {
@@ -361,12 +363,12 @@ export class CaploToolRunner implements ToolRunner {
       }
     }
 
-    const deadline = new Date(Date.now() + timeoutMs);
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error("timeout")), timeoutMs);
+    // The call's running time, paused while the visitor answers one of its questions.
+    const clock = callClock(timeoutMs, () => controller.abort(new Error("timeout")));
+    const deadline = clock.deadline();
     const onOuterAbort = () => controller.abort(new Error("cancelled"));
     request.signal?.addEventListener("abort", onOuterAbort, { once: true });
-    let asked = 0;
     const route: CallRoute = {
       invocationId,
       onLog: (line) => {
@@ -378,19 +380,7 @@ export class CaploToolRunner implements ToolRunner {
         }
       },
       ...(request.elicit && policy.effect === "read" && {
-        onElicit: async (elicitRequest: ElicitRequest): Promise<ElicitResult> => {
-          const refusal = checkElicitRequest(elicitRequest, policy.elicitation, asked);
-          if (refusal) {
-            callLog.push({ level: "warn", message: `elicitation refused: ${refusal.message}`, data: { code: refusal.code, path: refusal.path }, at: new Date().toISOString() });
-            throw new Error(`elicitation refused (${refusal.code}): ${refusal.message}`);
-          }
-          asked += 1;
-          const answer = await request.elicit!(elicitRequest);
-          if (answer.action !== "accept") return { action: answer.action };
-          const allowed = Object.keys((elicitRequest.requestedSchema.properties as Record<string, unknown>) ?? {});
-          const content = Object.fromEntries(Object.entries(answer.content).filter(([key]) => allowed.includes(key)));
-          return { action: "accept", content };
-        },
+        onElicit: elicitationHandler(request.elicit, policy.elicitation, clock, (line) => callLog.push(line)),
       }),
     };
     const secrets = Object.fromEntries(target.secretNames.filter((name) => name in request.context.secrets).map((name) => [name, request.context.secrets[name]!]));
@@ -407,7 +397,9 @@ export class CaploToolRunner implements ToolRunner {
       raw = await session.client.request(
         { method: "tools/call", params: { name: tool.name, arguments: args as Record<string, unknown>, _meta: { [CALL_META_KEY]: meta } } },
         CallToolResultSchema,
-        { signal: controller.signal, timeout: timeoutMs + 1000 },
+        // The clock aborts the call; the SDK's own timeout is a backstop that cannot know of a visitor's
+        // wait, so a call that may ask one has none that could cut it.
+        { signal: controller.signal, timeout: route.onElicit ? MAX_TIMER_MS : timeoutMs + 1000 },
       );
     } catch (error) {
       if (controller.signal.aborted && (controller.signal.reason as Error | undefined)?.message === "timeout") {
@@ -421,7 +413,7 @@ export class CaploToolRunner implements ToolRunner {
         failure = `The tool failed: ${describeError(error)}${ended ? ` (its process ${ended})` : ""}`;
       }
     } finally {
-      clearTimeout(timer);
+      clock.stop();
       request.signal?.removeEventListener("abort", onOuterAbort);
       session.routes.delete(invocationId);
       this.pool.notify();
