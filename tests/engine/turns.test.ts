@@ -136,6 +136,19 @@ describe("subjects", () => {
   });
 });
 
+describe("files that fail a check", () => {
+  it("a refused file is not delivered; the visitor is told it could not be delivered and the model why", async () => {
+    const seen: string[] = [];
+    h = await engineHarness({ rules: [{ when: "invoice", replies: [{ toolCalls: [{ name: "shop__invoice", args: { orderId: "SO-6666" } }] }, { text: "{{tool}}" }] }] });
+    await h.say("my invoice");
+    expect(await h.ofType("file")).toEqual([]);
+    const texts = (await h.ofType("text")).map((message) => `${message.from}: ${message.text}`);
+    expect(texts).toContain('system: A file could not be delivered: "SO-6666.pdf".');
+    seen.push(...texts.filter((text) => text.startsWith("agent:")));
+    expect(seen.at(-1)).toContain('[File "SO-6666.pdf" was refused and not delivered: the PDF contains JavaScript.]');
+  });
+});
+
 describe("elicitation", () => {
   const rules = [{ when: "size", replies: [{ toolCalls: [{ name: "shop__pick_size", args: {} }] }, { text: "{{tool}}" }] }];
 

@@ -1,11 +1,15 @@
 // The runner's call contract against a real sandboxed MCP server (packages/outcomes and plain):
 // validation, context, logs, timeouts, crashes, write outcomes, status checks, files, limits and
 // elicitation, each rule at its boundary.
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RESULT_BYTES_MAX, type CallSubject } from "@caplo/shared";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
 import { MemoryLogStore } from "../../server/src/runner/logStore.ts";
+import { CommandScanner } from "../../server/src/runner/fileScanner.ts";
 import type { ToolCallRequest } from "../../server/src/runner/api.ts";
 import { TEST_HOST, testVersion } from "./testPackages.ts";
 
@@ -240,6 +244,33 @@ describe("results: files, size, output schema", () => {
     expect(result.modelText).toContain('"e.exe" was refused');
     expect(result.modelText).toContain('"f.png" was refused and not delivered: 1025 bytes is over');
     expect(result.modelText).toContain('"h.png" was refused and not delivered: at most 3 files');
+  });
+
+  it("files are scanned: built-in checks refuse a PDF with JavaScript and an image named as another type; the operator's scanner refuses a threat; each is listed as not delivered", async () => {
+    const active = Buffer.from("%PDF-1.7\n1 0 obj << /OpenAction << /S /JavaScript /JS (app.alert(1)) >> >> endobj\n%%EOF\n");
+    const request1 = request("files", { files: [file("active.pdf", active, "application/pdf"), file("photo.jpg", PNG, "image/png"), file("fine.pdf", PDF, "application/pdf")] });
+    const checked = await runner.call(request1);
+    expect(checked.files.map((delivered) => delivered.name)).toEqual(["fine.pdf"]);
+    expect(checked.modelText).toContain('[File "active.pdf" was refused and not delivered: the PDF contains JavaScript.]');
+    expect(checked.modelText).toContain('[File "photo.jpg" was refused and not delivered: its name says image/jpeg but its content is image/png.]');
+    expect(checked.undelivered).toEqual([{ name: "active.pdf", code: "file_unsafe" }, { name: "photo.jpg", code: "file_type_mismatch" }]);
+
+    const dir = mkdtempSync(join(tmpdir(), "caplo-scan-cmd-"));
+    const script = join(dir, "scan.sh");
+    writeFileSync(script, '#!/bin/sh\ncase "$(cat)" in *EICAR-STANDARD*) echo "Eicar-Test-Signature"; exit 1;; esac\nexit 0\n');
+    chmodSync(script, 0o755);
+    const scanned = new CaploToolRunner({ hostModule: TEST_HOST, fileScanner: new CommandScanner(script), maxProcesses: 1 });
+    try {
+      await scanned.load({ ...outcomes, tools: outcomes.tools.filter((tool) => tool.name === "files") });
+      const eicar = Buffer.from("%PDF-1.4\nX5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*\n");
+      const result = await scanned.call(request("files", { files: [file("eicar.pdf", eicar, "application/pdf"), file("fine.pdf", PDF, "application/pdf")] }));
+      expect(result.files.map((delivered) => delivered.name)).toEqual(["fine.pdf"]);
+      expect(result.modelText).toContain('[File "eicar.pdf" was refused and not delivered: the file scanner refused it (Eicar-Test-Signature).]');
+      expect(result.undelivered).toEqual([{ name: "eicar.pdf", code: "file_threat" }]);
+    } finally {
+      await scanned.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("a result of exactly 256 KiB passes and one byte more fails", async () => {

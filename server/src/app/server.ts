@@ -29,6 +29,7 @@ import { JsonlLogStore, MemoryLogStore, invocationLogFile, type LogStore } from 
 import { openStore } from "../store/index.ts";
 import type { Store } from "../store/store.ts";
 import { componentLog } from "./log.ts";
+import { readFileScanner } from "../runner/fileScanner.ts";
 import { runnerSettings } from "./runnerSettings.ts";
 import { StartStack } from "./stack.ts";
 
@@ -130,6 +131,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   if (!widget.ok) return widget;
   const handoffWebhooks = readHandoffWebhooks(config.source);
   if (!handoffWebhooks.ok) return handoffWebhooks;
+  const fileScan = readFileScanner(config.source);
+  if (!fileScan.ok) return fileScan;
   const stack = new StartStack();
   const failed = async (error: ServeError) => {
     await stack.stopAll().catch((stopError: unknown) => log(`warn: stopping after a failed start: ${String(stopError)}`));
@@ -164,8 +167,9 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const { CaploToolRunner } = await import("../runner/toolRunner.ts");
     // Every invocation's record (log lines, secrets redacted) in a bounded file: `caplo tool logs --db DB`.
     const logStore = new JsonlLogStore(invocationLog.file, { maxBytes: invocationLog.maxBytes, onError: (error) => log(`invocation log not written: ${error.message}`) });
-    const sandboxed = new CaploToolRunner({ ...runnerSettings(config), logStore });
+    const sandboxed = new CaploToolRunner({ ...runnerSettings(config), logStore, ...(fileScan.scanner && { fileScanner: fileScan.scanner }) });
     log(sandboxed.sandboxNote);
+    log(`files: built-in checks${fileScan.scanner ? ` and the file scanner (${fileScan.scanner.description})` : "; no file scanner (CAPLO_FILE_SCAN_CLAMD or CAPLO_FILE_SCAN_COMMAND)"}`);
     log(`invocation logs: ${logStore.file} (at most ${invocationLog.maxBytes / 1024 / 1024} MiB)`);
     runner = sandboxed;
   }

@@ -77,6 +77,9 @@ Environment only:
                       \`caplo tool logs --db PATH\`. CAPLO_INVOCATION_LOG_MAX_MB bounds it (default 64)
   CAPLO_FILE_RETENTION_DAYS   days a delivered file's bytes are kept (default 30, 1 to 3650); after that a
                       download answers 410 file_expired, and the conversation still shows the file
+  CAPLO_FILE_SCAN_CLAMD       clamd's Unix socket (INSTREAM): every file a tool returns is scanned after the
+                      built-in checks; a threat or a scanner error means it is not delivered
+  CAPLO_FILE_SCAN_COMMAND     instead, an executable given each file on stdin (exit 0 clean, 1 threat)
   CAPLO_HANDOFF_WEBHOOK_URL    where a handoff notice goes when the agent hands a conversation to its
                       queue (https; http only to this machine); CAPLO_HANDOFF_WEBHOOK_URL_<QUEUE> for one
                       queue; signed with CAPLO_HANDOFF_WEBHOOK_SECRET (at least 32 characters)

@@ -56,7 +56,7 @@ type Env = Readonly<Record<string, string | undefined>>;
  * Variables set by Caplo itself for processes it starts, and by tests for their own fixtures: neither
  * settings nor typos.
  */
-const INTERNAL = [/^CAPLO_EGRESS_SOCKET$/, /^CAPLO_TEST_/];
+const INTERNAL = [/^CAPLO_EGRESS_SOCKET$/, /^CAPLO_FILE_(NAME|TYPE)$/, /^CAPLO_TEST_/];
 
 /**
  * The coded error of a bad value: the rule, the value and a valid example. Only settings with a rule

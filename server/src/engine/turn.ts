@@ -187,6 +187,13 @@ export class Turns extends EnginePart {
       await this.core.conversations.flushCarry(conversation.id, carry);
       modelText += await this.deliverFiles(conversation, result.files);
     }
+    // A file refused by a check or the operator's scanner: the visitor is told it could not be delivered
+    // (the model was told why in the tool's text).
+    if (result.undelivered?.length) {
+      await this.core.conversations.flushCarry(conversation.id, carry);
+      const names = result.undelivered.map((file) => `"${file.name}"`).join(", ");
+      await this.core.conversations.emit(conversation.id, { type: "text", id: randomId("m"), from: "system", text: `${result.undelivered.length === 1 ? "A file" : "Some files"} could not be delivered: ${names}.` });
+    }
     return { modelText };
   }
 

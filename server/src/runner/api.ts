@@ -47,6 +47,8 @@ export type ToolCallResult = {
   /** The validated structured result, for presentation.result and receipts. */
   structuredContent?: Record<string, unknown>;
   files: DeliveredFile[];
+  /** Files the tool returned that were refused (a failed check or scan): the visitor is told they could not be delivered. */
+  undelivered?: { name: string; code: string }[];
   /** For write tools: what happened. Reads leave it undefined (or step_up_required). */
   outcome?: WriteOutcome;
   stepUp?: StepUp;

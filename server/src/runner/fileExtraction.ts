@@ -1,8 +1,11 @@
 // Takes files out of a tool result before the model sees it: MCP embedded resources with a blob are
 // removed; each is delivered only if its type, proven from its first bytes, is in `accept`, it is under
-// `maxBytes`, and it is one of the first three; the model is told what happened to every one.
+// `maxBytes`, it is one of the first three, it passes the built-in structural checks (fileSafety.ts) and,
+// when the operator set one, the file scanner (fileScanner.ts); the model is told what happened to every one.
 import { FILES_PER_RESULT_MAX, type FilesPresentation } from "@caplo/shared";
 import type { DeliveredFile } from "./api.ts";
+import { fileProblem } from "./fileSafety.ts";
+import type { FileScanner } from "./fileScanner.ts";
 
 export type FileRefusal = { name: string; code: string; message: string };
 export type Extraction = { content: unknown[]; files: DeliveredFile[]; refusals: FileRefusal[]; notes: string[] };
@@ -97,11 +100,37 @@ export function extractFiles(content: readonly unknown[], files: FilesPresentati
       refuse("file_type_mismatch", `declared as ${item.resource.mimeType} but its content is ${type}`);
       continue;
     }
+    const problem = fileProblem(bytes, type, name);
+    if (problem) {
+      refuse(problem.code, problem.message);
+      continue;
+    }
     delivered.push({ name, mimeType: type, size: bytes.length, bytes });
   }
-  const notes = [
+  return { content: kept, files: delivered, refusals, notes: fileNotes(delivered, refusals) };
+}
+
+/** What the model is told about each file: taken out for the visitor, or refused and why. */
+function fileNotes(delivered: readonly DeliveredFile[], refusals: readonly FileRefusal[]): string[] {
+  return [
     ...delivered.map((file) => `[File "${file.name}" (${file.mimeType}, ${file.size} bytes) was taken out of the result for the visitor.]`),
     ...refusals.map((refusal) => `[File "${refusal.name}" was refused and not delivered: ${refusal.message}.]`),
   ];
-  return { content: kept, files: delivered, refusals, notes };
+}
+
+/** The operator's scanner over the files that passed every other check; a file it does not call clean is refused. */
+export async function scanFiles(extraction: Extraction, scanner: FileScanner | undefined): Promise<Extraction> {
+  if (!scanner || extraction.files.length === 0) return extraction;
+  const verdicts = await Promise.all(extraction.files.map((file) => scanner.scan(file)));
+  const files = extraction.files.filter((_, index) => verdicts[index]!.clean);
+  const refusals = [...extraction.refusals];
+  verdicts.forEach((verdict, index) => {
+    if (!verdict.clean) refusals.push({ name: extraction.files[index]!.name, code: verdict.code, message: verdict.message });
+  });
+  return { ...extraction, files, refusals, notes: fileNotes(files, refusals) };
+}
+
+/** The refused files the visitor is told about (a binary content item was never a file for them). */
+export function undeliveredFiles(extraction: Extraction): { name: string; code: string }[] {
+  return extraction.refusals.filter((refusal) => refusal.code !== "file_kind").map(({ name, code }) => ({ name, code }));
 }

@@ -28,7 +28,8 @@ import type { EgressEvent } from "./egressProxy.ts";
 import { parseResolveOverrides, type ResolveOverride } from "./egressRule.ts";
 import { callClock } from "./callClock.ts";
 import { elicitationHandler } from "./elicitationPolicy.ts";
-import { extractFiles } from "./fileExtraction.ts";
+import { extractFiles, scanFiles, undeliveredFiles } from "./fileExtraction.ts";
+import type { FileScanner } from "./fileScanner.ts";
 import { MemoryLogStore, recordContext, type LogStore } from "./logStore.ts";
 import { CallLog } from "./logBounds.ts";
 import { memoryLimitKind } from "./cgroup.ts";
@@ -95,6 +96,8 @@ export type RunnerOptions = {
    */
   extraCaCerts?: string;
   logStore?: LogStore;
+  /** The operator's file scanner (clamd or a command; see fileScanner.ts): a file it does not call clean is not delivered. */
+  fileScanner?: FileScanner;
   /**
    * Operator-only, for local development and tests: remote MCP versions may be reached over http and at
    * loopback or private addresses (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1). Never the default.
@@ -422,7 +425,8 @@ export class CaploToolRunner implements ToolRunner {
 
     const result = raw as { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean; _meta?: Record<string, unknown> };
     const isError = result.isError === true;
-    const files = extractFiles(result.content, !isError && policy.effect === "read" ? policy.presentation?.files : undefined);
+    const files = await scanFiles(extractFiles(result.content, !isError && policy.effect === "read" ? policy.presentation?.files : undefined), this.options.fileScanner);
+    const undelivered = undeliveredFiles(files);
     const text = textOf(files.content);
     const shape: ResultShape = { isError, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(result._meta && { meta: result._meta }) };
 
@@ -449,6 +453,7 @@ export class CaploToolRunner implements ToolRunner {
       isError,
       ...((isResult || (!isError && !tool.outputSchema)) && result.structuredContent && { structuredContent: result.structuredContent }),
       files: files.files,
+      ...(undelivered.length > 0 && { undelivered }),
       ...(outcome && { outcome }),
     });
   }

@@ -11,7 +11,7 @@ import { CALL_META_KEY, STATUS_METHOD, type CallMeta, type PackageVersion, type 
 import type { CallContextInput, ElicitRequest, StatusCheckRequest, ToolCallRequest, ToolCallResult, ToolRunner } from "../../../server/src/runner/api.ts";
 import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "../../../server/src/runner/outcomeMapping.ts";
 import { validateAgainst } from "../../../server/src/runner/schemaValidator.ts";
-import { extractFiles } from "../../../server/src/runner/fileExtraction.ts";
+import { extractFiles, undeliveredFiles } from "../../../server/src/runner/fileExtraction.ts";
 
 type Loaded = { version: PackageVersion; plain: Client; eliciting: Client; current?: (request: ElicitRequest) => Promise<unknown> };
 
@@ -98,6 +98,7 @@ export class InMemoryMcpRunner implements ToolRunner {
     if (request.elicit) entry.current = request.elicit;
     let shape: ResultShape;
     let files: ToolCallResult["files"] = [];
+    let undelivered: NonNullable<ToolCallResult["undelivered"]> = [];
     try {
       const raw = await client.request(
         { method: "tools/call", params: { name: request.tool, arguments: args, _meta: { [CALL_META_KEY]: meta(request.context, entry.version, tool.policy.timeoutSeconds, Boolean(request.elicit)) } } },
@@ -107,6 +108,7 @@ export class InMemoryMcpRunner implements ToolRunner {
       const presentation = tool.policy.presentation;
       const extraction = extractFiles(raw.content, presentation && "files" in presentation ? presentation.files : undefined);
       files = extraction.files;
+      undelivered = undeliveredFiles(extraction);
       shape = {
         ...(raw.isError !== undefined && { isError: raw.isError }),
         text: [textOf(extraction.content), ...extraction.notes].filter(Boolean).join("\n"),
@@ -121,7 +123,7 @@ export class InMemoryMcpRunner implements ToolRunner {
     }
     const stepUp = readStepUp(shape.meta);
     if (!isWrite) {
-      return done({ modelText: shape.text, isError: Boolean(shape.isError), files, ...(shape.structuredContent && { structuredContent: shape.structuredContent }), ...(stepUp && { stepUp }) });
+      return done({ modelText: shape.text, isError: Boolean(shape.isError), files, ...(undelivered.length > 0 && { undelivered }), ...(shape.structuredContent && { structuredContent: shape.structuredContent }), ...(stepUp && { stepUp }) });
     }
     const outcome = mapWriteResult(shape, entry.version.type === "function" || entry.version.effectOutcomes);
     return done({

@@ -181,7 +181,8 @@ export function createShopServer(backend: ShopBackend): McpServer {
   server.registerTool("invoice", { description: "The order's invoice as a PDF", inputSchema: { orderId } }, async ({ orderId: id }) => ({
     content: [
       { type: "text", text: `Invoice for ${id}` },
-      { type: "resource", resource: { uri: `file:///invoices/${id}.pdf`, mimeType: "application/pdf", blob: Buffer.from(`%PDF-1.4\n% invoice ${id}\n%%EOF\n`).toString("base64") } },
+      // SO-6666's invoice is a PDF that would run JavaScript when opened (the built-in checks refuse it).
+      { type: "resource", resource: { uri: `file:///invoices/${id}.pdf`, mimeType: "application/pdf", blob: Buffer.from(id === "SO-6666" ? `%PDF-1.4\n<< /OpenAction << /S /JavaScript /JS (app.alert(1)) >> >>\n%%EOF\n` : `%PDF-1.4\n% invoice ${id}\n%%EOF\n`).toString("base64") } },
     ],
   }));
 

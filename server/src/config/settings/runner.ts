@@ -48,6 +48,30 @@ export const runnerSettings = {
     },
     text().optional(),
   ),
+  CAPLO_FILE_SCAN_CLAMD: setting(
+    {
+      name: "CAPLO_FILE_SCAN_CLAMD",
+      checkedBy: "runner/fileScanner.ts (setting_invalid)",
+      rule: "the absolute path of clamd's Unix socket (not with CAPLO_FILE_SCAN_COMMAND)",
+      example: "/run/clamav/clamd.ctl",
+      default: "— (built-in checks only)",
+      commands: ["serve"],
+      doc: "scans every file a tool returns with ClamAV's clamd (INSTREAM) after the built-in checks; a threat, an error or no answer in 30 s means the file is not delivered (the visitor and the model are told)",
+    },
+    text().optional(),
+  ),
+  CAPLO_FILE_SCAN_COMMAND: setting(
+    {
+      name: "CAPLO_FILE_SCAN_COMMAND",
+      checkedBy: "runner/fileScanner.ts (setting_invalid)",
+      rule: "the absolute path of an executable file (not with CAPLO_FILE_SCAN_CLAMD)",
+      example: "/usr/local/bin/caplo-scan",
+      default: "— (built-in checks only)",
+      commands: ["serve"],
+      doc: "instead of clamd, a command run once per file with the file on its standard input and CAPLO_FILE_NAME / CAPLO_FILE_TYPE set: exit 0 clean, 1 threat (its first output line is the reason), anything else or no answer in 30 s an error; only a clean file is delivered",
+    },
+    text().optional(),
+  ),
   CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK: setting(
     {
       name: "CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK",
