@@ -221,6 +221,35 @@ export const identitySchema = z
   .discriminatedUnion("algorithm", [hs256IdentitySchema, es256IdentitySchema])
   .meta({ description: "How the widget verifies the signed identity token your backend gives it. Never alg none." });
 
+/** Starter prompts: tappable suggestions the widget shows before the visitor's first message. */
+export const STARTERS_MAX = 4;
+export const STARTER_MAX = 80;
+export const WIDGET_NAME_MAX = 60;
+/** A map tile source: an https URL template with {z}, {x} and {y}. */
+export const MAP_TILES_PATTERN = /^https:\/\/[^\s<>"'{}]+(?:\{[zxy]\}[^\s<>"'{}]*){3}$/;
+
+export const widgetSettingsSchema = z
+  .strictObject({
+    /** The agent's name in the widget's header (default: the chat's generic title). */
+    name: plainText(WIDGET_NAME_MAX).min(1).optional(),
+    /** The agent's avatar: an https image URL. */
+    avatar: z.string().max(2048).regex(/^https:\/\/[^\s<>"']+$/, "an https URL of an image").optional(),
+    starters: z
+      .array(plainText(STARTER_MAX).min(1))
+      .max(STARTERS_MAX)
+      .optional()
+      .meta({ description: `Up to ${STARTERS_MAX} tappable prompts shown before the visitor's first message; tapping one sends it.` }),
+    /** Map tiles for the map layout (without them the map shows each place with a directions link). */
+    mapTiles: z
+      .strictObject({
+        url: z.string().max(500).regex(MAP_TILES_PATTERN, "an https URL template with {z}, {x} and {y}, such as https://tile.openstreetmap.org/{z}/{x}/{y}.png"),
+        attribution: plainText(200).min(1),
+      })
+      .optional(),
+  })
+  .meta({ description: "How the website widget presents the agent: its name, avatar, starter prompts and map tiles." });
+export type WidgetSettings = z.output<typeof widgetSettingsSchema>;
+
 const toolRef = z.string().regex(TOOL_REF_PATTERN, "package/tool, for example orders/get_order");
 
 export const agentConfigSchema = z
@@ -284,6 +313,7 @@ export const agentConfigSchema = z
     channels: channelsSchema,
     identity: identitySchema.optional(),
     greeting: messageText(GREETING_MAX).optional(),
+    widget: widgetSettingsSchema.optional(),
     locale: z.string().max(LOCALE_MAX).regex(LOCALE_PATTERN, "a language tag such as en, sl or pt-BR").default(DEFAULT_LOCALE),
     timeZone: z
       .string()

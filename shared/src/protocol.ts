@@ -4,6 +4,7 @@ import { z } from "zod";
 import { inboundSchema, outboundSchema } from "./messages.ts";
 
 export const PROTOCOL_VERSION = 1;
+
 export const WS_PATH = "/v1/ws";
 /** A frame's `ref` (echoed on its ack or error): at most this many characters; a longer one is refused, never cut. */
 export const FRAME_REF_MAX = 64;
@@ -33,6 +34,8 @@ export const clientFrameSchema = z.discriminatedUnion("t", [
   /** A signed identity token from the site owner's backend. */
   z.object({ t: z.literal("identify"), ref, token: z.string().max(8192) }),
   z.object({ t: z.literal("ping") }),
+  /** Stop the reply the agent is writing now: the text so far is kept as the reply, nothing more is asked of the model. */
+  z.object({ t: z.literal("stop"), ref: z.string().max(64) }),
 ]);
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 
@@ -44,6 +47,17 @@ export const errorFrameSchema = z.object({
   ref: z.string().optional(),
 });
 
+/** The agent as the widget presents it, from agent.yaml `widget` and the web channel's handoff. */
+export const widgetAgentSchema = z.object({
+  name: z.string().optional(),
+  avatar: z.string().optional(),
+  starters: z.array(z.string()).optional(),
+  /** The web channel has a handoff destination: the widget offers "talk to a person". */
+  handoff: z.boolean(),
+  mapTiles: z.object({ url: z.string(), attribution: z.string() }).optional(),
+});
+export type WidgetAgent = z.infer<typeof widgetAgentSchema>;
+
 /** Server → client. */
 export const serverFrameSchema = z.discriminatedUnion("t", [
   z.object({
@@ -53,7 +67,14 @@ export const serverFrameSchema = z.discriminatedUnion("t", [
     resumeToken: z.string(),
     /** The client's identity as the server knows it, if verified. */
     verified: z.boolean(),
+    /** What the widget shows of the agent (agent.yaml `widget`), and whether the visitor can ask for a person. */
+    agent: widgetAgentSchema.optional(),
   }),
+  /**
+   * Part of the agent's reply while the model writes it (not stored): `text` goes at character `at` of the
+   * reply `id`. The stored event with the same message id replaces it; a client that missed a part waits for it.
+   */
+  z.object({ t: z.literal("delta"), id: z.string(), at: z.int().min(0), text: z.string() }),
   /** One conversation event, in order; `seq` increases by one per conversation. */
   z.object({ t: z.literal("event"), seq: z.int().min(1), at: z.string(), message: outboundSchema }),
   /**

@@ -186,9 +186,9 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     // A write declined: nothing runs.
     await say("cancel order SO-1005");
     const declined = reviews().last();
-    await declined.getByRole("button", { name: "Cancel" }).waitFor();
-    await declined.getByRole("button", { name: "Cancel" }).click();
-    await declined.getByText("Cancelled by you").waitFor();
+    await declined.getByRole("button", { name: "Don't do it" }).waitFor();
+    await declined.getByRole("button", { name: "Don't do it" }).click();
+    await declined.getByText("You chose not to go ahead. Nothing was changed.").waitFor();
     await snap("declined-cancel");
 
     // A pending write: the shop answers 202; the status check later records the real outcome.
@@ -203,6 +203,9 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     await pending.getByLabel("Receipt").waitFor();
     expect(await pending.getByLabel("Receipt").textContent()).toContain("Refund€89.00");
     expect(await pending.textContent()).not.toMatch(/not confirmed yet|don't send it again/i);
+    // And the news is said where the conversation is now, since the card may have scrolled away.
+    const update = app().locator("section.update").last();
+    await update.getByText("Update: Cancel this order").waitFor();
     await snap("pending-resolved");
 
     // The demo customer signs in through the page's own sign-in (an identity token from the demo backend).

@@ -92,8 +92,8 @@ describe("widget with the real gateway and scripted model", () => {
 
     await say(`Please cancel ${ORDERS.rejected}`);
     const second = app().locator("section.review").nth(1);
-    await second.getByRole("button", { name: "Cancel" }).click();
-    await second.getByText("Cancelled by you").waitFor();
+    await second.getByRole("button", { name: "Don't do it" }).click();
+    await second.getByText("You chose not to go ahead. Nothing was changed.").waitFor();
     expect(stack.backend.applications.some((a) => a.args.orderId === ORDERS.rejected)).toBe(false);
     await page.screenshot({ path: `${ARTIFACTS}gateway-04-declined.png` });
 

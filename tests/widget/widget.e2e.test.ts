@@ -101,7 +101,11 @@ describe("website widget in Chromium", () => {
     await shot(page, "03-review-card");
     const before = server.frames.length;
     await card.getByRole("button", { name: "Confirm" }).dblclick();
-    await card.getByText("Order SO-1002 is cancelled.").waitFor();
+    await card.getByText("Done", { exact: true }).waitFor();
+    // One success line: the state and the receipt (the server's own "is cancelled" sentence is not repeated).
+    expect(await card.getByText("Order SO-1002 is cancelled.").count()).toBe(0);
+    // The focus moved to the outcome, not to the page's body.
+    await expect.poll(() => app.locator(":focus").textContent(), { timeout: 5000 }).toContain("Done");
     const confirms = server.frames.slice(before).filter((f) => f.t === "in" && f.event.type === "confirm");
     expect(confirms).toHaveLength(1);
     expect(confirms[0]).toMatchObject({ event: { edits: { "/reason": "ordered_twice", "/note": "Bought the same pair twice" } } });
@@ -117,9 +121,10 @@ describe("website widget in Chromium", () => {
     const app = page.frameLocator("iframe[title='Chat']");
     await say(app, "Cancel SO-1003 too");
     const card = app.getByRole("region", { name: "Cancel order SO-1003" });
-    await card.getByRole("button", { name: "Cancel" }).click();
-    await card.getByText("Cancelled by you").waitFor();
-    await card.getByText("Nothing was changed.").waitFor();
+    await card.getByRole("button", { name: "Don't do it" }).click();
+    await card.getByText("Not done", { exact: true }).waitFor();
+    await card.getByText("You chose not to go ahead. Nothing was changed.").waitFor();
+    expect(await card.textContent()).not.toMatch(/Cancelled by you|declined it/);
     await app.getByText("I left SO-1003 as it is").waitFor();
     await shot(page, "05-declined");
   });
@@ -130,8 +135,8 @@ describe("website widget in Chromium", () => {
     const app = page.frameLocator("iframe[title='Chat']");
     await app.getByText("I left SO-1003 as it is").waitFor();
     expect(await app.getByRole("region", { name: "Order SO-1002", exact: true }).count()).toBe(1);
-    expect(await app.getByRole("region", { name: "Cancel order SO-1002" }).getByText("Order SO-1002 is cancelled.").count()).toBe(1);
-    expect(await app.getByRole("region", { name: "Cancel order SO-1003" }).getByText("Cancelled by you").count()).toBe(1);
+    expect(await app.getByRole("region", { name: "Cancel order SO-1002" }).getByText("Done", { exact: true }).count()).toBe(1);
+    expect(await app.getByRole("region", { name: "Cancel order SO-1003" }).getByText("Not done", { exact: true }).count()).toBe(1);
     expect(await app.getByText("Hi! I can look up your orders").count()).toBe(1);
     // A decided card stays decided after the reload.
     expect(await app.getByRole("button", { name: "Confirm" }).count()).toBe(0);
@@ -186,7 +191,7 @@ describe("more layouts and a phone", () => {
       await say(app, "Book a fitting");
       await app.getByRole("group", { name: "Free fitting times" }).waitFor();
       await app.getByRole("button", { name: /Tue 09:00/ }).tap();
-      await app.getByText("Book the fitting on Tue 09:00 at BTC City").waitFor();
+      await app.getByText("Noted: a fitting on Tue 09:00 at BTC City").waitFor();
       await say(app, "Track SO-1002");
       await app.getByRole("region", { name: "Delivery of SO-1002" }).waitFor();
       await shot(page, "08-phone-choices-timeline");

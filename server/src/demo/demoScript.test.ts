@@ -51,10 +51,49 @@ describe("the offline demo model", () => {
     }
   });
 
-  test("write outcomes are told truthfully: applied is done, pending is not confirmed, declined changed nothing", async () => {
-    expect((await ask("[write orders/cancel_order, proposal w1] outcome: applied. The change happened.", "system")).text).toContain("Done");
-    expect((await ask("[write orders/cancel_order, proposal w1] outcome: pending. The change is not confirmed yet.", "system")).text).toContain("not confirmed it yet");
-    expect((await ask("[write orders/cancel_order, proposal w1] outcome: not applied. The provider definitely did not make the change: shipped", "system")).text).toContain("did not make");
-    expect((await ask("[write orders/cancel_order, proposal w1] the customer declined. Nothing ran.", "system")).text).toContain("left it as it was");
+  test("write outcomes are not said a second time (the card says done, not done or nothing changed); pending says it is being checked, without repeating \"don't send it again\"", async () => {
+    const applied = (await ask("[write orders/cancel_order, proposal w1] outcome: applied. The change happened.", "system")).text;
+    expect(applied).toMatch(/^Anything else\?/);
+    const pending = (await ask("[write orders/cancel_order, proposal w1] outcome: pending. The change is not confirmed yet.", "system")).text;
+    expect(pending).toContain("checking with the shop");
+    expect(pending).not.toMatch(/send it again/i);
+    expect((await ask("[write orders/cancel_order, proposal w1] outcome: not applied. The provider definitely did not make the change: shipped", "system")).text).not.toMatch(/done|cancelled/i);
+    expect((await ask("[write orders/cancel_order, proposal w1] the customer declined. Nothing ran.", "system")).text).toMatch(/^Anything else\?/);
+  });
+
+  test("the line after a tool follows what the tool did: no \"check and confirm\" when no card came, no PDF promised when there is none", async () => {
+    const after = async (user: string, tool: string) => {
+      const parts: ModelStreamPart[] = [];
+      const messages = [
+        { role: "system", content: "instructions" },
+        { role: "user", content: user },
+        { role: "assistant", content: "", toolCalls: [{ id: "c1", name: "x", arguments: "{}" }] },
+        { role: "tool", toolCallId: "c1", name: "x", content: tool },
+      ];
+      for await (const part of createDemoModel().stream({ messages, tools: [] } as never)) parts.push(part);
+      return parts.map((part) => (part.type === "text-delta" ? part.text : "")).join("");
+    };
+    expect((await ask("cancel order SO-1001")).text).toBe("");
+    expect(await after("cancel order SO-1001", "write_blocked: an earlier write (orders/cancel_order) still waits")).toBe("I'll do that once your earlier request has finished.");
+    expect(await after("my invoice", '{"invoiceId":"INV-1004"}\n[1 file(s) delivered to the customer as downloads: INV-1004.pdf.]')).toContain("with the PDF to download");
+    const noFile = await after("my invoice", '{"invoiceId":"INV-1004"}');
+    expect(noFile).toContain("Here is the invoice");
+    expect(noFile).not.toContain("PDF");
+    expect(await after("my invoice", "[1 file(s) were not delivered: this channel cannot receive files.]")).toContain("cannot be sent here");
+    expect(await after("my orders", "customer_not_verified: this tool acts for a verified customer")).toContain("Please verify");
+  });
+
+  test("after the customer verifies for a waiting read, the same request is answered again", async () => {
+    const parts: ModelStreamPart[] = [];
+    const messages = [
+      { role: "system", content: "instructions" },
+      { role: "user", content: "where is my order SO-1002" },
+      { role: "assistant", content: "", toolCalls: [{ id: "c1", name: "orders__get_order", arguments: "{}" }] },
+      { role: "tool", toolCallId: "c1", name: "orders__get_order", content: "customer_not_verified: ..." },
+      { role: "assistant", content: "Please verify" },
+      { role: "system", content: "The customer is verified (level standard). Continue with their last request now." },
+    ];
+    for await (const part of createDemoModel().stream({ messages, tools: [] } as never)) parts.push(part);
+    expect(parts.flatMap((part) => (part.type === "tool-call" ? [part.call.name] : []))).toEqual(["orders__get_order"]);
   });
 });

@@ -1,5 +1,6 @@
 // The engine's shared core: its settings, store and bus, the per-conversation queue, the clock and the log,
 // and the parts that each do one responsibility (engine.ts wires them; each part reaches the others here).
+import { ReplyStreams } from "./replyStream.ts";
 import type { EventBus } from "../bus/eventBus.ts";
 import { MemoryBus } from "../bus/memoryBus.ts";
 import type { Model } from "../model/model.ts";
@@ -74,6 +75,8 @@ export class EngineCore {
   readonly nodeId: string;
   private readonly queues = new Map<string, Promise<unknown>>();
   readonly typingListeners = new Set<(conversationId: string, on: boolean) => void>();
+  /** Replies while the model writes them (streamed to the widget, never stored as parts). */
+  readonly replies = new ReplyStreams();
   readonly inFlight = new Set<Promise<unknown>>();
   stopped = false;
   conversations!: ConversationLog;

@@ -9,6 +9,7 @@ import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ConversationRecord, Store, StoredEvent, WriteRecord } from "../store/store.ts";
 import { fail, randomId, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
+import type { ReplyDelta } from "./replyStream.ts";
 import { EngineCore, type EngineOptions } from "./core.ts";
 import { FileRetention } from "./fileRetention.ts";
 import { OpenQuestions } from "./openQuestions.ts";
@@ -150,6 +151,25 @@ export class Engine {
   /** Listen for "events up to seq N are stored" on one conversation. */
   subscribe(conversationId: string, listener: (seq: number) => void): Unsubscribe {
     return this.core.bus.subscribe(conversationId, (_id, notice) => listener(notice.seq));
+  }
+
+  /** Listen for the agent's reply text as the model writes it (the stored event, whole, follows under the same id). */
+  onReplyDelta(listener: (conversationId: string, delta: ReplyDelta) => void): () => void {
+    return this.core.replies.onDelta(listener);
+  }
+
+  /** The reply being written in a conversation now, as far as it goes. */
+  replyInProgress(conversationId: string): ReplyDelta | undefined {
+    return this.core.replies.inProgress(conversationId);
+  }
+
+  /** The conversation's owner stops the reply being written: the text so far is stored as the reply. */
+  async stopReply(conversationId: string, ownerId: string): Promise<EngineResult> {
+    const owner = await this.ownerOf(conversationId);
+    if (owner === undefined) return fail("conversation_not_found", "conversationId", "no such conversation");
+    if (owner !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
+    this.core.replies.stop(conversationId);
+    return { ok: true };
   }
 
   onTyping(listener: (conversationId: string, on: boolean) => void): () => void {

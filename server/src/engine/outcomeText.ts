@@ -15,7 +15,7 @@ export function customerText(title: string, write: Pick<WriteRecord, "state" | "
     case "unknown":
       return `${title} is not confirmed yet. Please don't send it again: we are checking and will let you know here.`;
     case "declined":
-      return `${title} was not done: you declined it. Nothing was changed.`;
+      return "Not done: you chose not to go ahead. Nothing was changed.";
     case "cancelled":
       return `${title} was cancelled because a different customer verified in this conversation. Nothing was changed.`;
     case "expired":
@@ -26,6 +26,24 @@ export function customerText(title: string, write: Pick<WriteRecord, "state" | "
       return `To do this (${title}), please verify your identity again.`;
     default:
       return `${title}: ${write.state}.`;
+  }
+}
+
+/**
+ * Why no review card appears for a new write: an earlier one in the conversation is unresolved. Told to the
+ * customer (the model is told too, and may say more); the earlier request's title, never its ids.
+ */
+export function blockedCustomerText(title: string, state: WriteState): string {
+  switch (state) {
+    case "proposed":
+      return `Your earlier request (${title}) must finish first: please confirm it or choose not to on its card. Nothing new was started.`;
+    case "step_up_required":
+      return `Your earlier request (${title}) must finish first: it waits for you to verify. Nothing new was started.`;
+    case "pending":
+    case "unknown":
+      return `Your earlier request (${title}) must finish first: it is not confirmed yet, and we will tell you here when it is. Nothing new was started.`;
+    default:
+      return `Your earlier request (${title}) must finish first. Nothing new was started.`;
   }
 }
 

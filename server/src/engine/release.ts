@@ -2,7 +2,7 @@
 // subset of the published `Release` in @caplo/shared (agent.ts), so a published release is used as is;
 // `releaseFromVersions` builds one in memory from built package versions (tests, the offline demo).
 import { createHash } from "node:crypto";
-import { modelToolName, type ChannelKind, type IdentitySettings, type PackageVersion, type ToolPolicy } from "@caplo/shared";
+import { modelToolName, type ChannelKind, type IdentitySettings, type PackageVersion, type ToolPolicy, type WidgetSettings } from "@caplo/shared";
 
 /** agent.yaml `channels.<channel>.handoff`: the team queue and what the customer is told (where the queue's notices go is the operator's CAPLO_HANDOFF_WEBHOOK_URL). */
 export type HandoffDestination = { queue: string; message?: string };
@@ -34,6 +34,7 @@ export type AgentRelease = {
     identity?: IdentitySettings;
     greeting?: string;
     locale?: string;
+    widget?: WidgetSettings;
   };
   /** The pinned package versions, whole: what the runner loads. */
   packages: PackageVersion[];
@@ -71,6 +72,7 @@ export type InMemoryReleaseInput = {
   channels?: AgentRelease["config"]["channels"];
   identity?: IdentitySettings;
   greeting?: string;
+  widget?: WidgetSettings;
   versions: PackageVersion[];
   /** `package/tool` refs to offer; default every tool of every version. */
   tools?: string[];
@@ -103,6 +105,7 @@ export function releaseFromVersions(input: InMemoryReleaseInput): AgentRelease {
     channels: input.channels ?? { web: {} },
     ...(input.identity && { identity: input.identity }),
     ...(input.greeting && { greeting: input.greeting }),
+    ...(input.widget && { widget: input.widget }),
   };
   const hash = createHash("sha256")
     .update(JSON.stringify({ config, versions: input.versions.map((version) => version.id), tools: tools.map((tool) => tool.ref) }))

@@ -77,10 +77,24 @@ export class Turns extends EnginePart {
         let text = "";
         const calls: ModelToolCall[] = [];
         let failed: string | undefined;
-        for await (const part of model.stream({ messages, tools: this.modelTools(release, current) })) {
-          if (part.type === "text-delta") text += part.text;
-          else if (part.type === "tool-call") calls.push(part.call);
-          else if (part.type === "error") failed = `${part.code}: ${part.message}`;
+        // The reply streams to listeners (the widget) as it comes and is stored once below, under the same id.
+        const reply = this.core.replies.begin(conversation.id, randomId("m"));
+        try {
+          for await (const part of model.stream({ messages, tools: this.modelTools(release, current), signal: reply.signal })) {
+            if (part.type === "text-delta") {
+              text += part.text;
+              reply.push(part.text);
+            } else if (part.type === "tool-call") calls.push(part.call);
+            else if (part.type === "error") failed = `${part.code}: ${part.message}`;
+            if (reply.stopped) break;
+          }
+        } finally {
+          reply.end();
+        }
+        // Stopped by the visitor: what was written so far is the reply; no tool call of this step runs.
+        if (reply.stopped) {
+          failed = undefined;
+          calls.length = 0;
         }
         if (failed) {
           this.core.log("error", "model failed", { conversationId: conversation.id, error: failed });
@@ -88,7 +102,7 @@ export class Turns extends EnginePart {
           return;
         }
         carry.transcript.push({ role: "assistant", content: text, ...(calls.length > 0 && { toolCalls: calls }) });
-        if (text.trim()) carry.events.push({ type: "text", id: randomId("m"), from: "agent", text });
+        if (text.trim()) carry.events.push({ type: "text", id: reply.id, from: "agent", text });
         if (calls.length === 0) return;
         let endTurn = false;
         for (const call of calls) {

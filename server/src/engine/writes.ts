@@ -8,7 +8,7 @@ import { validateAgainst } from "../runner/schemaValidator.ts";
 import type { AppendBatch, ConversationRecord, WriteChange, WriteRecord } from "../store/store.ts";
 import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type ToolUse, type EngineResult, type ToolCallOutcome } from "./common.ts";
 import { EnginePart } from "./core.ts";
-import { customerText, modelNote } from "./outcomeText.ts";
+import { blockedCustomerText, customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, receiptFields, reviewCard } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
 import { proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
@@ -61,7 +61,9 @@ export class Writes extends EnginePart {
       const conversation = await this.core.store.getConversation(conversationId);
       if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
       await this.core.store.setSubject(conversationId, subject);
-      await this.core.conversations.note(conversationId, `The customer is verified (level ${subject.level}).`);
+      // A read that asked the customer to verify (since their last message) goes on by itself: no retyping.
+      const readWaits = await this.readWaitsForVerification(conversation);
+      await this.core.conversations.note(conversationId, `The customer is verified (level ${subject.level}).${readWaits ? ` ${VERIFIED_CONTINUE_NOTE}` : ""}`);
       const updated = (await this.core.store.getConversation(conversationId))!;
       for (const write of await this.core.store.listWrites(conversationId)) {
         if (stepUpExpired(write, this.core.now(), this.core.proposalTtl())) {
@@ -81,8 +83,20 @@ export class Writes extends EnginePart {
           await this.apply(write, tool, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
         }
       }
+      if (readWaits && !updated.handoff) await this.core.turns.runTurn((await this.core.store.getConversation(conversationId))!);
       return { ok: true } as EngineResult;
     });
+  }
+
+  /** A step-up prompt of a read (no proposal) came after the customer's latest message: that request waits. */
+  private async readWaitsForVerification(conversation: ConversationRecord): Promise<boolean> {
+    const recent = await this.core.store.listEvents(conversation.id, Math.max(0, conversation.lastSeq - 64));
+    for (let i = recent.length - 1; i >= 0; i--) {
+      const m = recent[i]!.message;
+      if (m.type === "step_up" && !m.proposalId) return true;
+      if (m.type === "text" && m.from === "customer") return false;
+    }
+    return false;
   }
 
   async proposeWrite(use: ToolUse): Promise<ToolCallOutcome> {
@@ -93,7 +107,11 @@ export class Writes extends EnginePart {
     for (const write of expired) await this.expireWrite(write);
     if (expired.length > 0) writes = await this.core.store.listWrites(conversation.id);
     const blocking = blockingWrite(writes);
-    if (blocking) return { modelText: blockedMessage(blocking.state, blocking.toolRef) };
+    if (blocking) {
+      // The customer is told why no card appears, whatever the model goes on to say (stored with the step).
+      carry.events.push({ type: "text", id: randomId("m"), from: "system", text: blockedCustomerText(writeTitle(this.core.toolForWrite(blocking), blocking), blocking.state) });
+      return { modelText: blockedMessage(blocking.state, blocking.toolRef) };
+    }
     const issues = validateAgainst(tool.inputSchema, this.core.turns.withSelector(tool, args, conversation.subject));
     if (issues.length > 0) return { modelText: `arguments_invalid: ${issues.map((issue) => `${issue.path || "/"} ${issue.message}`).join("; ")}` };
     const confirmation = tool.policy.effect === "write" ? tool.policy.confirmation : "required";
@@ -241,7 +259,7 @@ export class Writes extends EnginePart {
 
   /** The outcome event (and the note to the model) telling where a write stands, added to a batch. */
   private addTell(batch: { events: Outbound[]; transcript: ModelMessage[] }, write: WriteRecord, tool: EngineTool | undefined, noteToModel: boolean): void {
-    const title = tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
+    const title = writeTitle(tool, write);
     const receipt = write.state === "applied" && tool && write.result?.outcome === "applied" ? receiptFields(tool, write.result.structuredContent) : undefined;
     batch.events.push({
       type: "outcome",
@@ -294,4 +312,12 @@ export class Writes extends EnginePart {
     if (expired.appended) await this.core.conversations.announce(expired.appended);
     return true;
   }
+}
+
+/** Added to the verification note when a read waited for it: the model goes on with the request. */
+export const VERIFIED_CONTINUE_NOTE = "Continue with their last request now.";
+
+/** A write's title as the customer knows it: the presentation's title, else the tool's name in words. */
+function writeTitle(tool: EngineTool | undefined, write: Pick<WriteRecord, "toolRef">): string {
+  return tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
 }

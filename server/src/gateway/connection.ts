@@ -14,6 +14,7 @@ import {
   type ClientFrame,
   type GatewayErrorCode,
   type ServerFrame,
+  type WidgetAgent,
 } from "@caplo/shared";
 import { frameProblem, refOf, refOfText } from "./frameErrors.ts";
 import type { Unsubscribe } from "../bus/eventBus.ts";
@@ -32,6 +33,18 @@ export function hashToken(token: string): string {
 /** Everyone holding the resume token is the conversation's owner; the owner id derives from the token's hash. */
 export function ownerOf(tokenHash: string): string {
   return `web:${tokenHash.slice(0, 32)}`;
+}
+
+/** What the widget shows of the agent: agent.yaml `widget`, and whether the web channel can hand over to a person. */
+function widgetAgent(release: AgentRelease): WidgetAgent {
+  const widget = release.config.widget;
+  return {
+    ...(widget?.name && { name: widget.name }),
+    ...(widget?.avatar && { avatar: widget.avatar }),
+    ...(widget?.starters?.length && { starters: widget.starters }),
+    ...(widget?.mapTiles && { mapTiles: widget.mapTiles }),
+    handoff: release.config.channels.web?.handoff !== undefined,
+  };
 }
 
 function capabilitiesOf(client: ClientCapabilities): ChannelCapabilities {
@@ -217,6 +230,13 @@ export class Connection {
         else if (!answer.acked) this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
         return;
       }
+      case "stop": {
+        if (!this.conversationId || !this.ownerId) return this.error("not_started", "say hello first", { ref: frame.ref });
+        const result = await this.deps.engine.stopReply(this.conversationId, this.ownerId);
+        if (result.ok) this.send({ t: "ack", ref: frame.ref });
+        else this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
+        return;
+      }
       case "identify": {
         if (!this.conversationId || !this.release) return this.error("not_started", "say hello first", { ref: frame.ref });
         if (!(await this.stillCurrent(frame.ref))) return;
@@ -301,7 +321,10 @@ export class Connection {
         return;
       }
       this.deps.joined(this);
-      this.send({ t: "welcome", v: PROTOCOL_VERSION, conversationId: conversation.id, resumeToken: token!, verified: conversation.subject !== null });
+      this.send({ t: "welcome", v: PROTOCOL_VERSION, conversationId: conversation.id, resumeToken: token!, verified: conversation.subject !== null, agent: widgetAgent(release) });
+      // A reply the model is writing now: what it has so far (its later parts follow as deltas, its stored event after).
+      const partial = engine.replyInProgress(conversation.id);
+      if (partial) this.send({ t: "delta", ...partial });
       await this.flush();
     } finally {
       this.starting = false;

@@ -90,9 +90,17 @@ export class Gateway {
     this.server.on("upgrade", (req, socket, head) => this.upgrade(req, socket as import("node:net").Socket, head));
     this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs ?? 30_000);
     this.heartbeat.unref();
-    this.stopTyping = options.engine.onTyping((conversationId, on) => {
+    const stopTyping = options.engine.onTyping((conversationId, on) => {
       for (const connection of this.byConversation.get(conversationId) ?? []) connection.send({ t: "typing", on });
     });
+    // The agent's reply streams to the widget as the model writes it (channels send only the stored, whole event).
+    const stopDeltas = options.engine.onReplyDelta((conversationId, delta) => {
+      for (const connection of this.byConversation.get(conversationId) ?? []) connection.send({ t: "delta", ...delta });
+    });
+    this.stopTyping = () => {
+      stopTyping();
+      stopDeltas();
+    };
     this.routes.add("GET", "/healthz", (_req, res) => sendJson(res, 200, { ok: true }));
     this.routes.add("GET", "/readyz", async (_req, res) => {
       const store = await options.engine.store.ping().catch(() => false);

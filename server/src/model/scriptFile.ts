@@ -10,10 +10,12 @@ const scriptSchema = z.array(
   z.strictObject({
     when: patternSchema.optional(),
     whenNote: patternSchema.optional(),
+    replayUser: z.boolean().optional(),
     replies: z.array(
       z.strictObject({
         text: z.string().optional(),
         toolCalls: z.array(z.strictObject({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).optional() })).optional(),
+        cases: z.array(z.strictObject({ tool: patternSchema, text: z.string() })).optional(),
       }),
     ),
   }),
@@ -38,7 +40,12 @@ export async function loadScript(file: string): Promise<{ ok: true; rules: Scrip
     rules: parsed.data.map((rule) => ({
       ...(rule.when !== undefined && { when: pattern(rule.when) }),
       ...(rule.whenNote !== undefined && { whenNote: pattern(rule.whenNote) }),
-      replies: rule.replies.map((reply) => ({ ...(reply.text !== undefined && { text: reply.text }), ...(reply.toolCalls && { toolCalls: reply.toolCalls }) })),
+      ...(rule.replayUser && { replayUser: true }),
+      replies: rule.replies.map((reply) => ({
+        ...(reply.text !== undefined && { text: reply.text }),
+        ...(reply.toolCalls && { toolCalls: reply.toolCalls }),
+        ...(reply.cases && { cases: reply.cases.map((entry) => ({ tool: pattern(entry.tool)!, text: entry.text })) }),
+      })),
     })),
   };
 }

@@ -10,7 +10,12 @@ export type ScriptedToolCall = {
   args?: Record<string, unknown> | string;
 };
 
-export type ScriptedReply = { text?: string; toolCalls?: ScriptedToolCall[] };
+export type ScriptedReply = {
+  text?: string;
+  toolCalls?: ScriptedToolCall[];
+  /** Text by the latest tool result: the first case whose pattern matches it wins over `text` (so a line follows what the tool did). */
+  cases?: { tool: string | RegExp; text: string }[];
+};
 
 export type ScriptedRule = {
   /** Matches the latest customer message: a RegExp, or a case-insensitive substring. */
@@ -19,6 +24,8 @@ export type ScriptedRule = {
   whenNote?: string | RegExp;
   /** replies[k] is the model's k-th step after the message that matched. Text may use {{tool}} (the latest tool result) and {{user}}. */
   replies: ScriptedReply[];
+  /** For a note: answer the latest customer message again, by the rules, as if it had just come (a request that waited). */
+  replayUser?: boolean;
 };
 
 export type ScriptedModelOptions = {
@@ -67,6 +74,15 @@ export class ScriptedModel implements Model {
     const step = messages.slice(trigger + 1).filter((entry) => entry.role === "assistant").length;
     for (const rule of this.rules) {
       const groups = message.role === "user" ? matches(rule.when, message.content) : matches(rule.whenNote, message.content);
+      if (groups && rule.replayUser) {
+        const user = messages.slice(0, trigger).findLast((entry) => entry.role === "user");
+        if (!user) return none;
+        for (const again of this.rules) {
+          const userGroups = matches(again.when, user.content);
+          if (userGroups) return { reply: again.replies[step], groups: userGroups };
+        }
+        return none;
+      }
       if (groups) return { reply: rule.replies[step], groups };
     }
     if (message.role === "user" && step === 0 && this.fallback) return { reply: { text: this.fallback }, groups: none.groups };
@@ -77,7 +93,8 @@ export class ScriptedModel implements Model {
     const { reply, groups } = this.reply(request.messages);
     const lastTool = [...request.messages].reverse().find((message) => message.role === "tool");
     const lastUser = [...request.messages].reverse().find((message) => message.role === "user");
-    const text = (reply?.text ?? "")
+    const byTool = reply?.cases?.find((entry) => matches(entry.tool, lastTool?.content ?? ""));
+    const text = (byTool?.text ?? reply?.text ?? "")
       .replaceAll("{{tool}}", lastTool?.content ?? "")
       .replaceAll("{{user}}", lastUser?.content ?? "");
     for (const chunk of text.match(/\S+\s*|\s+/g) ?? []) {

@@ -44,8 +44,8 @@ describe("page panel messages", () => {
 describe("iframe parameters", () => {
   test("the browser's ancestor origin wins over the origin the URL claims; bad values fall back", () => {
     const p = readParams("?agent=shop&origin=https%3A%2F%2Fevil.example&locale=sl&color=%23ff0000", "https://shop.example", "en-US");
-    expect(p).toEqual({ agent: "shop", parentOrigin: "https://shop.example", locale: "sl", color: "#ff0000" });
+    expect(p).toEqual({ agent: "shop", parentOrigin: "https://shop.example", locale: "sl", color: "#ff0000", theme: null });
     const bad = readParams("?agent=%3Cx%3E&origin=javascript%3Aalert(1)&locale=%3Cb%3E&color=red;background:url(x)", undefined, "de-AT");
-    expect(bad).toEqual({ agent: "", parentOrigin: null, locale: "de-AT", color: null });
+    expect(bad).toEqual({ agent: "", parentOrigin: null, locale: "de-AT", color: null, theme: null });
   });
 });

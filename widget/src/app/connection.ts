@@ -93,6 +93,14 @@ export class Connection {
     return this.welcomed && this.socket?.readyState === 1;
   }
 
+  /** Drops the line and says hello again at once (a new conversation: the resume token is read afresh). */
+  restart(): void {
+    this.stop();
+    this.stopped = false;
+    this.attempt = 0;
+    this.open();
+  }
+
   /** Skips the wait of a pending reconnect. */
   reconnectNow(): void {
     if (this.stopped || this.socket) return;

@@ -12,7 +12,7 @@ export interface WidgetApi {
    * Sends a visitor action taken on card `id` and marks the card used with `value` (so it works once);
    * false when it could not go out (not connected) and the card stays usable.
    */
-  act: (id: string, value: string, event: Inbound) => boolean;
+  act: (id: string, value: string, event: Inbound, label?: string) => boolean;
   /** Sends a visitor text message, shown at once as in flight. */
   say: (text: string) => boolean;
   used: Record<string, string>;
@@ -25,6 +25,14 @@ export interface WidgetApi {
   requestStepUp: (level: string, maxAuthAgeSeconds?: number) => void;
   /** How many times the customer was verified on this page so far (a step-up prompt sees its request answered). */
   verifications: number;
+  /** The server says the visitor is verified. */
+  verified: boolean;
+  /** The id of the latest step-up prompt still open: only it asks (one prompt at a time). */
+  latestStepUp: string | null;
+  /** What the visitor tapped, by the message it sent: a choice's label instead of the ids in its reply. */
+  labels: Record<string, string>;
+  /** Names the visitor was shown for ids: `key\u0000value` → the title of the result item that had that value. */
+  names: Record<string, string>;
 }
 
 const noop = () => false;
@@ -39,6 +47,10 @@ export const WidgetContext = createContext<WidgetApi>({
   openPage: () => undefined,
   requestStepUp: () => undefined,
   verifications: 0,
+  verified: false,
+  latestStepUp: null,
+  labels: {},
+  names: {},
 });
 
 export const useWidget = (): WidgetApi => useContext(WidgetContext);

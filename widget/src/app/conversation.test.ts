@@ -44,7 +44,7 @@ describe("conversation state", () => {
     expect(s.failed["review:p1"]).toBe("This request expired.");
   });
 
-  test("outcomes and later review states fold into their card; an orphan outcome is its own row", () => {
+  test("outcomes and later review states fold into their card; a pending write's resolution is also said at the bottom; an orphan outcome is its own row", () => {
     const review: Outbound = { type: "review", id: "m1", proposalId: "p1", tool: "o/c", title: "Cancel", fields: [], state: "proposed" };
     const s = apply([
       welcome(),
@@ -56,7 +56,10 @@ describe("conversation state", () => {
       event(6, { type: "outcome", id: "m6", proposalId: "p0", state: "unknown", message: "?" }),
     ]);
     const rows = rowsOf(s.entries);
-    expect(rows.map((r) => r.kind)).toEqual(["review", "message", "outcome"]);
+    expect(rows.map((r) => r.kind)).toEqual(["review", "message", "update", "outcome"]);
+    const update = rows[2]!;
+    if (update.kind !== "update") throw new Error("not an update");
+    expect(update.outcome.state).toBe("applied");
     const card = rows[0]!;
     if (card.kind !== "review") throw new Error("not a card");
     expect(card.view.state).toBe("applied");
@@ -88,5 +91,36 @@ describe("settled choices and questions", () => {
     expect(settledIds(open.entries)).toEqual({});
     const later = apply([event(3, { type: "text", id: "t", from: "customer", text: "Mon 10:00" })], open);
     expect(settledIds(later.entries)).toEqual({ "choices:r1": "settled", "question:e1": "settled" });
+  });
+
+  test("a reply streams in order from its deltas; a repeated or skipped part is left; the stored event replaces it", () => {
+    let s = apply([welcome(), { t: "typing", on: true }, { t: "delta", id: "m9", at: 0, text: "Hel" }]);
+    expect(s.streaming).toEqual({ id: "m9", text: "Hel" });
+    expect(s.typing).toBe(false);
+    s = apply([{ t: "delta", id: "m9", at: 3, text: "lo" }, { t: "delta", id: "m9", at: 3, text: "lo" }, { t: "delta", id: "m9", at: 9, text: "x" }], s);
+    expect(s.streaming).toEqual({ id: "m9", text: "Hello" });
+    // Mid-reply, a part of another reply that does not start at 0 is not a reply of its own.
+    expect(apply([{ t: "delta", id: "m10", at: 4, text: "x" }], s).streaming?.id).toBe("m9");
+    s = apply([event(1, { type: "text", id: "m9", from: "agent", text: "Hello there" })], s);
+    expect(s.streaming).toBeNull();
+    expect(s.entries.map((e) => e.message.type === "text" && e.message.text)).toEqual(["Hello there"]);
+    // A delta of a reply already stored (a resume mid-stream) is not shown again.
+    expect(apply([{ t: "delta", id: "m9", at: 0, text: "Hello" }], s).streaming).toBeNull();
+  });
+
+  test("the header says Verified only when the server acks the identify; a refused token becomes a kind, not the verifier's words", () => {
+    let s = reduce(apply([welcome()]), { type: "identify", ref: "i1" });
+    expect(s.verified).toBe(false);
+    s = apply([{ t: "error", ref: "i1", code: "identity_invalid", message: "the header is not base64url-encoded JSON" }], s);
+    expect(s.verified).toBe(false);
+    expect(s.verifyProblem).toBe("invalid");
+    expect(s.error).toBeUndefined();
+    s = reduce(s, { type: "identify", ref: "i2" });
+    s = apply([{ t: "error", ref: "i2", code: "identity_expired", message: "exp is in the past" }], s);
+    expect(s.verifyProblem).toBe("expired");
+    s = apply([{ t: "ack", ref: "i3" }], reduce(s, { type: "identify", ref: "i3" }));
+    expect(s.verified).toBe(true);
+    expect(s.verifyProblem).toBeUndefined();
+    expect(s.verifications).toBe(1);
   });
 });

@@ -1,7 +1,7 @@
 // The conversation as the widget holds it: events in seq order (deduplicated, so a resume never shows
 // one twice), the visitor's messages still in flight, what the visitor already acted on, and the
 // connection state. A pure reducer, so it is tested without sockets or a DOM.
-import type { Outbound, OutboundOf, ServerFrame } from "@caplo/shared";
+import type { Outbound, OutboundOf, ServerFrame, WidgetAgent } from "@caplo/shared";
 
 export interface Entry {
   seq: number;
@@ -25,8 +25,23 @@ export interface PendingMessage {
   error?: string;
 }
 
+/** The agent's reply while the model writes it (a delta frame's text, replaced by the stored event of the same id). */
+export interface Streaming {
+  id: string;
+  text: string;
+}
+
+/** Why the host page's identity token was refused, as a code the app turns into a plain sentence. */
+export type VerifyProblem = "expired" | "invalid" | "unavailable";
+
 export interface ConversationState {
   conversationId?: string;
+  /** What the widget shows of the agent (welcome). */
+  agent?: WidgetAgent;
+  streaming: Streaming | null;
+  /** The ref of the identify frame in flight: its ack means the server verified the visitor, its error why not. */
+  identifyRef?: string;
+  verifyProblem?: VerifyProblem;
   entries: Entry[];
   lastSeq: number;
   typing: boolean;
@@ -51,7 +66,9 @@ export type Action =
   | { type: "send"; ref: string; text: string }
   | { type: "use"; id: string; value: string; ref?: string }
   | { type: "restore"; conversationId: string; entries: Entry[]; used: Record<string, string> }
-  | { type: "verified" };
+  | { type: "identify"; ref: string }
+  /** A new conversation: everything shown is dropped (the connection says hello again without a resume token). */
+  | { type: "reset" };
 
 export const initialState: ConversationState = {
   entries: [],
@@ -59,6 +76,7 @@ export const initialState: ConversationState = {
   typing: false,
   verified: false,
   verifications: 0,
+  streaming: null,
   pending: [],
   used: {},
   usedRefs: {},
@@ -81,8 +99,10 @@ export function reduce(state: ConversationState, action: Action): ConversationSt
         failed,
       };
     }
-    case "verified":
-      return { ...state, verified: true, verifications: state.verifications + 1 };
+    case "identify":
+      return { ...state, identifyRef: action.ref };
+    case "reset":
+      return { ...initialState, connection: state.connection, verified: false };
     case "restore":
       return {
         ...state,
@@ -109,7 +129,19 @@ function applyFrame(state: ConversationState, frame: ServerFrame): ConversationS
         used: same ? state.used : {},
         failed: same ? state.failed : {},
         error: undefined,
+        agent: frame.agent,
+        // A reply still being written is sent again from its start after the welcome.
+        streaming: null,
       };
+    }
+    case "delta": {
+      const s = state.streaming;
+      if (s && s.id === frame.id) {
+        // The next part in order is appended; a repeated or out-of-order part is left (the stored event follows).
+        return frame.at === s.text.length ? { ...state, streaming: { id: s.id, text: s.text + frame.text }, typing: false } : state;
+      }
+      if (frame.at !== 0 || state.entries.some((e) => e.message.id === frame.id)) return state;
+      return { ...state, streaming: { id: frame.id, text: frame.text }, typing: false };
     }
     case "event": {
       if (frame.seq <= state.lastSeq) return state; // already shown: a resume may repeat events
@@ -122,11 +154,21 @@ function applyFrame(state: ConversationState, frame: ServerFrame): ConversationS
         if (i >= 0) pending = pending.filter((_, j) => j !== i);
       }
       const typing = m.type === "text" && m.from !== "customer" ? false : state.typing;
-      return { ...state, entries, lastSeq: frame.seq, pending, typing };
+      // The reply's stored event replaces its streamed text; so does any later reply or notice of the agent.
+      const streaming = state.streaming && (m.id === state.streaming.id || (m.type === "text" && m.from !== "customer")) ? null : state.streaming;
+      return { ...state, entries, lastSeq: frame.seq, pending, typing, streaming };
     }
     case "ack":
+      if (frame.ref === state.identifyRef) {
+        // The server verified the visitor: only now does the header say so.
+        return { ...state, identifyRef: undefined, verified: true, verifications: state.verifications + 1, verifyProblem: undefined };
+      }
       return { ...state, pending: state.pending.map((p) => (p.ref === frame.ref ? { ...p, acked: true } : p)) };
     case "error": {
+      if (frame.ref !== undefined && frame.ref === state.identifyRef) {
+        // Never the verifier's own words ("the header is not base64url-encoded JSON"): a plain sentence by kind.
+        return { ...state, identifyRef: undefined, verifyProblem: verifyProblemOf(frame.code) };
+      }
       const cardId = frame.ref ? state.usedRefs[frame.ref] : undefined;
       if (cardId !== undefined) {
         // The gateway refused the action: the card becomes usable again and says why.
@@ -148,6 +190,13 @@ function applyFrame(state: ConversationState, frame: ServerFrame): ConversationS
   }
 }
 
+/** What an identify error code means for the visitor: their sign-in expired, was not accepted, or could not be checked. */
+export function verifyProblemOf(code: string): VerifyProblem {
+  if (/expired|too_old|auth_age/.test(code)) return "expired";
+  if (code === "internal_error" || code === "rate_limited" || code === "not_started") return "unavailable";
+  return "invalid";
+}
+
 /** A review card with every later event about its proposal. */
 export interface ReviewView {
   review: OutboundOf<"review">;
@@ -159,7 +208,12 @@ export interface ReviewView {
 export type Row =
   | { kind: "message"; entry: Entry }
   | { kind: "review"; entry: Entry; view: ReviewView }
-  | { kind: "outcome"; entry: Entry; outcome: OutboundOf<"outcome"> };
+  | { kind: "outcome"; entry: Entry; outcome: OutboundOf<"outcome"> }
+  /** A write that was unresolved (pending, unknown, waiting for a step-up) now resolved: said again at the bottom. */
+  | { kind: "update"; entry: Entry; view: ReviewView; outcome: OutboundOf<"outcome"> };
+
+/** States the visitor was left waiting in: the outcome that ends them is news, told where the conversation is. */
+const UNRESOLVED: ReadonlySet<string> = new Set(["pending", "unknown", "step_up_required"]);
 
 /**
  * What the conversation shows, in order: a proposal's card at its first review event, with its later
@@ -186,8 +240,10 @@ export function rowsOf(entries: Entry[]): Row[] {
     if (m.type === "outcome") {
       const card = cards.get(m.proposalId);
       if (card) {
+        const waited = UNRESOLVED.has(card.state) || card.outcomes.some((o) => UNRESOLVED.has(o.state));
         card.outcomes.push(m);
         card.state = m.state;
+        if (waited && !UNRESOLVED.has(m.state) && m.state !== "running") rows.push({ kind: "update", entry, view: card, outcome: m });
       } else rows.push({ kind: "outcome", entry, outcome: m });
       continue;
     }

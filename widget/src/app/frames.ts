@@ -1,7 +1,7 @@
 // Reading the gateway's frames in the browser without zod: a small structural check of every server
 // frame and outbound message the widget renders (the gateway validates with the shared zod schemas;
 // this keeps a malformed frame from crashing the app, and renderers still treat every value as text).
-import type { Outbound, ServerFrame } from "@caplo/shared";
+import type { Outbound, ServerFrame, WidgetAgent } from "@caplo/shared";
 
 /** Mirrors PROTOCOL_VERSION and WS_PATH of shared/src/protocol.ts (a test keeps them equal). */
 export const PROTOCOL_VERSION = 1;
@@ -37,6 +37,19 @@ export function readOutbound(raw: unknown): Outbound | null {
   return raw as unknown as Outbound;
 }
 
+/** The welcome's agent presentation, with only the values of the types the header and log rely on. */
+function readAgent(raw: unknown): WidgetAgent | undefined {
+  if (!isObj(raw)) return undefined;
+  const tiles = isObj(raw.mapTiles) && isStr(raw.mapTiles.url) && isStr(raw.mapTiles.attribution) ? { url: raw.mapTiles.url, attribution: raw.mapTiles.attribution } : undefined;
+  return {
+    handoff: raw.handoff === true,
+    ...(isStr(raw.name) && { name: raw.name }),
+    ...(isStr(raw.avatar) && { avatar: raw.avatar }),
+    ...(isArr(raw.starters) && { starters: raw.starters.filter(isStr).slice(0, 4) }),
+    ...(tiles && { mapTiles: tiles }),
+  };
+}
+
 /** The server frame if it is one the widget knows, else null. */
 export function readServerFrame(text: string): ServerFrame | null {
   let raw: unknown;
@@ -47,8 +60,13 @@ export function readServerFrame(text: string): ServerFrame | null {
   }
   if (!isObj(raw) || !isStr(raw.t)) return null;
   switch (raw.t) {
-    case "welcome":
-      return isStr(raw.conversationId) && isStr(raw.resumeToken) ? (raw as unknown as ServerFrame) : null;
+    case "welcome": {
+      if (!isStr(raw.conversationId) || !isStr(raw.resumeToken)) return null;
+      const agent = readAgent(raw.agent);
+      return { t: "welcome", v: PROTOCOL_VERSION, conversationId: raw.conversationId, resumeToken: raw.resumeToken, verified: raw.verified === true, ...(agent && { agent }) };
+    }
+    case "delta":
+      return isStr(raw.id) && isStr(raw.text) && typeof raw.at === "number" && Number.isInteger(raw.at) && raw.at >= 0 ? { t: "delta", id: raw.id, at: raw.at, text: raw.text } : null;
     case "event": {
       if (typeof raw.seq !== "number" || !Number.isInteger(raw.seq) || raw.seq < 1) return null;
       const message = readOutbound(raw.message);

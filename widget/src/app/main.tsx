@@ -12,6 +12,7 @@ const params = readParams(location.search, ancestor, navigator.language);
 // ?agent= lets the gateway check the Origin against this agent's allowed origins before the upgrade.
 const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host}${WS_PATH}?agent=${encodeURIComponent(params.agent)}`;
 document.documentElement.lang = params.locale;
+if (params.theme) document.documentElement.dataset.theme = params.theme;
 const root = document.getElementById("caplo")!;
 render(
   <App params={params} url={url} storage={new WidgetStorage(params.agent)} parent={window.parent === window ? null : window.parent} />,

@@ -8,6 +8,8 @@ export interface Params {
   locale: string;
   /** A #rgb / #rrggbb accent colour, or null for the theme's default. */
   color: string | null;
+  /** data-theme: light or dark whatever the visitor's system says; null follows the system. */
+  theme: "light" | "dark" | null;
 }
 
 const LOCALE_PATTERN = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
@@ -19,6 +21,7 @@ export function readParams(search: string, ancestorOrigin: string | undefined, f
   const agent = q.get("agent") ?? "";
   const locale = q.get("locale") ?? "";
   const color = q.get("color") ?? "";
+  const theme = q.get("theme");
   let parentOrigin: string | null = null;
   const claimed = q.get("origin");
   if (claimed) {
@@ -36,5 +39,6 @@ export function readParams(search: string, ancestorOrigin: string | undefined, f
     parentOrigin,
     locale: LOCALE_PATTERN.test(locale) ? locale : LOCALE_PATTERN.test(fallbackLocale) ? fallbackLocale : "en",
     color: COLOR_PATTERN.test(color) ? color : null,
+    theme: theme === "light" || theme === "dark" ? theme : null,
   };
 }

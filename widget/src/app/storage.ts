@@ -36,6 +36,12 @@ export class WidgetStorage {
     safe(() => localStorage.setItem(`${this.prefix}resume`, token), undefined);
   }
 
+  /** Forget the conversation (a new one starts): its resume token and the events shown. */
+  clear(): void {
+    safe(() => localStorage.removeItem(`${this.prefix}resume`), undefined);
+    safe(() => sessionStorage.removeItem(`${this.prefix}events`), undefined);
+  }
+
   load(): Cached | undefined {
     return safe(() => {
       const raw = sessionStorage.getItem(`${this.prefix}events`);

@@ -43,6 +43,10 @@ export function renderInWidget(children: ComponentChildren, overrides: Partial<W
       openPage: (url, origins) => opened.push({ url, origins }),
       requestStepUp: (level, maxAuthAgeSeconds) => stepUps.push({ level, maxAuthAgeSeconds }),
       verifications: 0,
+      verified: false,
+      latestStepUp: null,
+      labels: {},
+      names: {},
       ...overrides,
     };
     return <WidgetContext.Provider value={api}>{children}</WidgetContext.Provider>;

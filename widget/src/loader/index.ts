@@ -12,14 +12,18 @@ interface CaploApi {
   toggle(): void;
   identify(token: string): void;
   on(event: "open" | "close" | "step_up", handler: Handler): void;
+  /** The queued form keeps working after the script has loaded: Caplo.push(["identify", token]). */
+  push(...calls: Queued[]): number;
 }
 type Queued = [string, ...unknown[]];
 
-const LABELS: Record<string, [open: string, close: string, title: string]> = {
-  en: ["Open chat", "Close chat", "Chat"],
-  sl: ["Odpri klepet", "Zapri klepet", "Klepet"],
-  de: ["Chat öffnen", "Chat schließen", "Chat"],
+const LABELS: Record<string, [open: string, close: string, title: string, unread: string, unavailable: string]> = {
+  en: ["Open chat", "Close chat", "Chat", "unread", "This chat is not available on this page."],
+  sl: ["Odpri klepet", "Zapri klepet", "Klepet", "neprebrano", "Ta klepet na tej strani ni na voljo."],
+  de: ["Chat öffnen", "Chat schließen", "Chat", "ungelesen", "Dieser Chat ist auf dieser Seite nicht verfügbar."],
 };
+/** How long after the app's page has loaded the loader waits for its ready before it says the chat is unavailable. */
+const READY_WAIT_MS = 4000;
 const COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
 const AGENT = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 const LOCALE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
@@ -28,6 +32,16 @@ const ICON =
   '<svg viewBox="0 0 24 24" width="28" height="28" aria-hidden="true"><path fill="currentColor" d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z"/></svg>';
 const CLOSE_ICON =
   '<svg viewBox="0 0 24 24" width="26" height="26" aria-hidden="true"><path fill="none" stroke="currentColor" stroke-width="2.5" stroke-linecap="round" d="M6 6l12 12M18 6L6 18"/></svg>';
+
+/** Text on the launcher: white where it reads at 4.5:1 on the colour, else near-black (WCAG relative luminance). */
+function inkOn(hex: string): string {
+  const h = hex.length === 4 ? hex.replace(/[0-9a-f]/gi, "$&$&") : hex;
+  const lum = [1, 3, 5]
+    .map((i) => parseInt(h.slice(i, i + 2), 16) / 255)
+    .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4))
+    .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i]!, 0);
+  return 1.05 / (lum + 0.05) >= 4.5 || 1.05 / (lum + 0.05) >= (lum + 0.05) / 0.0555 ? "#fff" : "#111318";
+}
 
 function start(script: HTMLScriptElement): void {
   const w = window as unknown as { Caplo?: CaploApi | Queued[] };
@@ -42,29 +56,46 @@ function start(script: HTMLScriptElement): void {
   }
   const left = data.position === "left";
   const color = COLOR.test(data.color ?? "") ? data.color! : "#2457d6";
+  const ink = inkOn(color);
   const locale = LOCALE.test(data.locale ?? "") ? data.locale! : navigator.language || "en";
   const labels = LABELS[locale.slice(0, 2).toLowerCase()] ?? LABELS.en!;
 
+  const theme = data.theme === "dark" || data.theme === "light" ? data.theme : "";
+  /** A phone: the open panel fills the screen (and data-open does not open it on load). */
+  const phone = () => matchMedia("(max-width: 480px)").matches;
+
   const root = document.createElement("div");
   root.setAttribute("data-caplo", "");
+  // The host element's own box: inline and !important, so the page's CSS cannot hide, fade or move it.
+  root.setAttribute("style", "all:initial!important;display:block!important;opacity:1!important;visibility:visible!important;filter:none!important;transform:none!important;position:static!important");
+  // Open, on purpose (docs/site-owners/embedding.md): the boundary that protects the conversation is the
+  // cross-origin iframe, which the page cannot read either way; a closed root would only hide the launcher
+  // from the page's own test tools and browser extensions, not from the page, which could replace it anyway.
+  // The page's CSS cannot reach into either kind of root.
   const shadow = root.attachShadow({ mode: "open" });
   const side = left ? "left" : "right";
+  const other = left ? "right" : "left";
+  // The launcher and the panel are popovers in the browser's top layer where it has one: no z-index
+  // or overlay of the page can cover them.
   shadow.innerHTML =
     `<style>` +
     `:host{all:initial}` +
-    `button{position:fixed;bottom:20px;${side}:20px;z-index:2147483000;width:60px;height:60px;border-radius:50%;border:0;` +
-    `background:${color};color:#fff;cursor:pointer;display:grid;place-items:center;box-shadow:0 4px 16px rgba(0,0,0,.25);transition:transform .15s}` +
-    `button:hover{transform:scale(1.05)}button:focus-visible{outline:3px solid ${color};outline-offset:3px}` +
-    `i{position:absolute;top:4px;right:4px;width:12px;height:12px;border-radius:50%;background:#e5484d;border:2px solid #fff;display:none}` +
+    `[popover]{margin:0;padding:0;overflow:visible}` +
+    `button{position:fixed;top:auto;bottom:20px;${side}:20px;${other}:auto;z-index:2147483647;width:60px;height:60px;border-radius:50%;border:0;` +
+    `background:${color};color:${ink};cursor:pointer;display:grid;place-items:center;box-shadow:0 4px 16px rgba(0,0,0,.25);transition:transform .15s}` +
+    `button:hover{transform:scale(1.05)}button:focus-visible{outline:3px solid ${color};outline-offset:3px;box-shadow:0 0 0 3px #fff}` +
+    `i{position:absolute;top:0;right:0;min-width:20px;height:20px;padding:0 5px;box-sizing:border-box;border-radius:10px;background:#c62828;color:#fff;border:2px solid #fff;display:none;font:700 11px/16px system-ui,sans-serif;font-style:normal}` +
     `.unread i{display:block}` +
-    `div{position:fixed;bottom:92px;${side}:20px;z-index:2147483000;width:min(400px,calc(100vw - 40px));` +
-    `height:min(640px,calc(100vh - 112px));border-radius:14px;overflow:hidden;box-shadow:0 8px 32px rgba(0,0,0,.3);` +
+    `div{position:fixed;top:auto;bottom:92px;${side}:20px;${other}:auto;z-index:2147483647;width:min(400px,calc(100vw - 40px));` +
+    // The top 108 px stay free: the page's own header (its sign-in, its cart) is not covered on desktop.
+    `height:min(640px,calc(100vh - 200px));min-height:min(420px,calc(100vh - 112px));border-radius:14px;overflow:hidden;box-shadow:0 8px 32px rgba(0,0,0,.3);` +
     `display:none;background:#fff;transition:opacity .15s,transform .15s}` +
     `.open div{display:block}` +
     `iframe{border:0;width:100%;height:100%;display:block}` +
-    `@media (max-width:480px){div{inset:0;width:100%;height:100%;border-radius:0}.open button{display:none}}` +
+    `p{margin:0;padding:24px;font:15px/1.45 system-ui,sans-serif;color:#1b1e24}` +
+    `@media (max-width:480px){div{inset:0;width:100%;height:100%;min-height:0;border-radius:0}.open button{display:none}}` +
     `@media (prefers-reduced-motion:reduce){button,div{transition:none}}` +
-    `</style><section><button type="button" aria-expanded="false" aria-controls="p"><i></i></button><div id="p" role="dialog"></div></section>`;
+    `</style><section><button type="button" aria-expanded="false" aria-controls="p" popover="manual"><i aria-hidden="true"></i></button><div id="p" role="dialog" popover="manual"></div></section>`;
   const wrap = shadow.querySelector("section")!;
   const launcher = shadow.querySelector("button")!;
   const panel = shadow.querySelector("div")!;
@@ -76,6 +107,8 @@ function start(script: HTMLScriptElement): void {
   let token: string | null = null;
   /** Whether the last open was the visitor's (keyboard goes into the app) or the page's on load (it does not). */
   let focusApp = true;
+  let unread = 0;
+  let readyTimer: ReturnType<typeof setTimeout> | undefined;
   const handlers: Record<string, Handler[]> = {};
   // The resume token lives in the host page's own storage: the app's iframe is third-party here, and
   // browsers often block or partition its storage.
@@ -116,27 +149,58 @@ function start(script: HTMLScriptElement): void {
     if (isOpen) post({ type: "open", focus: focusApp });
   };
   const render = () => {
-    wrap.className = isOpen ? "open" : "";
+    wrap.className = isOpen ? "open" : unread > 0 ? "unread" : "";
     launcher.setAttribute("aria-expanded", String(isOpen));
-    launcher.setAttribute("aria-label", isOpen ? labels[1] : labels[0]);
-    launcher.innerHTML = `<i></i>${isOpen ? CLOSE_ICON : ICON}`;
+    // The unread count is part of the launcher's name: "Open chat, 2 unread".
+    launcher.setAttribute("aria-label", isOpen ? labels[1] : unread > 0 ? `${labels[0]}, ${unread} ${labels[3]}` : labels[0]);
+    launcher.innerHTML = `<i aria-hidden="true">${unread > 9 ? "9+" : unread}</i>${isOpen ? CLOSE_ICON : ICON}`;
+    // On a phone the panel fills the screen: the page behind it does not scroll.
+    document.documentElement.style.overflow = isOpen && phone() ? "hidden" : scrollBefore;
+    for (const el of [launcher, panel] as HTMLElement[]) {
+      try {
+        const shown = el === launcher || isOpen;
+        if (shown) el.showPopover?.();
+        else el.hidePopover?.();
+      } catch {
+        // No popover support (or already in that state): z-index still places it.
+      }
+    }
+  };
+  const scrollBefore = document.documentElement.style.overflow;
+  /** The app never said ready: the agent is unknown or this page's origin is not allowed (its frame was refused). */
+  const unavailable = () => {
+    if (ready || !frame) return;
+    const text = document.createElement("p");
+    text.setAttribute("role", "alert");
+    text.textContent = labels[4];
+    frame.replaceWith(text);
+    frame = null;
+    console.error(
+      `Caplo: the chat for agent "${agent}" did not start on ${location.origin}. Check that ${host} serves an agent named "${agent}" and that "${location.origin}" is listed in the origins of its agent.yaml.`,
+    );
   };
 
   /** Opens the panel; `focus` moves the keyboard into it (not when the page opens it on load). */
   function open(focus = true): void {
     if (isOpen) return;
     isOpen = true;
+    unread = 0;
     focusApp = focus;
     if (!frame) {
       frame = document.createElement("iframe");
-      const q = new URLSearchParams({ agent, locale, color, origin: location.origin });
+      const q = new URLSearchParams({ agent, locale, color, origin: location.origin, ...(theme && { theme }) });
       frame.src = `${host}/widget/app.html?${q}`;
       frame.title = labels[2];
       frame.setAttribute("allow", "clipboard-write");
+      // A refused frame still fires load (an error page): no ready after it means the chat cannot start here.
+      frame.addEventListener("load", () => {
+        clearTimeout(readyTimer);
+        readyTimer = setTimeout(unavailable, READY_WAIT_MS);
+      });
       panel.appendChild(frame);
     }
     render();
-    if (focus) frame.focus();
+    if (focus) frame?.focus();
     flush();
     emit("open");
   }
@@ -154,12 +218,16 @@ function start(script: HTMLScriptElement): void {
     if (!message || message.caplo !== 1) return;
     if (message.type === "ready") {
       ready = true;
+      clearTimeout(readyTimer);
       post({ type: "init", resume: read(resumeKey) });
       flush();
     } else if (message.type === "persist" && typeof message.resume === "string" && message.resume.length <= 512) {
       write(resumeKey, message.resume);
     } else if (message.type === "close") close();
-    else if (message.type === "activity" && !isOpen) wrap.classList.add("unread");
+    else if (message.type === "activity" && !isOpen) {
+      unread++;
+      render();
+    }
     else if (message.type === "step_up") {
       const detail = { level: String(message.level), maxAuthAgeSeconds: message.maxAuthAgeSeconds };
       emit("step_up", detail);
@@ -181,22 +249,32 @@ function start(script: HTMLScriptElement): void {
         console.error("Caplo.identify: the token must be a non-empty string of at most 8192 characters");
         return;
       }
+      // The latest token is kept until the app is ready for it (the chat may be closed or still loading).
       token = value;
       flush();
     },
     on(event, handler) {
       if (typeof handler === "function") (handlers[event] ??= []).push(handler);
     },
+    push(...calls) {
+      for (const call of calls) run(call);
+      return calls.length;
+    },
+  };
+  const run = (call: unknown) => {
+    if (!Array.isArray(call)) return;
+    const [name, ...args] = call as Queued;
+    const fn = name === "push" ? undefined : (api as unknown as Record<string, unknown>)[name];
+    if (typeof fn === "function") (fn as (...a: unknown[]) => void).apply(api, args);
+    else console.error(`Caplo: unknown call ${JSON.stringify(String(name)).slice(0, 40)}`);
   };
   w.Caplo = api;
   render();
   document.body.appendChild(root);
   // Calls made before the script loaded: window.Caplo = window.Caplo || []; Caplo.push(["identify", token]).
-  for (const [name, ...args] of queued) {
-    const fn = (api as unknown as Record<string, unknown>)[name];
-    if (typeof fn === "function") (fn as (...a: unknown[]) => void).apply(api, args);
-  }
-  if (data.open === "" || data.open === "true") open(false);
+  for (const call of queued) run(call);
+  // data-open opens the chat on load on a desktop; on a phone it would take over the whole screen, so it does not.
+  if ((data.open === "" || data.open === "true") && !phone()) open(false);
   window.dispatchEvent(new CustomEvent("caplo:ready"));
 }
 

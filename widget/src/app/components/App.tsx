@@ -10,10 +10,14 @@ import { clampText, MESSAGE_MAX } from "../format.ts";
 import { fill, pickStrings } from "../i18n.ts";
 import type { Params } from "../params.ts";
 import type { WidgetStorage } from "../storage.ts";
+import { accentVariables } from "../color.ts";
+import { transcriptText } from "../transcript.ts";
 import { Composer } from "./Composer.tsx";
-import { Message } from "./Message.tsx";
+import { Header } from "./Header.tsx";
+import { titleColumn } from "../layouts/common.tsx";
+import { Log } from "./Log.tsx";
 import { PagePanel, type OpenPage } from "./PagePanel.tsx";
-import { OutcomeNotice, ReviewCard } from "./ReviewCard.tsx";
+import { stateLabel } from "./ReviewCard.tsx";
 
 export interface AppProps {
   params: Params;
@@ -43,8 +47,10 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const stateRef = useRef(state);
   stateRef.current = state;
   const connection = useRef<Connection | null>(null);
+  /** The host page's latest identity token, kept until the server has answered it (never stored). */
   const identity = useRef<string | null>(null);
-  const identifyRef = useRef<string | null>(null);
+  /** The identify frame in flight and the token it carried. */
+  const identifying = useRef<{ ref: string; token: string } | null>(null);
   /** The resume token the loader keeps in the host page's storage, for when this frame's storage is blocked. */
   const hostResume = useRef<string | null>(null);
   /** Events after this seq arrived after the visitor acted in this page session: a new card takes focus. */
@@ -52,10 +58,14 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const input = useRef<HTMLTextAreaElement | null>(null);
   const log = useRef<HTMLDivElement>(null);
 
+  /** Sends the latest token once the connection is welcomed; one identify at a time, the newest wins. */
   function sendIdentify() {
-    if (!identity.current || !connection.current) return;
+    const token = identity.current;
+    if (!token || identifying.current || !connection.current?.ready) return;
     const ref = nextRef();
-    if (connection.current.send({ t: "identify", ref, token: identity.current })) identifyRef.current = ref;
+    if (!connection.current.send({ t: "identify", ref, token })) return;
+    identifying.current = { ref, token };
+    dispatch({ type: "identify", ref });
   }
 
   useEffect(() => {
@@ -75,15 +85,20 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
           hostResume.current = resumeToken;
           notifyHost({ type: "persist", resume: resumeToken }, parent, params.parentOrigin);
         }
-        if (frame.t === "ack" && frame.ref === identifyRef.current) {
-          identity.current = null; // a token is used once and never kept
-          dispatch({ type: "verified" });
+        if (frame.t === "welcome") {
+          identifying.current = null; // a new socket: an identify in flight on the old one is sent again
+        }
+        const answered = identifying.current;
+        if ((frame.t === "ack" || frame.t === "error") && answered && frame.ref === answered.ref) {
+          identifying.current = null;
+          // Answered (accepted or refused): that token is not sent again; a newer one from the page is.
+          if (identity.current === answered.token) identity.current = null;
         }
         if (frame.t === "event" && frame.message.type !== "progress" && !(frame.message.type === "text" && frame.message.from === "customer")) {
           notifyHost({ type: "activity" }, parent, params.parentOrigin);
         }
         dispatch({ type: "frame", frame });
-        if (frame.t === "welcome") sendIdentify();
+        if (frame.t === "welcome" || frame.t === "ack" || frame.t === "error") sendIdentify();
       },
     });
     connection.current = conn;
@@ -106,6 +121,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
         clearTimeout(initWait);
         begin();
       } else if (command.type === "identify") {
+        // Kept until the connection is ready (the chat may still be loading): the latest token wins.
         identity.current = command.token;
         sendIdentify();
       } else if (command.type === "open" && command.focus) input.current?.focus();
@@ -128,6 +144,9 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const rows = useMemo(() => rowsOf(state.entries), [state.entries]);
   const running = useMemo(() => runningLabels(state.entries), [state.entries]);
   const used = useMemo(() => ({ ...settledIds(state.entries), ...state.used }), [state.entries, state.used]);
+  const labels = useMemo(() => labelsOf(state.used), [state.used]);
+  const latestStepUp = useMemo(() => latestStepUpOf(state.entries), [state.entries]);
+  const names = useMemo(() => namesOf(state.entries), [state.entries]);
 
   // Follow the conversation to its end while the visitor is at (or near) the end; someone who scrolled
   // up to read is left where they are. Outcomes grow a card without adding a row, so entries count.
@@ -135,7 +154,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   useLayoutEffect(() => {
     const el = log.current;
     if (el && atEnd.current && typeof el.scrollTo === "function") el.scrollTo({ top: el.scrollHeight });
-  }, [state.entries.length, state.pending.length, state.typing, running.length]);
+  }, [state.entries.length, state.pending.length, state.typing, running.length, state.streaming?.text]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -164,6 +183,27 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     if (opener instanceof HTMLElement) opener.focus();
   }
 
+  /** A new conversation: the resume token is forgotten (here and in the host page) and a new hello says none. */
+  function restart() {
+    storage.clear();
+    hostResume.current = null;
+    notifyHost({ type: "persist", resume: "" }, parent, params.parentOrigin);
+    liveAfter.current = null;
+    dispatch({ type: "reset" });
+    connection.current?.restart();
+    input.current?.focus();
+  }
+
+  function downloadTranscript() {
+    const text = transcriptText(state.entries, t, params.locale, labels, (s) => stateLabel(t, s as Parameters<typeof stateLabel>[1]));
+    const href = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
+    const a = document.createElement("a");
+    a.href = href;
+    a.download = `${t.transcriptName}-${new Date().toISOString().slice(0, 10)}.txt`;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(href), 60_000);
+  }
+
   const connected = state.connection.phase === "open";
   const api: WidgetApi = {
     t,
@@ -171,13 +211,16 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     connected,
     used,
     failed: state.failed,
-    act: (id, value, event) => {
+    act: (id, value, event, label) => {
       if (used[id] !== undefined) return false;
       const ref = nextRef();
       markLive();
       if (!send(event, ref)) return false;
       dispatch({ type: "use", id, value, ref });
-      if (event.type === "message") dispatch({ type: "send", ref, text: event.text });
+      if (event.type === "message") {
+        if (label) dispatch({ type: "use", id: `${LABEL_PREFIX}${event.text}`, value: label });
+        dispatch({ type: "send", ref, text: event.text });
+      }
       return true;
     },
     say: (text) => {
@@ -192,48 +235,35 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     requestStepUp: (level, maxAuthAgeSeconds) =>
       notifyHost({ type: "step_up", level, ...(maxAuthAgeSeconds !== undefined ? { maxAuthAgeSeconds } : {}) }, parent, params.parentOrigin),
     verifications: state.verifications,
+    verified: state.verified,
+    latestStepUp,
+    labels,
+    names,
   };
 
   const status = statusLine(state, running, t);
+  const handedOff = state.entries.some((e) => e.message.type === "handoff") && lastHandoff(state) !== "released";
   return (
     <WidgetContext.Provider value={api}>
-      <div class="app" style={params.color ? { "--caplo-accent": params.color } : undefined}>
-        <header class="bar">
-          <h1>{t.title}</h1>
-          {state.verified && <span class="badge verified">{t.verified}</span>}
-          <button type="button" class="icon close" aria-label={t.close} onClick={() => notifyHost({ type: "close" }, parent, params.parentOrigin)}>
-            ×
-          </button>
-        </header>
+      <div class="app" style={params.color ? accentVariables(params.color) : undefined}>
+        <Header
+          agent={state.agent}
+          verified={state.verified}
+          canRestart={connected && state.entries.some((e) => e.message.type === "text" && e.message.from === "customer")}
+          onRestart={restart}
+          onTranscript={downloadTranscript}
+          onClose={() => notifyHost({ type: "close" }, parent, params.parentOrigin)}
+        />
         <ConnectionBanner state={state} onRetry={() => connection.current?.reconnectNow()} />
-        <div
-          class="log"
-          ref={log}
-          role="log"
-          aria-live="polite"
-          aria-label={t.conversation}
-          tabIndex={-1}
-          onScroll={(e) => {
-            const el = e.currentTarget as HTMLElement;
+        <Log
+          state={state}
+          rows={rows}
+          logRef={log}
+          liveAfter={liveAfter.current}
+          onScroll={(el) => {
             atEnd.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
           }}
-        >
-          {rows.map((row) =>
-            row.kind === "review" ? (
-              <ReviewCard key={row.entry.seq} view={row.view} autoFocus={liveAfter.current !== null && row.entry.seq > liveAfter.current} />
-            ) : row.kind === "outcome" ? (
-              <OutcomeNotice key={row.entry.seq} outcome={row.outcome} />
-            ) : (
-              <Message key={row.entry.seq} message={row.entry.message} />
-            ),
-          )}
-          {state.pending.map((p) => (
-            <div class={`bubble from-customer pending${p.error ? " failed" : ""}`} key={p.ref}>
-              <div class="text plain">{clampText(p.text)}</div>
-              <span class="muted">{p.error ? fill(t.sendFailed, { reason: clampText(p.error, 200) }) : p.acked ? "" : t.sending}</span>
-            </div>
-          ))}
-        </div>
+        />
         <p class="statusline" role="status">
           {status && (
             <>
@@ -246,16 +276,79 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
             </>
           )}
         </p>
+        {state.verifyProblem && (
+          <p class="error banner" role="alert">
+            {{ expired: t.verifyExpired, invalid: t.verifyInvalid, unavailable: t.verifyUnavailable }[state.verifyProblem]}
+          </p>
+        )}
         {state.error && (
           <p class="error banner" role="alert">
             {fill(t.errorGeneric, { message: clampText(state.error.message, 200) })}
           </p>
         )}
-        <Composer inputRef={input} />
+        {state.agent?.handoff && !handedOff && connected && (
+          <div class="assist">
+            <button type="button" class="link" onClick={() => api.say(t.talkToPersonText)}>
+              {t.talkToPerson}
+            </button>
+          </div>
+        )}
+        <Composer
+          inputRef={input}
+          streaming={state.streaming !== null}
+          onStop={() => {
+            connection.current?.send({ t: "stop", ref: nextRef() });
+          }}
+        />
         {page && <PagePanel page={page} onClose={closePage} />}
       </div>
     </WidgetContext.Provider>
   );
+}
+
+/** The state of the conversation's latest handoff notice, if any. */
+function lastHandoff(state: ConversationState): string | undefined {
+  for (let i = state.entries.length - 1; i >= 0; i--) {
+    const m = state.entries[i]!.message;
+    if (m.type === "handoff") return m.state;
+  }
+  return undefined;
+}
+
+/** Used-map keys under which a tapped choice's label is kept, by the message it sent. */
+const LABEL_PREFIX = "label:";
+function labelsOf(used: Record<string, string>): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const [key, value] of Object.entries(used)) if (key.startsWith(LABEL_PREFIX)) labels[key.slice(LABEL_PREFIX.length)] = value;
+  return labels;
+}
+
+/** The names results showed for ids: each item's title, by every other string value of the item (`key\u0000value`). */
+function namesOf(entries: ConversationState["entries"]): Record<string, string> {
+  const names: Record<string, string> = {};
+  for (const { message: m } of entries) {
+    if (m.type !== "result") continue;
+    const title = titleColumn(m.columns);
+    if (!title) continue;
+    for (const item of m.items) {
+      const name = item[title.key];
+      if (typeof name !== "string" || !name) continue;
+      for (const column of m.columns) {
+        const value = item[column.key];
+        if (column !== title && column.display === "plain" && typeof value === "string" && value) names[`${column.key}\u0000${value}`] = name;
+      }
+    }
+  }
+  return names;
+}
+
+/** The latest step-up prompt, unless a later event shows it was answered (its write moved on, or the visitor verified). */
+function latestStepUpOf(entries: ConversationState["entries"]): string | null {
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const m = entries[i]!.message;
+    if (m.type === "step_up") return m.id;
+  }
+  return null;
 }
 
 /** The running tool's static progress label wins over "typing". */

@@ -1,6 +1,8 @@
-// The visitor's message box: Enter sends, Shift+Enter starts a new line, at most 4000 characters
-// (the inbound message limit), disabled while the connection is down.
-import { useRef, useState } from "preact/hooks";
+// The visitor's message box: Enter sends, Shift+Enter starts a new line, it grows with the text up to a
+// few lines, and it says how many characters are left near the 4000-character limit (the inbound message
+// limit). A longer paste is kept whole and not sent until it is short enough, instead of being cut
+// silently. While the agent writes its reply, Send becomes Stop.
+import { useLayoutEffect, useRef, useState } from "preact/hooks";
 import { useWidget } from "../context.ts";
 import { MESSAGE_MAX } from "../format.ts";
 import { fill } from "../i18n.ts";
@@ -8,12 +10,21 @@ import { fill } from "../i18n.ts";
 /** The counter appears this close to the limit. */
 const COUNTER_FROM = MESSAGE_MAX - 500;
 
-export function Composer({ inputRef }: { inputRef: { current: HTMLTextAreaElement | null } }) {
+export function Composer({ inputRef, streaming, onStop }: { inputRef: { current: HTMLTextAreaElement | null }; streaming: boolean; onStop: () => void }) {
   const { t, say, connected } = useWidget();
   const [text, setText] = useState("");
   const composing = useRef(false);
   const trimmed = text.trim();
-  const canSend = connected && trimmed.length > 0 && text.length <= MESSAGE_MAX;
+  const over = text.length > MESSAGE_MAX;
+  const canSend = connected && trimmed.length > 0 && !over;
+
+  useLayoutEffect(() => {
+    // Grow with the text (CSS caps the height; beyond it the box scrolls).
+    const el = inputRef.current;
+    if (!el) return;
+    el.style.height = "auto";
+    el.style.height = `${el.scrollHeight + 2}px`;
+  }, [text]);
 
   function send() {
     if (!canSend) return;
@@ -35,9 +46,10 @@ export function Composer({ inputRef }: { inputRef: { current: HTMLTextAreaElemen
         id="caplo-input"
         ref={inputRef}
         rows={1}
+        dir="auto"
         value={text}
-        maxLength={MESSAGE_MAX}
         placeholder={t.inputPlaceholder}
+        aria-invalid={over || undefined}
         aria-describedby={text.length > COUNTER_FROM ? "caplo-counter" : undefined}
         onInput={(e) => setText((e.currentTarget as HTMLTextAreaElement).value)}
         onCompositionStart={() => (composing.current = true)}
@@ -50,14 +62,20 @@ export function Composer({ inputRef }: { inputRef: { current: HTMLTextAreaElemen
         }}
       />
       {text.length > COUNTER_FROM && (
-        <span id="caplo-counter" class="counter" aria-live="polite">
-          {text.length}/{MESSAGE_MAX}
-          {text.length >= MESSAGE_MAX && <span class="sr-only"> {fill(t.tooLong, { max: MESSAGE_MAX })}</span>}
+        <span id="caplo-counter" class={`counter${over ? " over" : ""}`} aria-live="polite">
+          {over ? fill(t.tooLongBy, { max: MESSAGE_MAX, count: text.length }) : fill(t.charsLeft, { count: MESSAGE_MAX - text.length })}
         </span>
       )}
-      <button type="submit" class="primary send" disabled={!canSend}>
-        {t.send}
-      </button>
+      {streaming ? (
+        <button type="button" class="send stop" aria-label={t.stopLabel} onClick={onStop}>
+          <svg viewBox="0 0 24 24" width="14" height="14" aria-hidden="true"><rect x="5" y="5" width="14" height="14" rx="2" fill="currentColor" /></svg>
+          {t.stop}
+        </button>
+      ) : (
+        <button type="submit" class="primary send" disabled={!canSend}>
+          {t.send}
+        </button>
+      )}
     </form>
   );
 }

@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-import { fireEvent, render, screen } from "@testing-library/preact";
+import { cleanup, fireEvent, render, screen } from "@testing-library/preact";
 import { describe, expect, test } from "vitest";
 import type { Outbound } from "@caplo/shared";
 import { WidgetContext, type WidgetApi } from "../context.ts";
@@ -52,27 +52,38 @@ describe("conversation messages", () => {
 
   test("a handoff notice is shown as text", () => {
     renderInWidget(<Message message={outbound({ type: "handoff", id: "h", state: "requested", text: "A person from our team will reply here." })} />);
-    expect(screen.getByRole("note").textContent).toBe("A person from our team will reply here.");
+    expect(screen.getByText("A person from our team will reply here.")).toBeTruthy();
   });
 
-  test("a step-up prompt asks the host page to verify again", () => {
-    const { stepUps } = renderInWidget(
+  test("a step-up prompt asks the host page to verify again a visitor who was verified, and to sign in one who was not", () => {
+    const { stepUps, container } = renderInWidget(
       <Message message={outbound({ type: "step_up", id: "s", level: "high", maxAuthAgeSeconds: 300, text: "Please sign in again to cancel." })} />,
+      { verified: true, latestStepUp: "s" },
     );
-    expect(screen.getByText("Please sign in again to cancel.")).toBeTruthy();
+    expect(screen.getByRole("heading").textContent).toBe("Please verify again");
     fireEvent.click(screen.getByRole("button", { name: "Verify" }));
     expect(stepUps).toEqual([{ level: "high", maxAuthAgeSeconds: 300 }]);
-    expect(screen.getByRole("status").textContent).toContain("Follow the steps");
+    expect(container.textContent).toContain("Follow the steps");
+    cleanup();
+    renderInWidget(<Message message={outbound({ type: "step_up", id: "s2", level: "low", text: "You need to verify your identity for this." })} />, { verified: false, latestStepUp: "s2" });
+    expect(screen.getByRole("heading").textContent).toBe("Please sign in");
+    expect(document.body.textContent).not.toMatch(/again/i);
+  });
+
+  test("only the latest step-up prompt asks; an earlier one says a newer one is below", () => {
+    renderInWidget(<Message message={outbound({ type: "step_up", id: "old", level: "low", text: "x" })} />, { latestStepUp: "new" });
+    expect(screen.queryByRole("button", { name: "Verify" })).toBeNull();
+    expect(document.body.textContent).toContain("A newer request to verify is below.");
   });
 
   test("once the page has verified the customer, the step-up prompt says so instead of still asking", () => {
     const prompt = outbound({ type: "step_up", id: "s", level: "high", text: "Please sign in again." }) as Outbound;
-    const api = (verifications: number): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications });
+    const api = (verifications: number): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications, verified: true, latestStepUp: "s", labels: {}, names: {} });
     const { rerender } = render(<WidgetContext.Provider value={api(1)}><Message message={prompt} /></WidgetContext.Provider>);
     fireEvent.click(screen.getByRole("button", { name: "Verify" }));
-    expect(screen.getByRole("status").textContent).toBe("Follow the steps on the page to verify.");
+    expect(document.body.textContent).toContain("Follow the steps on the page to verify.");
     rerender(<WidgetContext.Provider value={api(2)}><Message message={prompt} /></WidgetContext.Provider>);
-    expect(screen.getByRole("status").textContent).toBe("Verified. Thank you.");
+    expect(document.body.textContent).toContain("Verified. Thank you.");
     expect(screen.queryByRole("button", { name: "Verify" })).toBeNull();
   });
 });

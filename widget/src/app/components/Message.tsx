@@ -19,7 +19,7 @@ export function Message({ message }: { message: Outbound }) {
       return <Text message={message} />;
     case "handoff":
       return (
-        <p class={`notice handoff handoff-${message.state}`} role="note">
+        <p class={`notice handoff handoff-${message.state}`} dir="auto">
           {clampText(message.text, 1000)}
         </p>
       );
@@ -36,20 +36,32 @@ export function Message({ message }: { message: Outbound }) {
   }
 }
 
+/** Agent text longer than this starts collapsed, with "Show more". */
+export const COLLAPSE_FROM = 700;
+
 function Text({ message }: { message: OutboundOf<"text"> }) {
-  const { t } = useWidget();
+  const { t, labels } = useWidget();
   const who = { customer: t.you, agent: t.agent, team: t.team, system: t.system }[message.from];
   const rich = message.from === "agent" || message.from === "team";
   const html = useMemo(() => (rich ? markdownToHtml(clampText(message.text, AGENT_TEXT_SHOWN_MAX)) : ""), [message.text, rich]);
+  const long = rich && message.text.length > COLLAPSE_FROM;
+  const [open, setOpen] = useState(false);
+  // A tapped choice's reply carries ids for the agent ("Book slot SL-…"); the visitor sees what they tapped.
+  const shown = message.from === "customer" ? (labels[message.text] ?? message.text) : message.text;
   return (
-    <div class={`bubble from-${message.from}`}>
+    <div class={`bubble from-${message.from}${long && !open ? " collapsed" : ""}`} dir="auto">
       <span class="sr-only">{who}: </span>
       {message.from === "team" && <span class="who">{who}</span>}
       {rich ? (
         // markdownToHtml escapes the text and DOMPurify keeps only the subset's tags and https links.
-        <div class="text" dangerouslySetInnerHTML={{ __html: html }} />
+        <div class="text" id={`${message.id}-text`} dangerouslySetInnerHTML={{ __html: html }} />
       ) : (
-        <div class="text plain">{clampText(message.text, AGENT_TEXT_SHOWN_MAX)}</div>
+        <div class="text plain">{clampText(shown, AGENT_TEXT_SHOWN_MAX)}</div>
+      )}
+      {long && (
+        <button type="button" class="link more-toggle" aria-expanded={open} aria-controls={`${message.id}-text`} onClick={() => setOpen(!open)}>
+          {open ? t.showLess : t.showMore}
+        </button>
       )}
     </div>
   );

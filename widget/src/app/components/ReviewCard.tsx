@@ -7,7 +7,7 @@ import { OPTION_VALUE_MAX } from "@caplo/shared/limits";
 import type { ReviewView } from "../conversation.ts";
 import { useWidget } from "../context.ts";
 import { clampText } from "../format.ts";
-import type { Strings } from "../i18n.ts";
+import { fill, type Strings } from "../i18n.ts";
 import { Masked, Receipt } from "./Receipt.tsx";
 
 type State = OutboundOf<"review">["state"];
@@ -28,14 +28,18 @@ export function stateLabel(t: Strings, state: State): string {
   return labels[state] ?? state;
 }
 
-/** A value as the visitor knows it: a select's option label rather than its raw value. */
-const shownValue = (f: ReviewField, value: string) => f.options?.find((o) => o.value === value)?.label ?? value;
+/**
+ * A value as the visitor knows it: a select's option label, or the name of the item they were shown with
+ * that id in a result ("Sat 5 Dec, 15:00, fitting" for a slot id), rather than the raw value.
+ */
+const shownValue = (f: ReviewField, value: string, names: Record<string, string>) =>
+  f.options?.find((o) => o.value === value)?.label ?? names[`${f.path.slice(1)}\u0000${value}`] ?? value;
 
 /** An editable field as the widget can edit it: a string shown whole (a last4 value is never prefilled). */
 const isEditable = (f: ReviewField) => f.editable && f.display === "plain";
 
 export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: boolean }) {
-  const { t, act, used, failed, connected } = useWidget();
+  const { t, act, used, failed, connected, names } = useWidget();
   const { review } = view;
   const cardId = `review:${review.proposalId}`;
   const [values, setValues] = useState<Record<string, string>>({});
@@ -45,10 +49,18 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
   const open = view.state === "proposed" && choice === undefined;
   if (open) decided.current = false;
 
+  const status = useRef<HTMLDivElement>(null);
+  /** The visitor decided on this card in this page: the outcome takes the focus when it arrives. */
+  const decidedHere = useRef(false);
+
   useEffect(() => {
     // A new card takes the focus so keyboard and screen-reader users land on what needs a decision.
     if (autoFocus && open) heading.current?.focus();
   }, []);
+  useEffect(() => {
+    // After Confirm or Don't do it, the focus goes to what happened (not to the page's body, as the buttons go away).
+    if (decidedHere.current && !open) status.current?.focus({ preventScroll: false });
+  }, [open, view.state]);
 
   function decide(kind: "confirm" | "decline") {
     // The ref flips before any re-render, so a double click sends one confirm.
@@ -68,22 +80,28 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
           })
         : act(cardId, "decline", { type: "decline", proposalId: review.proposalId });
     if (!sent) decided.current = false;
+    else decidedHere.current = true;
   }
 
   const titleId = `${review.id}-title`;
+  const hintId = `${review.id}-hint`;
+  const title = clampText(review.title, 200);
   // Only where the write stands now: once a status check resolves a pending write, the card says "Done"
   // and the receipt, not also the earlier "not confirmed yet" (what the customer is told follows the
   // outcome). An outcome a later review state has overtaken (verify again, then running) is not shown.
   const latest = view.outcomes.at(-1);
   const current = latest?.state === view.state ? latest : undefined;
-  const unsure = view.state === "pending" || view.state === "unknown";
   const shownState: State = open ? "proposed" : view.state === "proposed" ? "running" : view.state;
   return (
-    <section class={`card review state-${shownState}`} aria-labelledby={titleId}>
+    <section class={`card review state-${shownState}`} aria-labelledby={titleId} id={`card-${review.proposalId}`}>
       <h3 id={titleId} ref={heading} tabIndex={-1}>
-        {clampText(review.title, 200)}
+        {title}
       </h3>
-      {open && <p class="hint">{t.reviewHint}</p>}
+      {open && (
+        <p class="hint" id={hintId}>
+          {t.reviewHint}
+        </p>
+      )}
       <dl class="fields">
         {review.fields.map((f) => (
           <div class="field" key={f.path}>
@@ -105,7 +123,7 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
                 // An optional field left empty (no reason given) reads as "none", not as a missing line.
                 <span class="muted">{t.noValue}</span>
               ) : (
-                clampText(shownValue(f, values[f.path] ?? f.value))
+                clampText(shownValue(f, values[f.path] ?? f.value, names))
               )}
             </dd>
           </div>
@@ -118,31 +136,58 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
       )}
       {open ? (
         <div class="actions">
-          <button type="button" class="primary" disabled={!connected} onClick={() => decide("confirm")}>
+          <button type="button" class="primary" disabled={!connected} aria-describedby={hintId} onClick={() => decide("confirm")}>
             {t.confirm}
           </button>
-          <button type="button" disabled={!connected} onClick={() => decide("decline")}>
+          <button type="button" disabled={!connected} aria-describedby={hintId} onClick={() => decide("decline")}>
             {t.cancel}
           </button>
         </div>
       ) : (
-        <div class="status" role="status">
-          <p class="state">
-            <strong>
-              {view.state === "proposed" ? (choice === "decline" ? t.declining : t.confirming) : stateLabel(t, view.state)}
-            </strong>
-          </p>
-          {current && (
-            <div class={`outcome outcome-${current.state}`} key={current.id}>
-              {current.message && <p>{clampText(current.message, 1000)}</p>}
-              {current.receipt && current.receipt.length > 0 && <Receipt fields={current.receipt} />}
-            </div>
-          )}
-          {unsure && <p class="warn">{t.dontRepeat}</p>}
+        <div class="status" ref={status} tabIndex={-1}>
+          <Outcome view={view} pendingChoice={view.state === "proposed" ? choice : undefined} outcome={current} />
         </div>
       )}
     </section>
   );
+}
+
+/** One line per state, said once: the state, then what it means (the reason, "nothing was changed", the receipt). */
+function Outcome({ view, pendingChoice, outcome }: { view: ReviewView; pendingChoice: string | undefined; outcome: OutboundOf<"outcome"> | undefined }) {
+  const { t } = useWidget();
+  const state = view.state;
+  const label = state === "proposed" ? (pendingChoice === "decline" ? t.declining : t.confirming) : stateLabel(t, state);
+  const line = stateLine(t, state, outcome);
+  return (
+    <>
+      <p class="state">
+        <strong>{label}</strong>
+      </p>
+      {line && <p class={state === "pending" || state === "unknown" ? "warn" : undefined}>{line}</p>}
+      {outcome?.receipt && outcome.receipt.length > 0 && <Receipt fields={outcome.receipt} />}
+    </>
+  );
+}
+
+/** What a state means for the visitor, in their language; the tool's reason for a write that did not go through. */
+export function stateLine(t: Strings, state: State, outcome: OutboundOf<"outcome"> | undefined): string {
+  switch (state) {
+    case "not_applied":
+      return outcome ? clampText(outcome.message, 1000) : "";
+    case "pending":
+    case "unknown":
+      return t.dontRepeat;
+    case "declined":
+      return t.declinedText;
+    case "cancelled":
+      return t.cancelledText;
+    case "expired":
+      return outcome && /verif/i.test(outcome.message) ? t.expiredStepUpText : t.expiredText;
+    case "step_up_required":
+      return t.stepUpWaitText;
+    default:
+      return "";
+  }
 }
 
 function FieldInput(props: {
@@ -181,15 +226,44 @@ function FieldInput(props: {
 /** An outcome whose card is not in the conversation (for example history trimmed). */
 export function OutcomeNotice({ outcome }: { outcome: OutboundOf<"outcome"> }) {
   const { t } = useWidget();
-  const unsure = outcome.state === "pending" || outcome.state === "unknown";
+  const line = stateLine(t, outcome.state, outcome);
   return (
-    <section class={`card outcome outcome-${outcome.state}`} role="status">
+    <section class={`card outcome outcome-${outcome.state}`} aria-label={stateLabel(t, outcome.state)}>
       <p class="state">
         <strong>{stateLabel(t, outcome.state)}</strong>
       </p>
-      {outcome.message && <p>{clampText(outcome.message, 1000)}</p>}
+      {line && <p>{line}</p>}
       {outcome.receipt && outcome.receipt.length > 0 && <Receipt fields={outcome.receipt} />}
-      {unsure && <p class="warn">{t.dontRepeat}</p>}
+    </section>
+  );
+}
+
+/**
+ * A write the visitor was left waiting on (pending, unknown, verify again) has resolved: said where the
+ * conversation is now, since its card may be far above; a button takes the visitor to the card.
+ */
+export function OutcomeUpdate({ view, outcome }: { view: ReviewView; outcome: OutboundOf<"outcome"> }) {
+  const { t } = useWidget();
+  const line = stateLine(t, outcome.state, outcome);
+  const title = fill(t.updateTitle, { title: clampText(view.review.title, 200) });
+  return (
+    <section class={`card update outcome-${outcome.state}`} aria-label={title}>
+      <p class="update-title">{title}</p>
+      <p class="state">
+        <strong>{stateLabel(t, outcome.state)}</strong>
+      </p>
+      {line && <p>{line}</p>}
+      <button
+        type="button"
+        class="link"
+        onClick={() => {
+          const card = document.getElementById(`card-${view.review.proposalId}`);
+          card?.scrollIntoView({ block: "start" });
+          card?.querySelector<HTMLElement>(".status")?.focus();
+        }}
+      >
+        {t.showCard}
+      </button>
     </section>
   );
 }

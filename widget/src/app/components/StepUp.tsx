@@ -1,29 +1,31 @@
-// The step-up prompt: the customer must verify again (at a level, maybe recently). The widget cannot
-// verify anyone itself; its button asks the host page, which signs the customer in and calls identify;
-// once that identity is accepted, the prompt says so instead of still asking.
+// The step-up prompt: the customer must verify (or verify again, at a level, maybe recently). The widget
+// cannot verify anyone itself; its button asks the host page, which signs the customer in and calls
+// identify; once the server has accepted that identity, the prompt says so instead of still asking. A
+// visitor who was never verified is asked to sign in, not to verify "again"; only the latest prompt asks.
 import type { OutboundOf } from "@caplo/shared";
 import { useState } from "preact/hooks";
 import { useWidget } from "../context.ts";
-import { clampText } from "../format.ts";
 
 export function StepUp({ prompt }: { prompt: OutboundOf<"step_up"> }) {
-  const { t, requestStepUp, verifications } = useWidget();
-  // The verification count when the button asked the page; a higher count means the page verified since.
+  const { t, requestStepUp, verifications, verified, latestStepUp } = useWidget();
+  // The verification count when the button asked the page; a higher count means the server verified since.
   const [askedAt, setAskedAt] = useState<number | null>(null);
+  // Whether the visitor was verified when the prompt came: "again" only for someone who was.
+  const [again] = useState(verified);
   const asked = askedAt !== null;
   const done = asked && verifications > askedAt;
+  const active = latestStepUp === prompt.id;
+  const titleId = `${prompt.id}-title`;
   return (
-    <section class={`card step-up${done ? " step-up-done" : ""}`} aria-labelledby={`${prompt.id}-title`}>
-      <h3 id={`${prompt.id}-title`}>{t.stepUpTitle}</h3>
-      <p>{clampText(prompt.text, 1000)}</p>
+    <section class={`card step-up${done ? " step-up-done" : ""}`} aria-labelledby={titleId}>
+      <h3 id={titleId}>{again ? t.stepUpTitle : t.stepUpFirstTitle}</h3>
+      <p>{again ? t.stepUpAgainText : t.stepUpFirstText}</p>
       {done ? (
-        <p class="ok" role="status">
-          {t.stepUpDone}
-        </p>
+        <p class="ok">{t.stepUpDone}</p>
+      ) : !active ? (
+        <p class="muted">{t.stepUpReplaced}</p>
       ) : asked ? (
-        <p class="muted" role="status">
-          {t.stepUpRequested}
-        </p>
+        <p class="muted">{t.stepUpRequested}</p>
       ) : (
         <button
           type="button"

@@ -1,7 +1,7 @@
 // The cards layout: up to 20 cards, each with its image, title, subtitle, description, money, badge,
 // link and time columns placed by role, other columns as label and value, and up to two actions.
 import type { ResultColumn } from "@caplo/shared";
-import { Actions, actionsOf, byRole, Cell, columnsOf, itemsOf, More, type ResultMessage } from "./common.tsx";
+import { Actions, actionsOf, byRole, Cell, cellPlain, columnsOf, itemsOf, More, titleColumn, type ResultMessage } from "./common.tsx";
 
 const PLACED = new Set<ResultColumn["role"]>(["image", "title", "subtitle", "description", "money", "badge", "link", "time"]);
 
@@ -60,7 +60,7 @@ export function Cards({ result }: { result: ResultMessage }) {
                 </p>
               ))}
               {link && <Cell column={link} item={item} />}
-              <Actions actions={actions} item={item} />
+              <Actions actions={actions} item={item} name={cellPlain(title ?? titleColumn(columns), item)} />
             </div>
           </li>
         ))}

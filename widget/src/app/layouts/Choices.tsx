@@ -31,7 +31,7 @@ export function Choices({ result }: { result: ResultMessage }) {
               onClick={() => {
                 if (picked.current) return;
                 picked.current = true;
-                if (!act(id, String(i), { type: "message", text })) picked.current = false;
+                if (!act(id, String(i), { type: "message", text }, cellPlain(title, item))) picked.current = false;
               }}
             >
               <span>{cellPlain(title, item)}</span>

@@ -38,7 +38,7 @@ export function Comparison({ result }: { result: ResultMessage }) {
                 <td />
                 {items.map((item, i) => (
                   <td key={i}>
-                    <Actions actions={actions} item={item} />
+                    <Actions actions={actions} item={item} name={cellPlain(titleColumn(columns), item)} />
                   </td>
                 ))}
               </tr>

@@ -87,7 +87,7 @@ export function MapPlot({ result }: { result: ResultMessage }) {
                   <Cell column={c} item={item} />
                 </span>
               ))}
-              <Actions actions={actions} item={item} />
+              <Actions actions={actions} item={item} name={cellPlain(title, item)} />
             </div>
           </li>
         ))}

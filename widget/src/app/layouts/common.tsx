@@ -79,12 +79,12 @@ export function Cell({ column, item }: { column: ResultColumn; item: Item }) {
       return typeof value === "string" ? <time dateTime={value}>{text}</time> : <span>{text}</span>;
     }
     case "badge":
-      return <span class="badge">{clampText(cellText(value), 80)}</span>;
+      return <span class="badge">{clampText(enumWords(cellText(value)), 80)}</span>;
     case "status": {
       const state = typeof value === "string" ? column.statuses?.[value] : undefined;
       return (
         <span class={`status-text${state ? ` step-${state}` : ""}`}>
-          {clampText(cellText(value), 200)}
+          {clampText(enumWords(cellText(value)), 200)}
           {state && <span class="sr-only"> ({t.timelineStates[state]})</span>}
         </span>
       );
@@ -92,6 +92,13 @@ export function Cell({ column, item }: { column: ResultColumn; item: Item }) {
     default:
       return <span>{clampText(cellText(value))}</span>;
   }
+}
+
+/** An enum value as words: "in_progress" reads "In progress" (a value with spaces or capitals is left as written). */
+export function enumWords(value: string): string {
+  if (!/^[a-z0-9]+(?:[_-][a-z0-9]+)*$/.test(value)) return value;
+  const words = value.replace(/[_-]+/g, " ");
+  return words.charAt(0).toUpperCase() + words.slice(1);
 }
 
 /** The plain text of a cell, for names and labels. */
@@ -102,8 +109,10 @@ export function cellPlain(column: ResultColumn | undefined, item: Item): string 
 }
 
 /** An item's controls: a reply sends the filled template as the visitor's message, a link opens its https URL. */
-export function Actions({ actions, item }: { actions: ResultAction[]; item: Item }) {
+export function Actions({ actions, item, name }: { actions: ResultAction[]; item: Item; name?: string }) {
   const { say, connected, t } = useWidget();
+  // Every item has the same buttons: each is named with its item ("Book here: Caplo Shop Maribor").
+  const named = (label: string) => (name ? `${clampText(label, 40)}: ${name}` : undefined);
   if (actions.length === 0) return null;
   return (
     <div class="item-actions">
@@ -111,14 +120,14 @@ export function Actions({ actions, item }: { actions: ResultAction[]; item: Item
         if (action.kind === "reply") {
           const text = action.template ? fillTemplate(action.template, item) : "";
           return (
-            <button type="button" key={i} disabled={!connected || !text} onClick={() => say(text)}>
+            <button type="button" key={i} aria-label={named(action.label)} disabled={!connected || !text} onClick={() => say(text)}>
               {clampText(action.label, 40)}
             </button>
           );
         }
         const href = action.key ? safeUrl(item[action.key]) : null;
         return href ? (
-          <a class="button" key={i} href={href} target="_blank" rel="noopener noreferrer nofollow">
+          <a class="button" key={i} href={href} target="_blank" rel="noopener noreferrer nofollow" aria-label={named(action.label) && `${named(action.label)} ${t.newTab}`}>
             {clampText(action.label, 40)}
             <span class="sr-only"> {t.newTab}</span>
           </a>

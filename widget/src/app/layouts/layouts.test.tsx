@@ -127,7 +127,7 @@ describe("cards", () => {
     ];
     const { sent } = renderInWidget(<Result result={result({ layout: "cards", columns: [all[1]!], items, actions })} />);
     expect(screen.getAllByRole("button").map((b) => b.textContent)).toEqual(["Buy", "More"]);
-    fireEvent.click(screen.getByRole("button", { name: "Buy" }));
+    fireEvent.click(screen.getByRole("button", { name: "Buy: Boot" }));
     expect(sent.map((s) => s.event)).toEqual([{ type: "message", text: "I want Boot" }]);
   });
 });

@@ -1,0 +1,121 @@
+// The conversation log: rows in order with a day separator where the day changes and each message's
+// time, the agent's reply while it is being written, the visitor's messages in flight, and the starter
+// prompts before the visitor's first message. The log is one polite live region: nothing in it is a
+// live region of its own (nested live regions are read twice or not at all).
+import type { Ref } from "preact";
+import { useMemo } from "preact/hooks";
+import { markdownToHtml } from "../markdown.ts";
+import type { ConversationState, Row } from "../conversation.ts";
+import { useWidget } from "../context.ts";
+import { clampText } from "../format.ts";
+import { fill, type Strings } from "../i18n.ts";
+import { AGENT_TEXT_SHOWN_MAX, Message } from "./Message.tsx";
+import { OutcomeNotice, OutcomeUpdate, ReviewCard } from "./ReviewCard.tsx";
+
+/** The calendar day of an ISO time in the visitor's time zone ("" when the time is missing or bad). */
+function dayOf(at: string): string {
+  const d = new Date(at);
+  return Number.isNaN(d.getTime()) ? "" : `${d.getFullYear()}-${d.getMonth()}-${d.getDate()}`;
+}
+
+/** "Today", "Yesterday" or the date, as the visitor's locale writes it. */
+export function dayLabel(at: string, locale: string, t: Strings, now = new Date()): string {
+  const d = new Date(at);
+  const yesterday = new Date(now);
+  yesterday.setDate(now.getDate() - 1);
+  if (dayOf(at) === dayOf(now.toISOString())) return t.today;
+  if (dayOf(at) === dayOf(yesterday.toISOString())) return t.yesterday;
+  return d.toLocaleDateString(locale, { weekday: "short", day: "numeric", month: "long", ...(d.getFullYear() !== now.getFullYear() && { year: "numeric" }) });
+}
+
+function timeOf(at: string, locale: string): string {
+  const d = new Date(at);
+  return Number.isNaN(d.getTime()) ? "" : d.toLocaleTimeString(locale, { hour: "2-digit", minute: "2-digit" });
+}
+
+export interface LogProps {
+  state: ConversationState;
+  rows: Row[];
+  logRef: Ref<HTMLDivElement>;
+  liveAfter: number | null;
+  onScroll: (el: HTMLElement) => void;
+}
+
+export function Log({ state, rows, logRef, liveAfter, onScroll }: LogProps) {
+  const { t, locale, say, connected } = useWidget();
+  const starters = state.agent?.starters ?? [];
+  const visitorSpoke = state.pending.length > 0 || state.entries.some((e) => e.message.type === "text" && e.message.from === "customer");
+  let lastDay = "";
+  return (
+    <div
+      class="log"
+      ref={logRef}
+      role="log"
+      aria-live="polite"
+      aria-label={t.conversation}
+      // Focusable so the keyboard can scroll it.
+      tabIndex={0}
+      onScroll={(e) => onScroll(e.currentTarget as HTMLElement)}
+    >
+      {rows.map((row) => {
+        const day = dayOf(row.entry.at);
+        const separator = day && day !== lastDay ? <p class="day" key={`day-${row.entry.seq}`}>{dayLabel(row.entry.at, locale, t)}</p> : null;
+        if (day) lastDay = day;
+        const time = timeOf(row.entry.at, locale);
+        const m = row.entry.message;
+        const side = m.type === "text" ? `from-${m.from}` : "from-agent";
+        return [
+          separator,
+          <div class={`row ${row.kind} ${side}`} key={row.entry.seq}>
+            {row.kind === "review" ? (
+              <ReviewCard view={row.view} autoFocus={liveAfter !== null && row.entry.seq > liveAfter} />
+            ) : row.kind === "outcome" ? (
+              <OutcomeNotice outcome={row.outcome} />
+            ) : row.kind === "update" ? (
+              <OutcomeUpdate view={row.view} outcome={row.outcome} />
+            ) : (
+              <Message message={m} />
+            )}
+            {time && (
+              <time class="at" dateTime={row.entry.at}>
+                {time}
+              </time>
+            )}
+          </div>,
+        ];
+      })}
+      {state.streaming && <Streaming text={state.streaming.text} />}
+      {state.pending.map((p) => (
+        <div class="row message from-customer" key={p.ref}>
+          <div class={`bubble from-customer pending${p.error ? " failed" : ""}`} dir="auto">
+            <div class="text plain">{clampText(p.text)}</div>
+            <span class="muted">{p.error ? fill(t.sendFailed, { reason: clampText(p.error, 200) }) : p.acked ? "" : t.sending}</span>
+          </div>
+        </div>
+      ))}
+      {!visitorSpoke && starters.length > 0 && (
+        <div class="starters" role="group" aria-label={t.starters}>
+          {starters.map((text) => (
+            <button type="button" key={text} disabled={!connected} onClick={() => say(text)} dir="auto">
+              {clampText(text, 80)}
+            </button>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}
+
+/** The reply as far as the model has written it (the stored event replaces it with the same text). */
+function Streaming({ text }: { text: string }) {
+  const { t } = useWidget();
+  const html = useMemo(() => markdownToHtml(clampText(text, AGENT_TEXT_SHOWN_MAX)), [text]);
+  return (
+    <div class="row message from-agent streaming">
+      <div class="bubble from-agent" dir="auto" aria-busy="true">
+        <span class="sr-only">{t.agent}: </span>
+        <div class="text" dangerouslySetInnerHTML={{ __html: html }} />
+      </div>
+    </div>
+  );
+}
