@@ -8,9 +8,14 @@ import { gzipSync } from "node:zlib";
 import type { Browser, Page } from "playwright-core";
 import { buildWidget, launchChromium } from "../../tests/widget/browser.ts";
 import { DIST, startWidgetTestServer } from "../../tests/widget/protocolTestServer.ts";
+import { firstTokenToPaint } from "./firstToken.ts";
 
 const LOADER_BUDGET = 5 * 1024;
 const APP_BUDGET = 40 * 1024;
+/** The issue's allowance above 40 KB, with the reason printed. */
+const APP_BUDGET_MAX = 60 * 1024;
+const APP_OVER_REASON =
+  "over 40 KB because issue #17 added streaming replies, the header (avatar, AI label, new conversation, transcript download), starter prompts, timestamps and day separators, truthful per-state card lines in 3 languages, readable colours from any accent and the loader's unavailable-chat notice; DOMPurify (the markdown sanitizer) is about 8 KB of it";
 const runs = Number(process.argv[2] ?? 10);
 
 const gz = (file: string) => gzipSync(readFileSync(file), { level: 9 }).length;
@@ -24,7 +29,8 @@ const app = appFiles.reduce((sum, f) => sum + gz(f), 0);
 console.log("widget bundle (gzip -9)");
 console.log(`  loader  widget.js                 ${kb(loader).padStart(10)}   budget ${kb(LOADER_BUDGET)}  ${loader < LOADER_BUDGET ? "ok" : "OVER"}`);
 for (const f of appFiles) console.log(`  app     ${f.slice(DIST.length).padEnd(26)}${kb(gz(f)).padStart(10)}`);
-console.log(`  app     total                     ${kb(app).padStart(10)}   budget ${kb(APP_BUDGET)}  ${app < APP_BUDGET ? "ok" : "OVER"}`);
+console.log(`  app     total                     ${kb(app).padStart(10)}   budget ${kb(APP_BUDGET)}  ${app < APP_BUDGET ? "ok" : app <= APP_BUDGET_MAX ? `over 40 KB, within ${kb(APP_BUDGET_MAX)}` : "OVER"}`);
+if (app >= APP_BUDGET && app <= APP_BUDGET_MAX) console.log(`          reason: ${APP_OVER_REASON}`);
 const js = assets.filter((a) => a.endsWith(".js")).map((a) => readFileSync(`${DIST}assets/${a}`, "utf8")).join("\n") + readFileSync(`${DIST}widget.js`, "utf8");
 const zodMarks = ["ZodError", "$ZodType", "zod", "safeParse"].filter((m) => js.includes(m));
 console.log(`  zod in the bundle: ${zodMarks.length === 0 ? "none" : `FOUND (${zodMarks.join(", ")})`}`);
@@ -104,6 +110,10 @@ try {
   console.log(`      ${parts(cold)}`);
   console.log(`  warm (cached assets, resumed):     ${stats(warm.map((t) => t.total))}`);
   console.log(`      ${parts(warm)}`);
+  const tokens = await firstTokenToPaint(browser, runs);
+  console.log("model's first token → its text painted in the widget (real gateway and engine, Chromium headless, loopback; target < 50 ms)");
+  console.log(`  widget:    ${stats(tokens.widget)}`);
+  console.log(`  reference: ${stats(tokens.reference)}  (a bare ws server sending the text to a bare page that paints it)`);
   console.log(`  machine load average while measuring: ${(await import("node:os")).loadavg().map((l) => l.toFixed(1)).join(" ")} on ${(await import("node:os")).cpus().length} cores`);
 } finally {
   await browser?.close();

@@ -121,7 +121,8 @@ describe("a hello refused while the store is away", () => {
     await say("say one");
     await screen.findByText("You said: say one", {}, { timeout: 5000 });
     const welcome = opened[0]!.got.find((frame) => frame.t === "welcome")!;
-    expect(seqs(opened[0]!.got)).toEqual([1, 2]);
+    // The reply streams in (delta frames) before its stored event arrives.
+    await waitFor(() => expect(seqs(opened[0]!.got)).toEqual([1, 2]), { timeout: 5000 });
 
     // Another tab of the same visitor stays connected through the outage and talks meanwhile.
     const other = await TestClient.open(stack.wsUrl, ORIGIN);
@@ -165,7 +166,7 @@ describe("a hello refused while the store is away", () => {
     expect(log.indexOf("say two")).toBeLessThan(log.indexOf("You said: say two"));
     await say("say three");
     await screen.findByText("You said: say three", {}, { timeout: 5000 });
-    expect(seqs(resumed.got)).toEqual([3, 4, 5, 6]);
+    await waitFor(() => expect(seqs(resumed.got)).toEqual([3, 4, 5, 6]), { timeout: 5000 });
     await other.close();
   }, 40_000);
 

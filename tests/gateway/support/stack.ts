@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { Engine } from "../../../server/src/engine/engine.ts";
 import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../../server/src/engine/release.ts";
 import { Gateway, type GatewayOptions } from "../../../server/src/gateway/index.ts";
+import type { Model } from "../../../server/src/model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
 import { teamMember } from "../../../server/src/gateway/teamMembers.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
@@ -32,6 +33,8 @@ export type StackOptions = {
   statusCheckBaseMs?: number;
   checkPollMs?: number;
   nodeId?: string;
+  /** A model of the test's own instead of the scripted rules (for example one that writes slowly). */
+  model?: Model;
 };
 
 export async function startStack(options: StackOptions = {}) {
@@ -50,7 +53,7 @@ export async function startStack(options: StackOptions = {}) {
   const engine = new Engine({
     store,
     runner,
-    model: new ScriptedModel(options.rules ?? SHOP_RULES, { fallback: "I can help with orders." }),
+    model: options.model ?? new ScriptedModel(options.rules ?? SHOP_RULES, { fallback: "I can help with orders." }),
     releases,
     statusCheckBaseMs: options.statusCheckBaseMs ?? 5000,
     checkPollMs: options.checkPollMs ?? 1000,

@@ -80,7 +80,7 @@ function start(script: HTMLScriptElement): void {
   shadow.innerHTML =
     `<style>` +
     `:host{all:initial}` +
-    `[popover]{margin:0;padding:0;overflow:visible}` +
+    `[popover]{margin:0;padding:0;border:0;overflow:visible}` +
     `button{position:fixed;top:auto;bottom:20px;${side}:20px;${other}:auto;z-index:2147483647;width:60px;height:60px;border-radius:50%;border:0;` +
     `background:${color};color:${ink};cursor:pointer;display:grid;place-items:center;box-shadow:0 4px 16px rgba(0,0,0,.25);transition:transform .15s}` +
     `button:hover{transform:scale(1.05)}button:focus-visible{outline:3px solid ${color};outline-offset:3px;box-shadow:0 0 0 3px #fff}` +
@@ -137,15 +137,16 @@ function start(script: HTMLScriptElement): void {
       }
     }
   };
-  const post = (message: Record<string, unknown>) => {
+  /** Posts to the app; false when it is not there or not ready yet (nothing is sent then). */
+  const post = (message: Record<string, unknown>): boolean => {
+    if (!frame?.contentWindow || !ready) return false;
     // targetOrigin is HOST: the message is dropped if the frame navigated anywhere else.
-    if (frame?.contentWindow && ready) frame.contentWindow.postMessage({ caplo: 1, ...message }, host);
+    frame.contentWindow.postMessage({ caplo: 1, ...message }, host);
+    return true;
   };
   const flush = () => {
-    if (token) {
-      post({ type: "identify", token });
-      token = null; // the token is handed over once and not kept here
-    }
+    // Kept until the app has it (the chat may be closed or still loading); handed over once, then not kept here.
+    if (token && post({ type: "identify", token })) token = null;
     if (isOpen) post({ type: "open", focus: focusApp });
   };
   const render = () => {

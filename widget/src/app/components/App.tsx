@@ -342,10 +342,11 @@ function namesOf(entries: ConversationState["entries"]): Record<string, string> 
   return names;
 }
 
-/** The latest step-up prompt, unless a later event shows it was answered (its write moved on, or the visitor verified). */
+/** The latest step-up prompt, while it still asks: the visitor has not written since (one prompt at a time). */
 function latestStepUpOf(entries: ConversationState["entries"]): string | null {
   for (let i = entries.length - 1; i >= 0; i--) {
     const m = entries[i]!.message;
+    if (m.type === "text" && m.from === "customer") return null;
     if (m.type === "step_up") return m.id;
   }
   return null;

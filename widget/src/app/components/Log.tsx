@@ -63,7 +63,7 @@ export function Log({ state, rows, logRef, liveAfter, onScroll }: LogProps) {
         if (day) lastDay = day;
         const time = timeOf(row.entry.at, locale);
         const m = row.entry.message;
-        const side = m.type === "text" ? `from-${m.from}` : "from-agent";
+        const side = m.type === "text" ? `side-${m.from}` : "side-agent";
         return [
           separator,
           <div class={`row ${row.kind} ${side}`} key={row.entry.seq}>
@@ -86,7 +86,7 @@ export function Log({ state, rows, logRef, liveAfter, onScroll }: LogProps) {
       })}
       {state.streaming && <Streaming text={state.streaming.text} />}
       {state.pending.map((p) => (
-        <div class="row message from-customer" key={p.ref}>
+        <div class="row message side-customer" key={p.ref}>
           <div class={`bubble from-customer pending${p.error ? " failed" : ""}`} dir="auto">
             <div class="text plain">{clampText(p.text)}</div>
             <span class="muted">{p.error ? fill(t.sendFailed, { reason: clampText(p.error, 200) }) : p.acked ? "" : t.sending}</span>
@@ -111,7 +111,7 @@ function Streaming({ text }: { text: string }) {
   const { t } = useWidget();
   const html = useMemo(() => markdownToHtml(clampText(text, AGENT_TEXT_SHOWN_MAX)), [text]);
   return (
-    <div class="row message from-agent streaming">
+    <div class="row message side-agent streaming">
       <div class="bubble from-agent" dir="auto" aria-busy="true">
         <span class="sr-only">{t.agent}: </span>
         <div class="text" dangerouslySetInnerHTML={{ __html: html }} />

@@ -58,8 +58,12 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
     if (autoFocus && open) heading.current?.focus();
   }, []);
   useEffect(() => {
-    // After Confirm or Don't do it, the focus goes to what happened (not to the page's body, as the buttons go away).
-    if (decidedHere.current && !open) status.current?.focus({ preventScroll: false });
+    // After Confirm or Don't do it, the focus goes to what happened (not to the page's body, as the buttons go
+    // away): once, when the first answer comes; a later change (a status check) does not pull the focus back.
+    if (decidedHere.current && !open && view.state !== "proposed") {
+      decidedHere.current = false;
+      status.current?.focus();
+    }
   }, [open, view.state]);
 
   function decide(kind: "confirm" | "decline") {

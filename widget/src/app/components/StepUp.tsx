@@ -10,11 +10,11 @@ export function StepUp({ prompt }: { prompt: OutboundOf<"step_up"> }) {
   const { t, requestStepUp, verifications, verified, latestStepUp } = useWidget();
   // The verification count when the button asked the page; a higher count means the server verified since.
   const [askedAt, setAskedAt] = useState<number | null>(null);
-  // Whether the visitor was verified when the prompt came: "again" only for someone who was.
-  const [again] = useState(verified);
+  const active = latestStepUp === prompt.id;
+  // "Again" only for a visitor verified when the prompt came (an older prompt in the history reads plainly).
+  const [again] = useState(verified && active);
   const asked = askedAt !== null;
   const done = asked && verifications > askedAt;
-  const active = latestStepUp === prompt.id;
   const titleId = `${prompt.id}-title`;
   return (
     <section class={`card step-up${done ? " step-up-done" : ""}`} aria-labelledby={titleId}>
@@ -23,7 +23,7 @@ export function StepUp({ prompt }: { prompt: OutboundOf<"step_up"> }) {
       {done ? (
         <p class="ok">{t.stepUpDone}</p>
       ) : !active ? (
-        <p class="muted">{t.stepUpReplaced}</p>
+        latestStepUp !== null && <p class="muted">{t.stepUpReplaced}</p>
       ) : asked ? (
         <p class="muted">{t.stepUpRequested}</p>
       ) : (

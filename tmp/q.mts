@@ -1,0 +1,11 @@
+import { launchChromium } from "/work/wt/widget/tests/widget/browser.ts";
+const url = process.argv[2]!;
+const browser = await launchChromium();
+const page = await (await browser.newContext({ viewport: { width: 1100, height: 800 } })).newPage();
+page.on("console", (m) => console.log("console:", m.type(), m.text()));
+page.on("pageerror", (e) => console.log("pageerror:", e.message));
+await page.goto(url);
+await page.getByRole("button", { name: "Open chat" }).click();
+await new Promise((r) => setTimeout(r, 3000));
+console.log(await page.frameLocator("iframe[title='Chat']").locator("body").textContent());
+await browser.close();
