@@ -6,7 +6,7 @@ export default defineConfig({
   test: {
     include: ["{shared,sdk,server,adapters,widget,examples}/**/*.test.{ts,tsx}", "tests/**/*.test.{ts,tsx}"],
     // tests/faults are slow (several real servers each): `npm run test:faults` runs them.
-    exclude: ["**/node_modules/**", "**/dist/**", "runtime/**", "tests/faults/**"],
+    exclude: ["**/node_modules/**", "**/dist/**", "runtime/**", "tests/faults/**", "tests/packaging/**"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // PostgreSQL, Redis and Chromium: the machine's, or started from npm packages on a bare machine.
