@@ -5,7 +5,7 @@ import type { Outbound } from "@caplo/shared/messages";
 import { checkContentCreate, checkResolvedContent, checkSendBody, checkTwilioMessage, INSTAGRAM_RULES, MESSENGER_RULES } from "../../tests/channels/platformRules.ts";
 import type { GraphMessage } from "./meta/api.ts";
 import { adapterCases, fixture, metaSigned, recordingRefs, sendBody, type AdapterCase } from "./testkit.ts";
-import type { WhatsAppMessage } from "./whatsapp/format.ts";
+import { sampleVariables, type WhatsAppMessage } from "./whatsapp/format.ts";
 
 /** Every violation of the platform's limits in rendered messages, checked by the same rules the fakes use. */
 function violations(c: AdapterCase, messages: unknown[]): string[] {
@@ -13,7 +13,7 @@ function violations(c: AdapterCase, messages: unknown[]): string[] {
     return (messages as WhatsAppMessage[]).flatMap((m) => {
       if (m.kind === "content") {
         const { type, ...body } = m.template;
-        return [...checkContentCreate({ friendly_name: "x", language: "en", types: { [type]: body } }), ...checkResolvedContent({ [type]: body }, m.variables)];
+        return [...checkContentCreate({ friendly_name: "x", language: "en", variables: sampleVariables(m.template), types: { [type]: body } }), ...checkResolvedContent({ [type]: body }, m.variables)];
       }
       const params = new URLSearchParams({ To: c.customerId, From: "whatsapp:+14155238886" });
       if (m.kind === "text") params.set("Body", m.body);

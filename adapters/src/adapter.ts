@@ -73,6 +73,10 @@ export interface RenderContext {
   refs: RenderRefs;
   /** The team is writing (handoff taken): Meta's HUMAN_AGENT tag applies to these only. */
   fromTeam?: boolean;
+  /** The automated-assistant notice for this conversation (said again when the team hands back on Meta). */
+  disclosure?: string;
+  /** The agent's IANA time zone (agent.yaml `timeZone`): times are written in it, in words. UTC when absent. */
+  timeZone?: string;
 }
 
 /** A recorded degradation: a feature the platform lacks, shown another way, never dropped silently. */

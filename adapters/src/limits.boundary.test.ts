@@ -11,7 +11,7 @@ import type { GraphMessage } from "./meta/api.ts";
 import { metaChoices } from "./meta/format.ts";
 import { MESSENGER_LIMITS, renderMessenger } from "./messenger/format.ts";
 import { INSTAGRAM_LIMITS } from "./instagram/format.ts";
-import { recordingRefs } from "./testkit.ts";
+import { recordingRefs, whatsappTaps } from "./testkit.ts";
 import { choiceMessages, renderWhatsApp, type WhatsAppMessage } from "./whatsapp/format.ts";
 
 const s = (n: number, c = "a") => c.repeat(n);
@@ -55,29 +55,27 @@ describe("WhatsApp limits", () => {
     expect(wa("Pick", 10).warnings).toEqual([]);
   });
   it("button titles: 20 characters kept, 21 shortened", () => {
-    const t = lastContent(wa("Pick", 2, (i) => s(20, String(i))).messages)!.template as Extract<WhatsAppMessage, { kind: "content" }>["template"] & { actions: Array<{ title: string }> };
-    expect(t.actions.map((a) => a.title)).toEqual([s(20, "0"), s(20, "1")]);
-    const u = lastContent(wa("Pick", 2, (i) => s(21, String(i))).messages)!.template as typeof t;
-    expect(u.actions.map((a) => a.title)).toEqual([`${s(19, "0")}…`, `${s(19, "1")}…`]);
+    const titles = (n: number) => whatsappTaps(wa("Pick", 2, (i) => s(n, String(i))).messages).map((t) => t.title);
+    expect(titles(20)).toEqual([s(20, "0"), s(20, "1")]);
+    expect(titles(21)).toEqual([`${s(19, "0")}…`, `${s(19, "1")}…`]);
   });
   it("list item titles: 24 characters kept, 25 shortened", () => {
-    const items = (n: number) => (lastContent(wa("Pick", 4, (i) => s(n, String(i))).messages)!.template as { items: Array<{ item: string }> }).items;
-    expect(items(24)[0]!.item).toBe(s(24, "0"));
-    expect(items(25)[0]!.item).toBe(`${s(23, "0")}…`);
+    const items = (n: number) => whatsappTaps(wa("Pick", 4, (i) => s(n, String(i))).messages);
+    expect(items(24)[0]!.title).toBe(s(24, "0"));
+    expect(items(25)[0]!.title).toBe(`${s(23, "0")}…`);
   });
   it("list item descriptions: 72 kept, 73 shortened", () => {
     const warnings: RenderWarning[] = [];
-    const d = (n: number) =>
-      (lastContent(choiceMessages("Pick", opts(4).map((o) => ({ ...o, description: s(n) })), "Choose:", warnings))!.template as { items: Array<{ description: string }> }).items[0]!.description;
+    const d = (n: number) => whatsappTaps(choiceMessages("Pick", opts(4).map((o) => ({ ...o, description: s(n) })), "Choose:", warnings))[0]!.description;
     expect(d(72)).toBe(s(72));
     expect(d(73)).toBe(`${s(71)}…`);
   });
-  it("interactive body: 1024 characters sent as the body, 1025 sent whole as text before a short prompt", () => {
-    const fits = wa(s(1024), 2).messages;
+  it("interactive body: a variable of 255 characters is sent as the body, 256 sent whole as text before a short prompt", () => {
+    const fits = wa(s(255), 2).messages;
     expect(fits).toHaveLength(1);
-    expect(lastContent(fits)!.variables["1"]).toBe(s(1024));
-    const over = wa(s(1025), 2).messages;
-    expect(over[0]).toEqual({ kind: "text", body: s(1025) });
+    expect(lastContent(fits)!.variables["1"]).toBe(s(255));
+    const over = wa(s(256), 2).messages;
+    expect(over[0]).toEqual({ kind: "text", body: s(256) });
     expect(lastContent(over)!.variables["1"]).toBe("Choose:");
   });
   it("a body on several lines goes as text first; the buttons follow with one line (Twilio refuses a newline in a body variable)", () => {
@@ -103,7 +101,7 @@ describe("WhatsApp limits", () => {
     for (const mimeType of ["image/gif", "image/webp"] as const) expect(file(mimeType, 1024).messages).toEqual([{ kind: "text", body: "x: https://shop.example/v1/files/f_1" }]);
   });
   it("the fake Twilio's rules accept each limit and refuse one past it", () => {
-    const qr = (n: number, title = "T") => ({ friendly_name: "x", language: "en", types: { "twilio/quick-reply": { body: "b", actions: Array.from({ length: n }, (_, i) => ({ title: `${title}${i}`, id: "x" })) } } });
+    const qr = (n: number, title = "T") => ({ friendly_name: "x", language: "en", variables: {}, types: { "twilio/quick-reply": { body: "b", actions: Array.from({ length: n }, (_, i) => ({ title: `${title}${i}`, id: "x" })) } } });
     expect(checkContentCreate(qr(3))).toEqual([]);
     expect(checkContentCreate(qr(4))).not.toEqual([]);
     expect(checkContentCreate(qr(1, s(19)))).toEqual([]);
@@ -120,12 +118,22 @@ describe("WhatsApp limits", () => {
     expect(checkContentCreate(lp(1, "I", "d", s(200)))).toEqual([]);
     expect(checkContentCreate(lp(1, "I", "d", s(201)))).not.toEqual([]);
     const types = { "twilio/quick-reply": { body: "{{1}}", actions: [{ title: "A", id: "{{2}}" }] } };
-    expect(checkResolvedContent(types, { "1": s(1024), "2": s(200) })).toEqual([]);
-    expect(checkResolvedContent(types, { "1": s(1025), "2": "x" })).not.toEqual([]);
+    expect(checkResolvedContent(types, { "1": s(255), "2": s(200) })).toEqual([]);
+    expect(checkResolvedContent(types, { "1": s(256), "2": "x" })).not.toEqual([]);
     expect(checkResolvedContent(types, { "1": "b", "2": s(201) })).not.toEqual([]);
     // Twilio 21656: a body variable on two lines, with a tab, with five spaces in a row, or empty.
     for (const body of ["two\nlines", "a\ttab", "five     spaces", " "]) expect(checkResolvedContent(types, { "1": body, "2": "x" }), JSON.stringify(body)).not.toEqual([]);
     expect(checkResolvedContent(types, { "1": "four    spaces", "2": "x" })).toEqual([]);
+    // Every variable needs a sample value at creation; a list-picker item needs a description.
+    const shaped = { friendly_name: "x", language: "en", types: { "twilio/quick-reply": { body: "{{1}}", actions: [{ title: "{{2}}", id: "{{3}}" }] } } };
+    expect(checkContentCreate({ ...shaped, variables: { "1": "b", "2": "t", "3": "i" } })).toEqual([]);
+    expect(checkContentCreate({ ...shaped, variables: { "1": "b", "2": "t" } })).toEqual(["variable {{3}} has no sample value in variables"]);
+    expect(checkContentCreate({ ...lp(1), types: { "twilio/list-picker": { body: "b", button: "Choose", items: [{ id: "x", item: "I" }] } } })).toEqual(['list-picker: item "I" has no description (required)']);
+    // A title sent as a variable is checked as the customer sees it.
+    const resolvedTitles = { "twilio/quick-reply": { body: "{{1}}", actions: [{ title: "{{2}}", id: "{{3}}" }, { title: "{{4}}", id: "{{5}}" }] } };
+    expect(checkResolvedContent(resolvedTitles, { "1": "b", "2": s(20), "3": "a", "4": "Other", "5": "b" })).toEqual([]);
+    expect(checkResolvedContent(resolvedTitles, { "1": "b", "2": s(21), "3": "a", "4": "Other", "5": "b" })).not.toEqual([]);
+    expect(checkResolvedContent(resolvedTitles, { "1": "b", "2": "Same", "3": "a", "4": "Same", "5": "b" })).not.toEqual([]);
   });
 });
 

@@ -54,9 +54,9 @@ export function whatsappTaps(messages: unknown[]): Tap[] {
   for (const m of messages as WhatsAppMessage[]) {
     if (m.kind !== "content") continue;
     if (m.template.type === "twilio/quick-reply") {
-      for (const a of m.template.actions) taps.push({ title: a.title, payload: resolve(a.id, m.variables), as: "button" });
+      for (const a of m.template.actions) taps.push({ title: resolve(a.title, m.variables), payload: resolve(a.id, m.variables), as: "button" });
     } else {
-      for (const i of m.template.items) taps.push({ title: i.item, payload: resolve(i.id, m.variables), as: "list", ...(i.description ? { description: i.description } : {}) });
+      for (const i of m.template.items) taps.push({ title: resolve(i.item, m.variables), payload: resolve(i.id, m.variables), as: "list", description: resolve(i.description, m.variables) });
     }
   }
   return taps;

@@ -14,6 +14,11 @@ export const WHATSAPP_LIST_ITEM_ID_MAX = 200;
 export const WHATSAPP_LIST_BUTTON_MAX = 20;
 /** Body of an interactive (Content API) message. */
 export const WHATSAPP_INTERACTIVE_BODY_MAX = 1024;
+/**
+ * A Content API variable's value (Twilio: "The variable value has a maximum length of 255 characters"); a
+ * body, title, id or description sent as a variable is within it too.
+ */
+export const TWILIO_VARIABLE_VALUE_MAX = 255;
 /** Body of a free-form text message sent with Body (Twilio's message body limit). */
 export const WHATSAPP_TEXT_MAX = 1600;
 /**

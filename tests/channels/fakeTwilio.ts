@@ -25,6 +25,8 @@ export interface FakeTwilio {
   authToken: string;
   contents: Map<string, { types: Record<string, unknown> }>;
   contentCreates: number;
+  /** The create bodies, in order (friendly_name, variables, types). */
+  created: Array<{ friendly_name: string; variables: Record<string, string>; types: Record<string, unknown> }>;
   sent: SentWhatsApp[];
   violations: string[];
   /** The next n message sends answer with this status and Twilio error code. */
@@ -53,6 +55,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
     authToken,
     contents: new Map(),
     contentCreates: 0,
+    created: [],
     sent: [],
     violations: [],
   };
@@ -78,6 +81,7 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
         return refuse(res, 400, 21656, v.join("; "));
       }
       state.contentCreates++;
+      state.created.push(json as FakeTwilio["created"][number]);
       const sid = `HX${randomBytes(16).toString("hex")}`;
       const types = (json as { types: Record<string, unknown> }).types;
       state.contents.set(sid, { types });
@@ -107,8 +111,8 @@ export async function startFakeTwilio(): Promise<FakeTwilio> {
             type,
             body: resolveVariables(t.body, variables),
             options: [
-              ...(t.actions ?? []).map((a) => ({ title: a.title, id: resolveVariables(a.id, variables) })),
-              ...(t.items ?? []).map((i) => ({ title: i.item, id: resolveVariables(i.id, variables), ...(i.description ? { description: i.description } : {}) })),
+              ...(t.actions ?? []).map((a) => ({ title: resolveVariables(a.title, variables), id: resolveVariables(a.id, variables) })),
+              ...(t.items ?? []).map((i) => ({ title: resolveVariables(i.item, variables), id: resolveVariables(i.id, variables), ...(i.description ? { description: resolveVariables(i.description, variables) } : {}) })),
             ],
           };
         }

@@ -7,12 +7,28 @@ const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 
 export type Violations = string[];
 
-/** A Content API create body: `{ friendly_name, language, types: { "twilio/…": … } }`. */
+const PLACEHOLDER = /\{\{([A-Za-z0-9_]{1,16})\}\}/g;
+const isPlaceholder = (text: string | undefined) => text !== undefined && /^\{\{[A-Za-z0-9_]{1,16}\}\}$/.test(text);
+
+/**
+ * A Content API create body: `{ friendly_name, language, variables, types: { "twilio/…": … } }`. Every
+ * `{{n}}` needs a sample value in `variables` (Twilio asks for one at creation), of at most 255 characters;
+ * every list-picker item needs a description (Twilio marks it required). A fixed (not variable) title,
+ * item or description is checked against its limit here; a variable one when the message is sent.
+ */
 export function checkContentCreate(body: unknown): Violations {
   const v: Violations = [];
-  const b = body as { friendly_name?: unknown; language?: unknown; types?: Record<string, unknown> };
+  const b = body as { friendly_name?: unknown; language?: unknown; variables?: Record<string, unknown>; types?: Record<string, unknown> };
   if (typeof b?.friendly_name !== "string" || b.friendly_name.length === 0) v.push("friendly_name missing");
   if (typeof b?.language !== "string") v.push("language missing");
+  const samples = b?.variables ?? {};
+  for (const [key, value] of Object.entries(samples)) {
+    if (typeof value !== "string" || value.trim() === "") v.push(`variables.${key}: sample value empty`);
+    else if (chars(value) > C.TWILIO_VARIABLE_VALUE_MAX) v.push(`variables.${key}: sample over ${C.TWILIO_VARIABLE_VALUE_MAX}`);
+  }
+  for (const [, key] of JSON.stringify(b?.types ?? {}).matchAll(PLACEHOLDER)) {
+    if (!(key! in samples)) v.push(`variable {{${key}}} has no sample value in variables`);
+  }
   const types = b?.types ?? {};
   const names = Object.keys(types);
   if (names.length !== 1) v.push(`exactly one content type expected, got ${names.length}`);
@@ -23,28 +39,46 @@ export function checkContentCreate(body: unknown): Violations {
       const actions = (t.actions ?? []) as Array<{ title?: string; id?: string }>;
       if (actions.length < 1 || actions.length > C.WHATSAPP_BUTTONS_MAX) v.push(`quick-reply: ${actions.length} buttons (1 to ${C.WHATSAPP_BUTTONS_MAX})`);
       const titles = new Set<string>();
-      for (const a of actions) {
-        if (!a.title || chars(a.title) > C.WHATSAPP_BUTTON_TITLE_MAX) v.push(`quick-reply: title "${a.title}" over ${C.WHATSAPP_BUTTON_TITLE_MAX}`);
-        if (a.title && titles.has(a.title)) v.push(`quick-reply: duplicate title "${a.title}"`);
-        if (a.title) titles.add(a.title);
-        if (!a.id || chars(a.id) > C.WHATSAPP_LIST_ITEM_ID_MAX) v.push(`quick-reply: id over ${C.WHATSAPP_LIST_ITEM_ID_MAX}`);
-      }
+      for (const a of actions) v.push(...checkButton(a, titles));
     } else if (type === "twilio/list-picker") {
       const items = (t.items ?? []) as Array<{ id?: string; item?: string; description?: string }>;
       if (items.length < 1 || items.length > C.WHATSAPP_LIST_ITEMS_MAX) v.push(`list-picker: ${items.length} items (1 to ${C.WHATSAPP_LIST_ITEMS_MAX})`);
       if (typeof t.button !== "string" || chars(t.button) > C.WHATSAPP_LIST_BUTTON_MAX) v.push("list-picker: button text missing or too long");
       const seen = new Set<string>();
       for (const item of items) {
-        if (!item.item || chars(item.item) > C.WHATSAPP_LIST_ITEM_TITLE_MAX) v.push(`list-picker: item "${item.item}" over ${C.WHATSAPP_LIST_ITEM_TITLE_MAX}`);
-        if (item.item && seen.has(item.item)) v.push(`list-picker: duplicate item "${item.item}"`);
-        if (item.item) seen.add(item.item);
-        if (item.description !== undefined && chars(item.description) > C.WHATSAPP_LIST_ITEM_DESCRIPTION_MAX) v.push(`list-picker: description over ${C.WHATSAPP_LIST_ITEM_DESCRIPTION_MAX}`);
-        if (!item.id || chars(item.id) > C.WHATSAPP_LIST_ITEM_ID_MAX) v.push(`list-picker: id over ${C.WHATSAPP_LIST_ITEM_ID_MAX}`);
+        if (item.description === undefined || item.description === "") v.push(`list-picker: item "${item.item}" has no description (required)`);
+        v.push(...checkItem(item, seen));
       }
     } else {
       v.push(`unexpected content type ${type}`);
     }
   }
+  return v;
+}
+
+/** A quick-reply button as the customer sees it (fixed, or with its variables resolved). */
+function checkButton(a: { title?: string; id?: string }, titles: Set<string>): Violations {
+  const v: Violations = [];
+  if (isPlaceholder(a.title) && isPlaceholder(a.id)) return v;
+  if (!isPlaceholder(a.title)) {
+    if (!a.title || chars(a.title) > C.WHATSAPP_BUTTON_TITLE_MAX) v.push(`quick-reply: title "${a.title}" over ${C.WHATSAPP_BUTTON_TITLE_MAX}`);
+    if (a.title && titles.has(a.title)) v.push(`quick-reply: duplicate title "${a.title}"`);
+    if (a.title) titles.add(a.title);
+  }
+  if (!isPlaceholder(a.id) && (!a.id || chars(a.id) > C.WHATSAPP_LIST_ITEM_ID_MAX)) v.push(`quick-reply: id over ${C.WHATSAPP_LIST_ITEM_ID_MAX}`);
+  return v;
+}
+
+/** A list-picker item as the customer sees it (fixed, or with its variables resolved). */
+function checkItem(item: { id?: string; item?: string; description?: string }, seen: Set<string>): Violations {
+  const v: Violations = [];
+  if (!isPlaceholder(item.item)) {
+    if (!item.item || chars(item.item) > C.WHATSAPP_LIST_ITEM_TITLE_MAX) v.push(`list-picker: item "${item.item}" over ${C.WHATSAPP_LIST_ITEM_TITLE_MAX}`);
+    if (item.item && seen.has(item.item)) v.push(`list-picker: duplicate item "${item.item}"`);
+    if (item.item) seen.add(item.item);
+  }
+  if (item.description !== undefined && !isPlaceholder(item.description) && (item.description.trim() === "" || chars(item.description) > C.WHATSAPP_LIST_ITEM_DESCRIPTION_MAX)) v.push(`list-picker: description "${item.description}" empty or over ${C.WHATSAPP_LIST_ITEM_DESCRIPTION_MAX}`);
+  if (!isPlaceholder(item.id) && (!item.id || chars(item.id) > C.WHATSAPP_LIST_ITEM_ID_MAX)) v.push(`list-picker: id over ${C.WHATSAPP_LIST_ITEM_ID_MAX}`);
   return v;
 }
 
@@ -56,8 +90,21 @@ export function resolveVariables(text: string, variables: Record<string, string>
 /** A content template with its variables as the customer will see it. */
 export function checkResolvedContent(types: Record<string, unknown>, variables: Record<string, string>): Violations {
   const v: Violations = [];
+  for (const [key, value] of Object.entries(variables)) {
+    if (typeof value !== "string") v.push(`ContentVariables.${key} is not a string`);
+    else if (chars(value) > C.TWILIO_VARIABLE_VALUE_MAX) v.push(`ContentVariables.${key}: ${chars(value)} characters, over ${C.TWILIO_VARIABLE_VALUE_MAX}`);
+  }
   for (const [type, raw] of Object.entries(types)) {
-    const t = raw as { body: string; actions?: Array<{ id: string }>; items?: Array<{ id: string }> };
+    const t = raw as { body: string; actions?: Array<{ title: string; id: string }>; items?: Array<{ id: string; item: string; description?: string }> };
+    const resolve = (text: string | undefined) => (text === undefined ? undefined : resolveVariables(text, variables));
+    const titles = new Set<string>();
+    for (const a of t.actions ?? []) v.push(...checkButton({ title: resolve(a.title)!, id: resolve(a.id)! }, titles));
+    const seen = new Set<string>();
+    for (const item of t.items ?? []) {
+      const description = resolve(item.description);
+      if (description === undefined || description.trim() === "") v.push(`${type}: item "${resolve(item.item)}" has an empty description`);
+      v.push(...checkItem({ id: resolve(item.id)!, item: resolve(item.item)!, ...(description !== undefined ? { description } : {}) }, seen));
+    }
     // Twilio error 21656: a variable used in the body is empty, or holds a newline, a tab or 5+ spaces in a row.
     for (const [, n] of t.body.matchAll(/\{\{(\d+)\}\}/g)) {
       const value = variables[n!] ?? "";

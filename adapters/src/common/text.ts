@@ -3,11 +3,21 @@
 import { ELLIPSIS } from "@caplo/shared/channels";
 import type { OutboundOf, ResultColumn } from "@caplo/shared/messages";
 
-/** Shortens `text` to at most `max` characters, marking the cut with an ellipsis. */
+/**
+ * Shortens `text` to at most `max` characters, marking the cut with an ellipsis. The cut falls between words
+ * ("Fri 4 Dec, 10:00…", never "Fri 4 Dec, 10:00, fitti…"), with the punctuation before it dropped; only a
+ * single word longer than the limit is cut inside.
+ */
 export function shorten(text: string, max: number): string {
   const chars = Array.from(text.trim());
   if (chars.length <= max) return chars.join("");
-  return chars.slice(0, Math.max(0, max - 1)).join("").trimEnd() + ELLIPSIS;
+  const room = Math.max(0, max - 1);
+  let head = chars.slice(0, room).join("");
+  const nextIsSpace = /\s/.test(chars[room] ?? " ");
+  const lastSpace = head.search(/\s\S*$/);
+  if (!nextIsSpace && lastSpace > 0) head = head.slice(0, lastSpace);
+  const cleaned = head.replace(/[\s,;:.·—–-]+$/u, "");
+  return (cleaned || head.trimEnd()) + ELLIPSIS;
 }
 
 /** Shortens every label to `max` and keeps them unique (WhatsApp refuses duplicate button titles). */
@@ -70,12 +80,44 @@ export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 
-/** A value as shown: last4 values are masked with bullets, money with its currency. */
-export function cellText(column: ResultColumn, item: Record<string, unknown>): string {
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/;
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * A date-time in words in the agent's time zone ("Fri 4 Dec, 10:00"; a date alone "Fri 4 Dec 2026"), or the
+ * value as given when it is not an ISO 8601 date or date-time with its offset.
+ */
+export function timeInWords(value: string, timeZone = "UTC"): string {
+  const zone = (() => {
+    try {
+      new Intl.DateTimeFormat("en-GB", { timeZone });
+      return timeZone;
+    } catch {
+      return "UTC";
+    }
+  })();
+  if (ISO_DATE_TIME.test(value)) {
+    const at = new Date(value);
+    if (Number.isNaN(at.getTime())) return value;
+    const parts = new Intl.DateTimeFormat("en-GB", { timeZone: zone, weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(at);
+    const part = (type: string) => parts.find((p) => p.type === type)?.value ?? "";
+    return `${part("weekday")} ${part("day")} ${part("month")}, ${part("hour")}:${part("minute")}`;
+  }
+  if (ISO_DATE.test(value)) {
+    const at = new Date(`${value}T12:00:00Z`);
+    if (Number.isNaN(at.getTime())) return value;
+    return new Intl.DateTimeFormat("en-GB", { timeZone: "UTC", weekday: "short", day: "numeric", month: "short", year: "numeric" }).format(at).replace(/,/g, "");
+  }
+  return value;
+}
+
+/** A value as shown: last4 values are masked with bullets, money with its currency, times in words. */
+export function cellText(column: ResultColumn, item: Record<string, unknown>, timeZone?: string): string {
   const raw = item[column.key];
   if (raw === null || raw === undefined || raw === "") return "";
   const value = String(raw);
   if (column.display === "last4") return `••••${value}`;
+  if (column.role === "time") return timeInWords(value, timeZone);
   if (column.role === "money") {
     const code = column.currency?.code ?? (column.currency?.key ? String(item[column.currency.key] ?? "") : "");
     return code ? `${value} ${code}` : value;
@@ -88,26 +130,37 @@ function columnByRole(columns: ResultColumn[], role: string): ResultColumn | und
 }
 
 /** The short name of an item: its title column, else its first non-empty column. */
-export function itemTitle(result: OutboundOf<"result">, item: Record<string, unknown>): string {
+export function itemTitle(result: OutboundOf<"result">, item: Record<string, unknown>, timeZone?: string): string {
   const title = columnByRole(result.columns, "title");
   if (title) {
-    const text = cellText(title, item);
+    const text = cellText(title, item, timeZone);
     if (text) return text;
   }
   for (const column of result.columns) {
     if (["image", "latitude", "longitude", "link"].includes(column.role ?? "")) continue;
-    const text = cellText(column, item);
+    const text = cellText(column, item, timeZone);
     if (text) return text;
   }
   return "Item";
 }
 
-/** The rest of an item in one line, for list rows and list-picker descriptions. */
-export function itemSummary(result: OutboundOf<"result">, item: Record<string, unknown>): string {
+/**
+ * The columns whose values a reply action sends back to the agent (`{slotId}` in "Book slot {slotId}"):
+ * internal ids, left out of what is shown in descriptions and list rows unless one is the title.
+ */
+function replyKeys(result: OutboundOf<"result">): Set<string> {
+  const keys = new Set<string>();
+  for (const action of result.actions ?? []) for (const [, key] of (action.template ?? "").matchAll(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) keys.add(key!);
+  return keys;
+}
+
+/** The rest of an item in one line, for list rows and list-picker descriptions: no internal ids. */
+export function itemSummary(result: OutboundOf<"result">, item: Record<string, unknown>, timeZone?: string): string {
   const title = columnByRole(result.columns, "title") ?? result.columns[0];
+  const ids = replyKeys(result);
   return result.columns
-    .filter((c) => c !== title && c.role !== "image" && c.role !== "latitude" && c.role !== "longitude")
-    .map((c) => cellText(c, item))
+    .filter((c) => c !== title && c.role !== "image" && c.role !== "latitude" && c.role !== "longitude" && !ids.has(c.key))
+    .map((c) => cellText(c, item, timeZone))
     .filter((t) => t !== "")
     .join(" · ");
 }
@@ -136,7 +189,7 @@ export function fillTemplate(template: string, item: Record<string, unknown>): s
 const TIMELINE_MARKS: Record<string, string> = { done: "✓", current: "▶", upcoming: "○", failed: "✗" };
 
 /** A result layout as readable text: every item the layout holds, no markup. */
-export function resultText(result: OutboundOf<"result">): string {
+export function resultText(result: OutboundOf<"result">, timeZone?: string): string {
   const lines: string[] = [result.title];
   const items = result.items;
   const linkActions = (result.actions ?? []).filter((a) => a.kind === "link" && a.key);
@@ -146,22 +199,22 @@ export function resultText(result: OutboundOf<"result">): string {
     case "list":
     case "choices":
       items.forEach((item, i) => {
-        const summary = itemSummary(result, item);
-        lines.push(`${i + 1}. ${itemTitle(result, item)}${summary ? ` — ${summary}` : ""}`);
+        const summary = itemSummary(result, item, timeZone);
+        lines.push(`${i + 1}. ${itemTitle(result, item, timeZone)}${summary ? ` — ${summary}` : ""}`);
       });
       break;
     case "table":
       lines.push(result.columns.map((c) => c.label).join(" | "));
-      for (const item of items) lines.push(result.columns.map((c) => cellText(c, item) || "—").join(" | "));
+      for (const item of items) lines.push(result.columns.map((c) => cellText(c, item, timeZone) || "—").join(" | "));
       break;
     case "cards":
     case "comparison":
       for (const item of items) {
         lines.push("");
-        lines.push(itemTitle(result, item));
+        lines.push(itemTitle(result, item, timeZone));
         for (const column of result.columns) {
           if (column.role === "title" || column.role === "image") continue;
-          const text = cellText(column, item);
+          const text = cellText(column, item, timeZone);
           if (text) lines.push(result.layout === "comparison" ? `${column.label}: ${text}` : text);
         }
         lines.push(...links(item));
@@ -170,7 +223,7 @@ export function resultText(result: OutboundOf<"result">): string {
     case "detail":
       for (const item of items) {
         for (const column of result.columns) {
-          const text = cellText(column, item);
+          const text = cellText(column, item, timeZone);
           if (text) lines.push(`${column.label}: ${text}`);
         }
         lines.push(...links(item));
@@ -180,8 +233,8 @@ export function resultText(result: OutboundOf<"result">): string {
       const status = result.columns.find((c) => c.role === "status");
       for (const item of items) {
         const state = status?.statuses?.[String(item[status.key])] ?? "upcoming";
-        const summary = itemSummary(result, item);
-        lines.push(`${TIMELINE_MARKS[state] ?? "•"} ${itemTitle(result, item)}${summary ? ` — ${summary}` : ""}`);
+        const summary = itemSummary(result, item, timeZone);
+        lines.push(`${TIMELINE_MARKS[state] ?? "•"} ${itemTitle(result, item, timeZone)}${summary ? ` — ${summary}` : ""}`);
       }
       break;
     }
@@ -190,7 +243,7 @@ export function resultText(result: OutboundOf<"result">): string {
         const address = result.columns.find((c) => c.role === "address");
         const addressText = address ? cellText(address, item) : "";
         const link = mapLink(result, item);
-        lines.push(`${i + 1}. ${itemTitle(result, item)}${addressText ? ` — ${addressText}` : ""}`);
+        lines.push(`${i + 1}. ${itemTitle(result, item, timeZone)}${addressText ? ` — ${addressText}` : ""}`);
         if (link) lines.push(`   ${link}`);
         lines.push(...links(item).map((l) => `   ${l}`));
       });
@@ -206,12 +259,16 @@ export function resultText(result: OutboundOf<"result">): string {
   return lines.join("\n").trim();
 }
 
-/** A review as text: the title and every presented field as given (last4 values stay masked). */
-export function reviewText(review: OutboundOf<"review">): string {
+/** A field's value as shown: last4 masked, a date-time in words, "none" for an empty one (never "Reason: "). */
+function fieldValue(display: string, value: string, timeZone?: string): string {
+  if (value.trim() === "") return "none";
+  return display === "last4" ? `••••${value}` : timeInWords(value, timeZone);
+}
+
+/** A review as text: the title and every presented field (last4 values stay masked, empty ones say none). */
+export function reviewText(review: OutboundOf<"review">, timeZone?: string): string {
   const lines = [review.title];
-  for (const field of review.fields) {
-    lines.push(`${field.label}: ${field.display === "last4" ? `••••${field.value}` : field.value}`);
-  }
+  for (const field of review.fields) lines.push(`${field.label}: ${fieldValue(field.display, field.value, timeZone)}`);
   return lines.join("\n");
 }
 
@@ -229,13 +286,14 @@ const STATE_WORDS: Record<string, string> = {
 };
 
 /** A review that no longer waits for a decision, as one status line. */
-export function reviewStateText(review: OutboundOf<"review">): string {
-  return `${reviewText(review)}\nStatus: ${STATE_WORDS[review.state] ?? review.state}`;
+export function reviewStateText(review: OutboundOf<"review">, timeZone?: string): string {
+  return `${reviewText(review, timeZone)}\nStatus: ${STATE_WORDS[review.state] ?? review.state}`;
 }
 
-export function outcomeText(outcome: OutboundOf<"outcome">): string {
+export function outcomeText(outcome: OutboundOf<"outcome">, timeZone?: string): string {
   const lines = [outcome.message];
-  for (const field of outcome.receipt ?? []) lines.push(`${field.label}: ${field.value}`);
+  // A receipt field with no value is left out.
+  for (const field of outcome.receipt ?? []) if (field.value.trim() !== "") lines.push(`${field.label}: ${timeInWords(field.value, timeZone)}`);
   return lines.join("\n");
 }
 

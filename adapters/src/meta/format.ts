@@ -97,12 +97,12 @@ export function renderMeta(outbound: Outbound, context: RenderContext, limits: M
       case "progress":
         return [{ kind: "action", action: outbound.state === "start" ? "typing_on" : "typing_off" }];
       case "review": {
-        if (outbound.state !== "proposed") return texts(reviewStateText(outbound), limits);
+        if (outbound.state !== "proposed") return texts(reviewStateText(outbound, context.timeZone), limits);
         if (outbound.fields.some((f) => f.editable)) {
           warnings.push({ type: "degraded", feature: "editableFields", detail: `fields cannot be edited on ${limits.name}; shown as text` });
         }
         return metaChoices(
-          `${reviewText(outbound)}\n\nTap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`,
+          `${reviewText(outbound, context.timeZone)}\n\nTap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`,
           [
             { label: CONFIRM_LABEL, payload: context.refs.proposal(outbound.proposalId, "confirm") },
             { label: CANCEL_LABEL, payload: context.refs.proposal(outbound.proposalId, "decline") },
@@ -113,9 +113,9 @@ export function renderMeta(outbound: Outbound, context: RenderContext, limits: M
         );
       }
       case "outcome":
-        return texts(outcomeText(outbound), limits);
+        return texts(outcomeText(outbound, context.timeZone), limits);
       case "result": {
-        const out = texts(resultText(outbound), limits);
+        const out = texts(resultText(outbound, context.timeZone), limits);
         const options = replyOptions(outbound, context);
         if (options.length > 0) out.push(...metaChoices(outbound.title, options, outbound.title, limits, warnings));
         return out;
@@ -147,7 +147,7 @@ export function renderMeta(outbound: Outbound, context: RenderContext, limits: M
       }
       case "handoff": {
         const out = texts(outbound.text, limits);
-        if (outbound.state === "released" && limits.disclosureOnRelease) out.push(...texts(AGENT_DISCLOSURE, limits));
+        if (outbound.state === "released" && limits.disclosureOnRelease) out.push(...texts(context.disclosure ?? AGENT_DISCLOSURE, limits));
         return out;
       }
       case "step_up":

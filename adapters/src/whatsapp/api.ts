@@ -5,7 +5,7 @@ import twilio from "twilio";
 import type RequestClient from "twilio/lib/base/RequestClient.js";
 import { TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
 import type { SendResult } from "../adapter.ts";
-import type { ContentTemplate, WhatsAppMessage } from "./format.ts";
+import { sampleVariables, templateShape, type ContentTemplate, type WhatsAppMessage } from "./format.ts";
 
 export interface TwilioApiConfig {
   accountSid: string;
@@ -33,7 +33,10 @@ export function memoryContentCache(): ContentCache {
   };
 }
 
-/** The content hash: the template's type and every fixed part, so equal content shares one ContentSid. */
+/**
+ * The content hash: the template's type and every fixed part. Templates are made per shape (every title and
+ * id a variable), so one ContentSid serves every message with that type and number of options.
+ */
 export function contentHash(template: ContentTemplate): string {
   return createHash("sha256").update(JSON.stringify(template)).digest("hex").slice(0, 32);
 }
@@ -89,19 +92,21 @@ export class TwilioWhatsAppApi {
   }
 
   /**
-   * The ContentSid of a template, created on first use and cached by its content hash. A ContentSid belongs
-   * to one Twilio account, so the cache key names the account too: another account creates its own.
+   * The ContentSid of a template, created on first use and cached by its shape and content hash. A
+   * ContentSid belongs to one Twilio account, so the cache key names the account too: another account creates
+   * its own. Twilio asks for a sample value of every variable at creation (`variables`).
    */
   async contentSid(template: ContentTemplate): Promise<string> {
     const hash = contentHash(template);
-    const key = `${this.#accountSid}:${hash}`;
+    const key = `${this.#accountSid}:${templateShape(template)}:${hash}`;
     const cached = await this.#cache.get(key);
     if (cached) return cached;
     const { type, ...body } = template;
     const created = await this.client.content.v1.contents.create({
       // The Content API's wire names; the library sends this object as the JSON body unchanged.
-      ...({ friendly_name: `caplo_${hash}` } as object),
+      ...({ friendly_name: `caplo_${templateShape(template).replace(/\W+/g, "_")}_${hash.slice(0, 8)}` } as object),
       language: "en",
+      variables: sampleVariables(template),
       types: { [type]: body } as never,
     });
     await this.#cache.put(key, created.sid);

@@ -21,12 +21,14 @@ import {
 } from "../common/text.ts";
 
 /**
- * A Content API template. Bodies and ids are variables ({{1}}, {{2}}, …) so one template serves every
- * proposal with the same buttons; titles and descriptions are fixed, so the content hash names them.
+ * A Content API template of one shape: every body, title, id and description is a variable ({{1}}, {{2}}, …),
+ * so one template per type and number of options serves every message of that shape (a title holding an
+ * order number does not make a new template). `templateShape` names it; `sampleVariables` gives the sample
+ * values Twilio asks for when it is created.
  */
 export type ContentTemplate =
   | { type: "twilio/quick-reply"; body: string; actions: Array<{ title: string; id: string }> }
-  | { type: "twilio/list-picker"; body: string; button: string; items: Array<{ id: string; item: string; description?: string }> };
+  | { type: "twilio/list-picker"; body: string; button: string; items: Array<{ id: string; item: string; description: string }> };
 
 export type WhatsAppMessage =
   | { kind: "text"; body: string }
@@ -36,10 +38,48 @@ export type WhatsAppMessage =
 
 /**
  * Whether text can be the body variable of a Content API message: Twilio refuses (error 21656) a body
- * variable that is empty or holds a newline, a tab or more than four spaces in a row; and at most 1024.
+ * variable that is empty or holds a newline, a tab or more than four spaces in a row; and a variable's value
+ * is at most 255 characters.
  */
 export function fitsBodyVariable(text: string): boolean {
-  return text.trim() !== "" && !/[\r\n\t]| {5,}/.test(text) && lengthOf(text) <= C.WHATSAPP_INTERACTIVE_BODY_MAX;
+  return text.trim() !== "" && !/[\r\n\t]| {5,}/.test(text) && lengthOf(text) <= C.TWILIO_VARIABLE_VALUE_MAX;
+}
+
+/** The template of a shape: a quick reply with `count` buttons, or a list picker with `count` items. */
+export function shapeTemplate(type: ContentTemplate["type"], count: number): ContentTemplate {
+  const v = (n: number) => `{{${n}}}`;
+  if (type === "twilio/quick-reply") {
+    return { type, body: v(1), actions: Array.from({ length: count }, (_, i) => ({ title: v(2 + i * 2), id: v(3 + i * 2) })) };
+  }
+  return { type, body: v(1), button: "Choose", items: Array.from({ length: count }, (_, i) => ({ item: v(2 + i * 3), id: v(3 + i * 3), description: v(4 + i * 3) })) };
+}
+
+/** The shape a template is for: its type and number of options (with the account, the cache key). */
+export function templateShape(template: ContentTemplate): string {
+  const count = template.type === "twilio/quick-reply" ? template.actions.length : template.items.length;
+  return `${template.type}:${count}`;
+}
+
+/** A sample value for every variable of a template, as Twilio asks for at creation. */
+export function sampleVariables(template: ContentTemplate): Record<string, string> {
+  const samples: Record<string, string> = { "1": "Please choose one of these options." };
+  const set = (placeholder: string, value: string) => {
+    const n = /^\{\{(\d+)\}\}$/.exec(placeholder)?.[1];
+    if (n) samples[n] = value;
+  };
+  if (template.type === "twilio/quick-reply") {
+    template.actions.forEach((a, i) => {
+      set(a.title, `Option ${i + 1}`);
+      set(a.id, `sample-option-${i + 1}`);
+    });
+  } else {
+    template.items.forEach((item, i) => {
+      set(item.item, `Option ${i + 1}`);
+      set(item.id, `sample-option-${i + 1}`);
+      set(item.description, `What option ${i + 1} is`);
+    });
+  }
+  return samples;
 }
 
 /** Text on one line, every run of white space one space. */
@@ -81,30 +121,30 @@ export function choiceMessages(
   }
   if (!fitsBodyVariable(prompt)) {
     out.push(...texts(body));
-    prompt = shorten(oneLine(shortPrompt), C.WHATSAPP_INTERACTIVE_BODY_MAX);
+    prompt = shorten(oneLine(shortPrompt), C.TWILIO_VARIABLE_VALUE_MAX);
   }
   if (options.length <= C.WHATSAPP_BUTTONS_MAX) {
     const titles = uniqueLabels(options.map((o) => o.label), C.WHATSAPP_BUTTON_TITLE_MAX);
     const variables: Record<string, string> = { "1": prompt };
-    const actions = titles.map((title, i) => {
-      variables[String(i + 2)] = options[i]!.payload;
-      return { title, id: `{{${i + 2}}}` };
+    titles.forEach((title, i) => {
+      variables[String(2 + i * 2)] = title;
+      variables[String(3 + i * 2)] = options[i]!.payload;
     });
-    out.push({ kind: "content", template: { type: "twilio/quick-reply", body: "{{1}}", actions }, variables });
+    out.push({ kind: "content", template: shapeTemplate("twilio/quick-reply", options.length), variables });
     return out;
   }
   const titles = uniqueLabels(options.map((o) => o.label), C.WHATSAPP_LIST_ITEM_TITLE_MAX);
   const variables: Record<string, string> = { "1": prompt };
-  const items = titles.map((item, i) => {
-    variables[String(i + 2)] = options[i]!.payload;
-    const description = options[i]!.description;
-    return {
-      id: `{{${i + 2}}}`,
-      item,
-      ...(description ? { description: shorten(description, C.WHATSAPP_LIST_ITEM_DESCRIPTION_MAX) } : {}),
-    };
+  titles.forEach((title, i) => {
+    const option = options[i]!;
+    variables[String(2 + i * 3)] = title;
+    variables[String(3 + i * 3)] = option.payload;
+    // Twilio requires a description on every item: the option's own, else its whole label when the title had
+    // to be shortened, else a plain hint.
+    const description = option.description ?? (title !== option.label ? option.label : "Tap to choose this one");
+    variables[String(4 + i * 3)] = oneLine(shorten(oneLine(description), C.WHATSAPP_LIST_ITEM_DESCRIPTION_MAX));
   });
-  out.push({ kind: "content", template: { type: "twilio/list-picker", body: "{{1}}", button: "Choose", items }, variables });
+  out.push({ kind: "content", template: shapeTemplate("twilio/list-picker", options.length), variables });
   return out;
 }
 
@@ -114,9 +154,9 @@ export function replyOptions(result: OutboundOf<"result">, context: RenderContex
   const replies = (result.actions ?? []).filter((a) => a.kind === "reply" && a.template);
   for (const item of result.items) {
     for (const action of replies) {
-      const title = itemTitle(result, item);
+      const title = itemTitle(result, item, context.timeZone);
       const label = result.layout === "choices" || replies.length === 1 ? title : `${action.label}: ${title}`;
-      const summary = itemSummary(result, item);
+      const summary = itemSummary(result, item, context.timeZone);
       options.push({ label, ...(summary ? { description: summary } : {}), payload: context.refs.reply(fillTemplate(action.template!, item)) });
     }
   }
@@ -134,12 +174,12 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
         // WhatsApp has no typing indicator through Twilio: the static label is the status line.
         return outbound.state === "start" && outbound.label ? [{ kind: "text", body: `${outbound.label}…` }] : [];
       case "review": {
-        if (outbound.state !== "proposed") return texts(reviewStateText(outbound));
+        if (outbound.state !== "proposed") return texts(reviewStateText(outbound, context.timeZone));
         if (outbound.fields.some((f) => f.editable)) {
           warnings.push({ type: "degraded", feature: "editableFields", detail: "fields cannot be edited on WhatsApp; shown as text" });
         }
         // The fields are several lines: they go as text, and the buttons follow with one line naming the request.
-        const body = `${reviewText(outbound)}\n\nTap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`;
+        const body = `${reviewText(outbound, context.timeZone)}\n\nTap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`;
         return choiceMessages(
           body,
           [
@@ -151,9 +191,9 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
         );
       }
       case "outcome":
-        return texts(outcomeText(outbound));
+        return texts(outcomeText(outbound, context.timeZone));
       case "result": {
-        const out = texts(resultText(outbound));
+        const out = texts(resultText(outbound, context.timeZone));
         const options = replyOptions(outbound, context);
         if (options.length > 0) out.push(...choiceMessages(outbound.title, options, shorten(outbound.title, 200), warnings));
         return out;

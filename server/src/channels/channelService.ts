@@ -4,9 +4,9 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { ChannelAdapter, ChannelEvent, RenderRefs, RenderWarning } from "@caplo/adapters/adapter";
-import { AGENT_DISCLOSURE } from "@caplo/adapters/common/text";
 import { META_HUMAN_AGENT_WINDOW_MS, TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
+import { disclosureText } from "./disclosure.ts";
 import { decideTap, decideText, isTypedConsent, type Decision } from "./inboundPolicy.ts";
 import type { Binding, BindingKey, ButtonRef, ConversationEvent, ConversationPort, InboxRow, InboxStore, OutboxRecord, Platform, TeamAlert, TeamAlerts } from "./ports.ts";
 import { DEFAULT_RETRY, sendWithRetry, type RetryPolicy } from "./retry.ts";
@@ -365,10 +365,15 @@ export class ChannelService {
 
   /** One conversation's outbound events are sent strictly in order. */
   #enqueue(binding: Binding, event: ConversationEvent): void {
+    void this.#inOrder(binding, () => this.#outboundRetried(binding, event));
+  }
+
+  /** Runs `task` after everything queued for the conversation's customer; a failure is told to the team. */
+  #inOrder(binding: Binding, task: () => Promise<void>): Promise<void> {
     const key = binding.conversationId;
     const previous = this.#chains.get(key) ?? Promise.resolve();
     const next = previous
-      .then(() => this.#outboundRetried(binding, event))
+      .then(task)
       .catch((error) => {
         this.#alerts.alert({ platform: binding.platform, conversationId: key, code: "send_failed", message: String((error as Error)?.message ?? error) });
       })
@@ -376,6 +381,7 @@ export class ChannelService {
         if (this.#chains.get(key) === next) this.#chains.delete(key);
       });
     this.#chains.set(key, next);
+    return next;
   }
 
   /**
@@ -419,12 +425,14 @@ export class ChannelService {
       reply: (text) => make({ kind: "reply", targetId: "", value: text }),
     };
     const fromTeam = outbound.type === "text" && outbound.from === "team";
-    const rendered = adapter.render(outbound, { refs: renderRefs, fromTeam });
+    const config = await this.#port.agentConfig(conversationId);
+    const disclosure = disclosureText(config, platform);
+    const rendered = adapter.render(outbound, { refs: renderRefs, fromTeam, disclosure, ...(config?.timeZone ? { timeZone: config.timeZone } : {}) });
     if (refs.length) await this.#store.putRefs(refs);
     if (outbound.type === "result") await this.#keepNumberedReplies(conversationId, rendered.warnings, refs);
     if (rendered.messages.length > 0 && adapter.capabilities.disclosure && !binding.disclosed && !fromTeam) {
-      const disclosure = adapter.render({ type: "text", id: `${event.seq}-disclosure`, from: "system", text: AGENT_DISCLOSURE }, { refs: renderRefs });
-      await this.#deliver(binding, event.seq, -1, disclosure.messages, false);
+      const notice = adapter.render({ type: "text", id: `${event.seq}-disclosure`, from: "system", text: disclosure }, { refs: renderRefs });
+      await this.#deliver(binding, event.seq, -1, notice.messages, false);
       await this.#store.setDisclosed(binding);
     }
     await this.#deliver(binding, event.seq, 0, rendered.messages, fromTeam);
@@ -487,12 +495,25 @@ export class ChannelService {
     return latest !== undefined && (await this.#store.getProposalState(conversationId, latest)) === "proposed";
   }
 
-  /** A reply from the channel itself (a stale button, an unreadable message), not from the engine. */
+  /**
+   * A reply from the channel itself (a stale button, an unreadable message), not from the engine. It goes
+   * after every event the conversation stored before it (the greeting of a conversation the tap opened),
+   * behind the automated-assistant notice where the platform needs one, never before them.
+   */
   async #notice(binding: Binding, text: string): Promise<void> {
-    const adapter = this.#adapter(binding.platform);
-    const rendered = adapter.render({ type: "text", id: "notice", from: "system", text }, { refs: { proposal: () => "", answer: () => "", reply: () => "" } });
     const seq = -(this.#now() * 1000 + (this.#noticeSeq++ % 1000));
-    await this.#deliver(binding, seq, 0, rendered.messages, false);
+    await this.#port.caughtUp?.(binding.conversationId);
+    await this.#inOrder(binding, async () => {
+      const adapter = this.#adapter(binding.platform);
+      const current = (await this.#store.findBinding(binding)) ?? binding;
+      const none = { proposal: () => "", answer: () => "", reply: () => "" };
+      if (adapter.capabilities.disclosure && !current.disclosed) {
+        const disclosure = disclosureText(await this.#port.agentConfig(binding.conversationId), binding.platform);
+        await this.#deliver(current, seq, -1, adapter.render({ type: "text", id: "notice-disclosure", from: "system", text: disclosure }, { refs: none }).messages, false);
+        await this.#store.setDisclosed(current);
+      }
+      await this.#deliver(current, seq, 0, adapter.render({ type: "text", id: "notice", from: "system", text }, { refs: none }).messages, false);
+    });
   }
 
   async #deliver(binding: Binding, seq: number, firstPart: number, messages: unknown[], fromTeam: boolean): Promise<void> {

@@ -60,6 +60,8 @@ export class EnginePort implements ConversationPort {
   readonly #options: EnginePortOptions;
   /** The agent of each conversation seen (a conversation keeps its agent). */
   readonly #agents = new Map<string, string>();
+  /** Each subscription's catch-up: read the store now, resolved once what it read was handed on. */
+  readonly #catchUps = new Map<string, () => Promise<void>>();
 
   constructor(options: EnginePortOptions) {
     this.#options = options;
@@ -104,6 +106,10 @@ export class EnginePort implements ConversationPort {
     if (!result.ok) throw Object.assign(new Error(`${result.error.code}: ${result.error.message}`), { code: result.error.code });
   }
 
+  async caughtUp(conversationId: string): Promise<void> {
+    await this.#catchUps.get(conversationId)?.();
+  }
+
   pruneSources(before: number): Promise<number> {
     return this.#options.engine.store.pruneInboundSources(before);
   }
@@ -142,9 +148,15 @@ export class EnginePort implements ConversationPort {
     };
     const unsubscribe = engine.subscribe(conversationId, catchUp);
     catchUp();
+    const settled = () => {
+      catchUp();
+      return chain;
+    };
+    this.#catchUps.set(conversationId, settled);
     return () => {
       closed = true;
       if (retry) clearTimeout(retry);
+      if (this.#catchUps.get(conversationId) === settled) this.#catchUps.delete(conversationId);
       unsubscribe();
     };
   }

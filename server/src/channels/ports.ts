@@ -33,6 +33,8 @@ export interface ChannelAgentConfig {
   /** How a customer reaches a person where the channel has no handoff destination (agent.yaml `contact`). */
   contact?: string;
   locale?: string;
+  /** The shop's websites (the widget's origins): an https one is where a customer is pointed to reach the shop. */
+  origins?: string[];
 }
 
 /** Why an inbound was not answered: no agent for the account, or an agent that does not list the channel. */
@@ -53,6 +55,11 @@ export interface ConversationPort {
   receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void>;
   /** Calls `listener` for every outbound event after `afterSeq`, in order, now and later; returns unsubscribe. */
   subscribe(conversationId: string, afterSeq: number, listener: (event: ConversationEvent) => void): () => void;
+  /**
+   * Resolves once every event the conversation has stored so far has been handed to its listener (a reply
+   * of the channel itself, such as a refusal, then goes after the greeting it must not overtake).
+   */
+  caughtUp?(conversationId: string): Promise<void>;
   /** Records in the conversation's history, for the team and never for the customer, that a message did not reach them. */
   recordUndelivered(conversationId: string, text: string): Promise<void>;
   /** Retention: forgets the engine's accepted source ids from before `before`; returns how many. */

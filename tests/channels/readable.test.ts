@@ -1,0 +1,138 @@
+// What messaging customers read: reviews without empty lines, times in the agent's time zone in words,
+// titles cut at a word, no internal ids in list descriptions (#18.2); an automated-assistant notice that
+// promises a person only where the channel has a handoff destination (#18.3); and a refusal of the channel
+// itself never arriving before the greeting of the conversation it opened (#18.4).
+import { afterEach, describe, expect, it } from "vitest";
+import type { Outbound } from "@caplo/shared/messages";
+import { shorten } from "@caplo/adapters/common/text";
+import { recordingRefs, whatsappTaps, whatsappText } from "@caplo/adapters/testkit";
+import { renderWhatsApp } from "@caplo/adapters/whatsapp/format";
+import { renderMessenger } from "@caplo/adapters/messenger/format";
+import { newToken } from "../../server/src/channels/channelService.ts";
+import type { AgentRelease, StaticReleases } from "../../server/src/engine/release.ts";
+import { ALL_CHANNELS, channelBench, type Bench } from "./support.ts";
+
+let b: Bench | undefined;
+afterEach(async () => {
+  await b?.close();
+  b = undefined;
+});
+
+const slots: Outbound = {
+  type: "result",
+  id: "r1",
+  callId: "c1",
+  layout: "choices",
+  title: "Pick a time",
+  columns: [
+    { key: "label", label: "Time", display: "plain", role: "title" },
+    { key: "storeName", label: "Store", display: "plain", role: "subtitle" },
+    { key: "start", label: "Starts", display: "plain", role: "time" },
+    { key: "slotId", label: "Slot", display: "plain" },
+  ],
+  items: ["09", "10", "11", "12"].map((hour, i) => ({ label: `Fri 4 Dec, 1${i}:00, fitting session`, storeName: "Ljubljana Center", start: `2026-12-04T${hour}:00:00Z`, slotId: `slot_internal_${i}` })),
+  actions: [{ kind: "reply", label: "Book this time", template: "Book slot {slotId} ({label})" }],
+};
+const cancelReview: Outbound = {
+  type: "review",
+  id: "v1",
+  proposalId: "p1",
+  tool: "orders/cancel_order",
+  title: "Cancel this order",
+  fields: [
+    { path: "/orderId", label: "Order", display: "plain", value: "SO-1002", editable: false },
+    { path: "/reason", label: "Reason", display: "plain", value: "", editable: true, input: "text" },
+    { path: "/when", label: "Placed", display: "plain", value: "2026-12-01T15:30:00Z", editable: false },
+  ],
+  state: "proposed",
+};
+
+describe("readable reviews and lists (#18.2)", () => {
+  it("a review says none for an empty field and writes an ISO time in the agent's time zone in words", () => {
+    for (const render of [renderWhatsApp, renderMessenger]) {
+      const text = whatsappTextOrMeta(render(cancelReview, { refs: recordingRefs(), timeZone: "Europe/Ljubljana" }).messages);
+      expect(text).toContain("Reason: none");
+      expect(text).not.toMatch(/Reason: *\n/);
+      expect(text).toContain("Placed: Tue 1 Dec, 16:30");
+      expect(text).not.toContain("2026-12-01T15:30:00Z");
+    }
+  });
+
+  it("list items: titles cut at a word with an ellipsis, times in words in the agent's zone, no internal ids in descriptions", () => {
+    const rendered = renderWhatsApp(slots, { refs: recordingRefs(), timeZone: "Europe/Ljubljana" });
+    const taps = whatsappTaps(rendered.messages);
+    expect(taps).toHaveLength(4);
+    expect(taps[0]!.title).toBe("Fri 4 Dec, 10:00…");
+    for (const tap of taps) {
+      expect(tap.title).toMatch(/^Fri 4 Dec, 1\d:00…$/);
+      expect(tap.description).toMatch(/^Ljubljana Center · Fri 4 Dec, 1\d:00$/);
+      expect(tap.description).not.toContain("slot_internal");
+      expect(tap.description).not.toMatch(/\d{4}-\d{2}-\d{2}T/);
+    }
+    // The first item starts at 09:00 UTC: 10:00 in Ljubljana.
+    expect(taps[0]!.description).toBe("Ljubljana Center · Fri 4 Dec, 10:00");
+    // The numbered text of the same list reads the same way.
+    expect(whatsappText(rendered.messages)).not.toContain("slot_internal");
+  });
+
+  it("shorten cuts between words and drops the punctuation before the cut; one long word is cut inside", () => {
+    expect(shorten("Fri 4 Dec, 10:00, fitting session", 24)).toBe("Fri 4 Dec, 10:00…");
+    expect(shorten("Get the invoice: SO-1002", 20)).toBe("Get the invoice…");
+    expect(shorten("Short enough", 20)).toBe("Short enough");
+    expect(shorten("x".repeat(30), 20)).toBe(`${"x".repeat(19)}…`);
+    expect(shorten("Two words", 9)).toBe("Two words");
+  });
+});
+
+function whatsappTextOrMeta(messages: unknown[]): string {
+  return messages
+    .map((m) => {
+      const meta = m as { kind?: string; message?: { text?: string; attachment?: { payload?: { text?: string } } } };
+      if (meta.message) return meta.message.text ?? meta.message.attachment?.payload?.text ?? "";
+      return whatsappText([m]);
+    })
+    .join("\n");
+}
+
+describe("honest disclosure (#18.3)", () => {
+  for (const platform of ["messenger", "instagram"] as const) {
+    it(`${platform}: without a handoff destination the notice gives the shop's contact and promises no person; with one it does`, async () => {
+      b = await channelBench({ platform, rules: [{ when: /hello/i, replies: [{ text: "Hi there." }] }], agentConfig: () => ({ channels: ALL_CHANNELS, contact: "write to help@shop.example" }) });
+      const bench = b;
+      await bench.say("hello");
+      await bench.waitFor(() => bench.received().some((m) => m.text === "Hi there."), "the reply");
+      const first = bench.received()[0]!.text;
+      expect(first).toBe("You are chatting with an automated assistant, which cannot pass you to a person here. To reach the shop, write to help@shop.example.");
+      await bench.close();
+      b = await channelBench({ platform, rules: [{ when: /hello/i, replies: [{ text: "Hi there." }] }], agentConfig: () => ({ channels: { ...ALL_CHANNELS, [platform]: { handoff: { queue: "support" } } } }) });
+      const withHandoff = b;
+      await withHandoff.say("hello");
+      await withHandoff.waitFor(() => withHandoff.received().some((m) => m.text === "Hi there."), "the reply");
+      expect(withHandoff.received()[0]!.text).toBe("You are chatting with an automated assistant. You can ask for a person at any time.");
+    });
+  }
+});
+
+describe("order of messages (#18.4)", () => {
+  for (const platform of ["whatsapp", "messenger"] as const) {
+    it(`${platform}: a customer whose first message taps another conversation's button gets the greeting first, then the refusal`, async () => {
+      b = await channelBench({ platform, rules: [] });
+      const bench = b;
+      const releases = (bench.h.engine as unknown as { options: { releases: StaticReleases } }).options.releases;
+      const greeted: AgentRelease = { ...bench.h.release, config: { ...bench.h.release.config, greeting: "Welcome to the shop!" } };
+      releases.set(greeted);
+      const token = newToken();
+      await bench.store.putRefs([{ token, platform, conversationId: "c_someone_else", kind: "confirm", targetId: "p_other" }]);
+      const answer = await bench.post(bench.body({ payload: token, title: "Confirm" }));
+      expect(answer.status).toBe(200);
+      await bench.waitFor(() => bench.received().some((m) => m.text.includes("does not belong to this conversation")), "the refusal");
+      await bench.service.idle();
+      const texts = bench.received().map((m) => m.text);
+      const greeting = texts.indexOf("Welcome to the shop!");
+      const refusal = texts.findIndex((t) => t.includes("does not belong to this conversation"));
+      expect(greeting, JSON.stringify(texts)).toBeGreaterThanOrEqual(0);
+      expect(greeting, JSON.stringify(texts)).toBeLessThan(refusal);
+      if (platform === "messenger") expect(texts[0]).toContain("automated assistant");
+    });
+  }
+});
