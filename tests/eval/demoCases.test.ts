@@ -58,7 +58,7 @@ describe("the demo agent's evaluation cases", () => {
     const wrong = parseEvalCases(
       text
         .replace("args: { orderId: SO-1004 }, match: exact", "args: { orderId: SO-1005 }, match: exact")
-        .replace('reply: { contains: "Done. The shop confirmed it." }', 'reply: { contains: "Cancelled for you." }')
+        .replace('reply: { contains: "Anything else?", notContains: "not" }', 'reply: { contains: "Cancelled for you." }')
         .replace("fields: { Order: SO-1001 }", "fields: { Order: SO-1002 }"),
     );
     if (!wrong.ok) throw new Error(JSON.stringify(wrong.errors));
@@ -69,7 +69,7 @@ describe("the demo agent's evaluation cases", () => {
     expect(failed["looks up a delivered order"]).toEqual(['turn 1: called orders/get_order {"orderId":"SO-1005"}: its calls were {"orderId":"SO-1004"} (expected exactly {"orderId":"SO-1005"}, got {"orderId":"SO-1004"})']);
     expect(failed["cancels a processing order once the customer confirms"]).toEqual([
       'turn 1: proposed orders/cancel_order {"orderId":"SO-1001"} fields {"Order":"SO-1002"}: field "Order": expected "SO-1002", got "SO-1001"',
-      'turn 1: reply contains "Cancelled for you.": the reply was "Here is the cancellation. Please check it and confirm.\\nDone. The shop confirmed it."',
+      'turn 1: reply contains "Cancelled for you.": the reply was "Anything else? (offline demo: type *help* to see what I understand)"',
     ]);
     expect(result.ok).toBe(false);
   }, 60_000);

@@ -44,8 +44,6 @@ beforeAll(async () => {
   for (const type of ["function", "mcp"] as const) {
     const created = await cli(init, ["my-" + type, "--type", type, "--dir", dirs[type]]);
     expect(created.code).toBe(0);
-    // What `npm install` gives a package: its dependencies in node_modules (here, this repository's).
-    symlinkSync(repoModules, join(dirs[type], "node_modules"), "dir");
   }
   // Both builds run at once under one console capture; each prints exactly one JSON line.
   let codes: number[] = [];
@@ -57,6 +55,10 @@ beforeAll(async () => {
   for (const [index, type] of (["function", "mcp"] as const).entries()) {
     builds[type] = { code: codes[index]!, out: lines.find((line) => line.includes(`"my-${type}@sha256:`)) ?? both.out, err: both.err };
   }
+  // What `npm install` gives a package for src/stdio.ts: its dependencies in node_modules (here, this
+  // repository's, as a link). Linked only after building: a build refuses a link out of the package, and
+  // needs none (the runner gives the sandbox the SDK).
+  for (const type of ["function", "mcp"] as const) symlinkSync(repoModules, join(dirs[type], "node_modules"), "dir");
 }, 240_000);
 
 describe("caplo tool init", () => {
@@ -75,7 +77,7 @@ describe("caplo tool init", () => {
 
   it("writes packages that caplo tool build accepts (exit 0, --json prints the version)", () => {
     for (const type of ["function", "mcp"] as const) {
-      expect(builds[type]!.code, builds[type]!.err).toBe(0);
+      expect(builds[type]!.code, `${builds[type]!.out}\n${builds[type]!.err}`).toBe(0);
       const printed = JSON.parse(builds[type]!.out) as { ok: boolean; version: { id: string; tools: { modelName: string }[] } };
       expect(printed.ok).toBe(true);
       expect(printed.version.id).toMatch(new RegExp(`^my-${type}@sha256:[0-9a-f]{64}$`));
