@@ -24,6 +24,8 @@ import { parseEvalArgs } from "../../server/src/cli/eval.ts";
 import { COMMANDS } from "../../server/src/cli/main.ts";
 import { loadEvalCases } from "../../server/src/eval/index.ts";
 import { parseResolveOverrides } from "../../server/src/runner/egressRule.ts";
+import { DEMO_GATEWAY_PORT } from "../../server/src/demo/demoOptions.ts";
+import { SETTINGS } from "../../server/src/config/index.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 const CLI = join(ROOT, "bin", "caplo.mjs");
@@ -51,7 +53,12 @@ export function shellBlocks(file: string, text = readFileSync(file, "utf8")): Bl
     if (!open) continue;
     const start = i;
     const body: string[] = [];
-    for (i++; i < lines.length && !lines[i]!.startsWith("```"); i++) body.push(lines[i]!);
+    // A line ending in a backslash goes on on the next line, as in a shell.
+    for (i++; i < lines.length && !lines[i]!.startsWith("```"); i++) {
+      const previous = body.at(-1);
+      if (previous?.endsWith("\\")) body[body.length - 1] = `${previous.slice(0, -1).trimEnd()} ${lines[i]!.trim()}`;
+      else body.push(lines[i]!);
+    }
     const shell = /^(sh|bash|shell|console)$/.test(open[1]!);
     if (!shell && open[1] !== "") continue;
     const commands = body
@@ -129,6 +136,21 @@ const CHECKS: Check[] = [
     check: (command) => {
       const setup = readFileSync(join(ROOT, "tests", "support", "globalSetup.ts"), "utf8");
       for (const name of command.match(/CAPLO_TEST_[A-Z_]+/g) ?? []) expect(setup).toContain(`process.env.${name}`);
+    },
+  },
+  {
+    pattern: /^cloudflared tunnel --url http:\/\/127\.0\.0\.1:\d+$/,
+    how: "a third-party tunnel to the demo's gateway, not run here (no platform can be reached): it points at the demo's default gateway port",
+    check: (command) => {
+      expect(Number(/:(\d+)$/.exec(command)![1])).toBe(DEMO_GATEWAY_PORT);
+    },
+  },
+  {
+    pattern: /^(CAPLO_[A-Z0-9_]+=\S+ )+npm start$/,
+    how: "the demo with a platform's real account variables (not run: Twilio and Meta cannot be reached here): each is a setting of the configuration schema",
+    check: (command) => {
+      const known = new Set<string>(SETTINGS.map((setting) => setting.key));
+      for (const name of command.match(/CAPLO_[A-Z0-9_]+(?==)/g) ?? []) expect(known.has(name), name).toBe(true);
     },
   },
   {
