@@ -17,9 +17,12 @@ let received = 0;
 const countingPort: ConversationPort = {
   agentConfig: async () => undefined,
     openConversation: async () => ({ conversationId: "c-bench" }),
-  receive: async () => void received++,
+  receive: async () => {
+    received++;
+    return { ok: true };
+  },
   subscribe: () => () => {},
-  recordUndelivered: async () => {},
+  recordUndelivered: async () => ({ ok: true }),
   pruneSources: async () => 0,
 };
 const store = new SqliteInboxStore(join(dir, "bench.db"));

@@ -139,6 +139,7 @@ describe("the proposal sweep", () => {
     const release = releaseFromVersions({ agent: "shop-agent", instructions: "Help.", origins: ["https://shop.example"], versions: [shopVersion()] });
     const backend = new ShopBackend();
     const engines: Engine[] = [];
+    const stores: SqliteStore[] = [];
     for (const nodeId of ["node-a", "node-b"]) {
       const store = new SqliteStore(join(dir, "caplo.db"));
       await store.migrate();
@@ -146,6 +147,7 @@ describe("the proposal sweep", () => {
       const engine = new Engine({ store, runner, model: new ScriptedModel(rules), releases: new StaticReleases([release]), nodeId, now: () => clock.now });
       await engine.start({ scheduler: false });
       engines.push(engine);
+      stores.push(store);
       cleanups.push(async () => {
         await engine.stop();
         await runner.close();
@@ -153,11 +155,12 @@ describe("the proposal sweep", () => {
       });
     }
     const [a, b] = engines as [Engine, Engine];
+    const [storeA, storeB] = stores as [SqliteStore, SqliteStore];
     const proposals: { conversationId: string; proposalId: string }[] = [];
     for (let i = 0; i < 6; i++) {
       const conversation = await (i % 2 ? a : b).openConversation({ agent: "shop-agent", channel: "web", capabilities: { editableFields: true, forms: true, questions: true, files: true, pages: true, richText: true }, ownerId: `owner-${i}` });
       await a.handle(conversation.id, `owner-${i}`, { type: "message", text: `cancel SO-100${i}` });
-      const review = (await a.store.listEvents(conversation.id, 0)).map((event) => event.message).find((message) => message.type === "review");
+      const review = (await storeA.listEvents(conversation.id, 0)).map((event) => event.message).find((message) => message.type === "review");
       if (review?.type !== "review") throw new Error("no review card");
       proposals.push({ conversationId: conversation.id, proposalId: review.proposalId });
     }
@@ -165,10 +168,10 @@ describe("the proposal sweep", () => {
     const counts = await Promise.all([a.expireDueProposals(), b.expireDueProposals()]);
     expect(counts[0] + counts[1]).toBe(6);
     for (const { conversationId, proposalId } of proposals) {
-      expect((await a.store.getWrite(proposalId))?.state).toBe("expired");
-      const outcomes = (await b.store.listEvents(conversationId, 0)).filter((event) => event.message.type === "outcome");
+      expect((await storeA.getWrite(proposalId))?.state).toBe("expired");
+      const outcomes = (await storeB.listEvents(conversationId, 0)).filter((event) => event.message.type === "outcome");
       expect(outcomes.map((event) => event.message)).toEqual([expect.objectContaining({ proposalId, state: "expired" })]);
-      expect((await a.store.listTransitions(proposalId)).filter((t) => t.to === "expired")).toHaveLength(1);
+      expect((await storeA.listTransitions(proposalId)).filter((t) => t.to === "expired")).toHaveLength(1);
     }
   });
 });

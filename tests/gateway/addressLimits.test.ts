@@ -113,7 +113,7 @@ describe("per-address limits", () => {
   it(`a burst of 150 sockets from one address: ${DEFAULT_ADDRESS_LIMITS.socketsPerAddress} open, ${DEFAULT_ADDRESS_LIMITS.conversationsPerMinute} get conversations, the rest are told why and closed with 1013`, async () => {
     let now = Date.now();
     const { url, gateway: started } = await gateway({ now: () => now });
-    const before = stack.engine.store; // conversations are counted in the store
+    const before = stack.store; // conversations are counted in the store
     const countBefore = (await before.listConversations({ limit: 100_000 })).length;
     // All 150 connect first (so the count of open sockets is what it is at the peak), then each says hello.
     const connected = await Promise.all(Array.from({ length: 150 }, () => raw(url, { origin: "https://other.example" }, null)));

@@ -265,11 +265,13 @@ export class ChannelService {
    * Not awaited: the engine records it after any running turn, which may itself wait on this conversation's sends.
    */
   #recordUndelivered(platform: Platform, conversationId: string, text: string): void {
+    const failed = (message: string) => this.#alerts.alert({ platform, conversationId, code: "record_failed", message: `Could not record an undelivered message: ${message}` });
     const recorded = this.#port
       .recordUndelivered(conversationId, text)
-      .catch((error: unknown) => {
-        this.#alerts.alert({ platform, conversationId, code: "record_failed", message: `Could not record an undelivered message: ${String((error as Error)?.message ?? error)}` });
+      .then((result) => {
+        if (!result.ok) failed(`${result.code}: ${result.message}`);
       })
+      .catch((error: unknown) => failed(String((error as Error)?.message ?? error)))
       .finally(() => this.#inflight.delete(recorded));
     this.#inflight.add(recorded);
   }
@@ -333,22 +335,25 @@ export class ChannelService {
    */
   #hand(binding: Binding, event: Extract<ChannelEvent, { kind: "message" }>, inbound: Inbound): void {
     const { platform, conversationId } = binding;
+    // A refusal (a coded value) and a failure to hand it over (the store away) are recorded and told alike.
+    const refused = async (code: string, message: string) => {
+      await this.#store.finishInbound(platform, event.messageId, "failed", message);
+      this.#alerts.alert({ platform, conversationId, code: "inbound_refused", message: `The engine refused an inbound ${platform} event: ${message}` });
+      // The customer is told, in words, that their tap changed nothing.
+      if (inbound.type === "confirm" || inbound.type === "decline") {
+        if (code === "proposal_expired") await this.#store.setProposalState(conversationId, inbound.proposalId, "expired");
+        const why = code === "proposal_expired" ? "has expired; please ask again" : "is no longer waiting for a decision";
+        await this.#notice(binding, `That request ${why}. Nothing was changed.`);
+      } else if (inbound.type === "answer") {
+        await this.#notice(binding, "That answer could not be used. Nothing was changed.");
+      }
+    };
     const handed = this.#port
       .receive(conversationId, inbound, { channel: platform, externalId: event.from, sourceId: `${platform}:${event.messageId}` })
-      .catch(async (error: unknown) => {
-        const message = String((error as Error)?.message ?? error);
-        await this.#store.finishInbound(platform, event.messageId, "failed", message);
-        this.#alerts.alert({ platform, conversationId, code: "inbound_refused", message: `The engine refused an inbound ${platform} event: ${message}` });
-        // The customer is told, in words, that their tap changed nothing.
-        const code = (error as { code?: string })?.code ?? "";
-        if (inbound.type === "confirm" || inbound.type === "decline") {
-          if (code === "proposal_expired") await this.#store.setProposalState(conversationId, inbound.proposalId, "expired");
-          const why = code === "proposal_expired" ? "has expired; please ask again" : "is no longer waiting for a decision";
-          await this.#notice(binding, `That request ${why}. Nothing was changed.`);
-        } else if (inbound.type === "answer") {
-          await this.#notice(binding, "That answer could not be used. Nothing was changed.");
-        }
-      })
+      .then(
+        (result) => (result.ok ? undefined : refused(result.code, `${result.code}: ${result.message}`)),
+        (error: unknown) => refused("", String((error as Error)?.message ?? error)),
+      )
       // Recording the refusal may fail too (the store away): told, never an unhandled rejection.
       .catch((error: unknown) => {
         this.#alerts.alert({ platform, conversationId, code: "inbound_failed", message: `Could not record a refused ${platform} event: ${String((error as Error)?.message ?? error)}` });

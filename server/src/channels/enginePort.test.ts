@@ -22,17 +22,15 @@ describe("EnginePort.subscribe", () => {
       handle: (conversationId, ownerId, inbound, source) => engine.handle(conversationId, ownerId, inbound, source),
       subscribe: (conversationId, listener) => engine.subscribe(conversationId, listener),
       recordUndelivered: (conversationId, text) => engine.recordUndelivered(conversationId, text),
-      store: {
-        getConversation: (conversationId) => engine.store.getConversation(conversationId),
-        listEvents: async (conversationId, after) => {
-          if (failing > 0) {
-            failing--;
-            throw new Error("connection terminated unexpectedly");
-          }
-          return engine.store.listEvents(conversationId, after);
-        },
-        pruneInboundSources: (before) => engine.store.pruneInboundSources(before),
+      conversation: (conversationId) => engine.conversation(conversationId),
+      eventsAfter: async (conversationId, after, limit) => {
+        if (failing > 0) {
+          failing--;
+          throw new Error("connection terminated unexpectedly");
+        }
+        return engine.eventsAfter(conversationId, after, limit);
       },
+      pruneInboundSources: (before) => engine.pruneInboundSources(before),
     };
     const logs: string[] = [];
     const port = new EnginePort({ engine: view, agentFor: () => "shop-agent", agentConfig: () => ({ channels: { whatsapp: {} } }), capabilities: () => WHATSAPP, catchUpRetryMs: 10, log: (line) => void logs.push(line) });

@@ -3,7 +3,7 @@
 import type { ChannelCapabilities } from "@caplo/shared/channel";
 import { UNDELIVERED_NOTE_PREFIX } from "../engine/engine.ts";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
-import type { ChannelActor, ChannelAgentConfig, ConversationEvent, ConversationPort, Platform, Unanswered } from "./ports.ts";
+import type { ChannelActor, ChannelAgentConfig, ConversationEvent, ConversationPort, Platform, PortResult, Unanswered } from "./ports.ts";
 
 /** What the port needs of the engine: a structural view, so the glue imports no engine internals. */
 export interface EngineView {
@@ -26,12 +26,17 @@ export interface EngineView {
   addUndeliveredSource?(
     source: () => Promise<Array<{ conversationId: string; channel: string; code: string; message: string; at: number }>>,
   ): () => void;
-  readonly store: {
-    getConversation(conversationId: string): Promise<{ agent: string } | undefined>;
-    listEvents(conversationId: string, after: number): Promise<Array<{ seq: number; message: Outbound }>>;
-    pruneInboundSources(before: number): Promise<number>;
-  };
+  conversation(conversationId: string): Promise<{ agent: string } | undefined>;
+  /** Stored events with seq > after, in order, at most `limit`. */
+  eventsAfter(conversationId: string, after: number, limit: number): Promise<Array<{ seq: number; message: Outbound }>>;
+  pruneInboundSources(before: number): Promise<number>;
 }
+
+/** Events read per catch-up (more wait for the next notice or catch-up). */
+const CATCH_UP_EVENTS = 1000;
+
+const portResult = (result: { ok: true } | { ok: false; error: { code: string; message: string } }): PortResult =>
+  result.ok ? result : { ok: false, code: result.error.code, message: result.error.message };
 
 /** A note recording that a message never reached the customer: for the team, never sent on a channel. */
 export function isUndeliveredNote(message: Outbound): boolean {
@@ -90,20 +95,18 @@ export class EnginePort implements ConversationPort {
   async agentConfig(conversationId: string): Promise<ChannelAgentConfig | undefined> {
     let agent = this.#agents.get(conversationId);
     if (agent === undefined) {
-      agent = (await this.#options.engine.store.getConversation(conversationId))?.agent;
+      agent = (await this.#options.engine.conversation(conversationId))?.agent;
       if (agent !== undefined) this.#agents.set(conversationId, agent);
     }
     return agent === undefined ? undefined : this.#options.agentConfig(agent);
   }
 
-  async receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void> {
-    const result = await this.#options.engine.handle(conversationId, channelOwner(actor.channel, actor.externalId), inbound, { sourceId: actor.sourceId });
-    if (!result.ok) throw Object.assign(new Error(`${result.error.code}: ${result.error.message}`), { code: result.error.code });
+  async receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<PortResult> {
+    return portResult(await this.#options.engine.handle(conversationId, channelOwner(actor.channel, actor.externalId), inbound, { sourceId: actor.sourceId }));
   }
 
-  async recordUndelivered(conversationId: string, text: string): Promise<void> {
-    const result = await this.#options.engine.recordUndelivered(conversationId, text);
-    if (!result.ok) throw Object.assign(new Error(`${result.error.code}: ${result.error.message}`), { code: result.error.code });
+  async recordUndelivered(conversationId: string, text: string): Promise<PortResult> {
+    return portResult(await this.#options.engine.recordUndelivered(conversationId, text));
   }
 
   async caughtUp(conversationId: string): Promise<void> {
@@ -111,7 +114,7 @@ export class EnginePort implements ConversationPort {
   }
 
   pruneSources(before: number): Promise<number> {
-    return this.#options.engine.store.pruneInboundSources(before);
+    return this.#options.engine.pruneInboundSources(before);
   }
 
   subscribe(conversationId: string, afterSeq: number, listener: (event: ConversationEvent) => void): () => void {
@@ -128,7 +131,7 @@ export class EnginePort implements ConversationPort {
       chain = chain
         .then(async () => {
           if (closed) return;
-          for (const event of await engine.store.listEvents(conversationId, cursor)) {
+          for (const event of await engine.eventsAfter(conversationId, cursor, CATCH_UP_EVENTS)) {
             if (event.seq <= cursor) continue;
             cursor = event.seq;
             if (isUndeliveredNote(event.message)) continue;

@@ -42,6 +42,9 @@ export interface Unanswered {
   unanswered: string;
 }
 
+/** What the engine answered to a hand-over: done, or refused with a stable code (an error as a value). */
+export type PortResult = { ok: true } | { ok: false; code: string; message: string };
+
 /** The engine as the channels see it. The engine never imports a channel; the channel glue imports only this. */
 export interface ConversationPort {
   /**
@@ -52,7 +55,7 @@ export interface ConversationPort {
   /** The agent.yaml settings of the conversation's agent, for rendering and sending; undefined when unknown. */
   agentConfig(conversationId: string): Promise<ChannelAgentConfig | undefined>;
   /** Hands one inbound event over; the engine accepts each `actor.sourceId` once (a replay gets no second turn). */
-  receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<void>;
+  receive(conversationId: string, inbound: Inbound, actor: ChannelActor): Promise<PortResult>;
   /** Calls `listener` for every outbound event after `afterSeq`, in order, now and later; returns unsubscribe. */
   subscribe(conversationId: string, afterSeq: number, listener: (event: ConversationEvent) => void): () => void;
   /**
@@ -61,7 +64,7 @@ export interface ConversationPort {
    */
   caughtUp?(conversationId: string): Promise<void>;
   /** Records in the conversation's history, for the team and never for the customer, that a message did not reach them. */
-  recordUndelivered(conversationId: string, text: string): Promise<void>;
+  recordUndelivered(conversationId: string, text: string): Promise<PortResult>;
   /** Retention: forgets the engine's accepted source ids from before `before`; returns how many. */
   pruneSources(before: number): Promise<number>;
 }

@@ -28,9 +28,12 @@ describe("webhook answer", () => {
         await gate;
         return { conversationId: "conv-1" };
       },
-      receive: async (_id, inbound) => void received.push(inbound.type === "message" ? inbound.text : inbound.type),
+      receive: async (_id, inbound) => {
+        received.push(inbound.type === "message" ? inbound.text : inbound.type);
+        return { ok: true };
+      },
       subscribe: () => () => {},
-      recordUndelivered: async () => {},
+      recordUndelivered: async () => ({ ok: true }),
       pruneSources: async () => 0,
     };
     const messenger = adapterCases().find((c) => c.name === "messenger")!.adapter;

@@ -6,7 +6,8 @@
 // and presentation.ts.
 import type { CallSubject, Inbound, Outbound } from "@caplo/shared";
 import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
-import type { ConversationRecord, Store, StoredEvent, WriteRecord } from "../store/store.ts";
+import type { ChannelCapabilities } from "@caplo/shared";
+import type { ConversationRecord, HandoffNotice, Store, StoredEvent, StoredFile, WriteRecord } from "../store/store.ts";
 import { fail, randomId, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
 import type { ReplyDelta } from "./replyStream.ts";
@@ -28,7 +29,8 @@ export { TRANSCRIPT_CACHE_MAX_CHARS } from "./transcriptCache.ts";
 const RECENT_OWNERS = 10_000;
 
 export class Engine {
-  readonly store: Store;
+  /** Private: the gateway, the team API and the channels ask the engine, never its store. */
+  private readonly store: Store;
   readonly bus: EventBus;
   private readonly core: EngineCore;
   /** The options it was made with (some tests read the releases through it). */
@@ -235,6 +237,47 @@ export class Engine {
   /** Whether `resumeHash` is still the conversation's (not replaced since a connection joined with it). */
   async resumeCurrent(conversationId: string, resumeHash: string): Promise<boolean> {
     return (await this.core.store.getConversation(conversationId))?.resumeHash === resumeHash;
+  }
+
+  /**
+   * The web conversation a resume token's hash opens, if it is this agent's: its capabilities become those of
+   * the client now joining. Undefined: no such conversation, or another agent's (a new one is started).
+   */
+  async resumeConversation(resumeHash: string, agent: string, capabilities: ChannelCapabilities): Promise<ConversationRecord | undefined> {
+    const found = await this.store.findConversationByResume(resumeHash);
+    if (!found || found.agent !== agent) return undefined;
+    await this.store.setCapabilities(found.id, capabilities);
+    return found;
+  }
+
+  /** One conversation as stored, or undefined when there is none. */
+  conversation(conversationId: string): Promise<ConversationRecord | undefined> {
+    return this.store.getConversation(conversationId);
+  }
+
+  /** Conversations for the team, newest first; `handoff`: only those the team holds (true) or does not (false). */
+  listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
+    return this.store.listConversations(filter);
+  }
+
+  /** The notices sent to a conversation's handoff destination, oldest first. */
+  handoffNotices(conversationId: string): Promise<HandoffNotice[]> {
+    return this.store.listHandoffNotices(conversationId);
+  }
+
+  /** A delivered file (its bytes gone once purged: `purgedAt`), or undefined when there is none. */
+  file(id: string): Promise<StoredFile | undefined> {
+    return this.store.getFile(id);
+  }
+
+  /** Whether the store answers now (readiness): a failed ping is false, never a throw. */
+  async storeReady(): Promise<boolean> {
+    return this.store.ping().catch(() => false);
+  }
+
+  /** Retention: forget the platform event ids accepted before `before` (a redelivery older than that is not expected). Returns how many. */
+  pruneInboundSources(before: number): Promise<number> {
+    return this.store.pruneInboundSources(before);
   }
 
   /** A conversation's owner (it never changes): remembered for recent conversations, else read from the store. */

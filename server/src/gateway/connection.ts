@@ -273,11 +273,10 @@ export class Connection {
       let token: string | undefined;
       let conversation = undefined;
       if (frame.resume) {
-        const found = await engine.store.findConversationByResume(hashToken(frame.resume.token));
-        if (found && found.agent === release.agent) {
+        const found = await engine.resumeConversation(hashToken(frame.resume.token), release.agent, capabilitiesOf(frame.capabilities));
+        if (found) {
           conversation = found;
           token = frame.resume.token;
-          await engine.store.setCapabilities(found.id, capabilitiesOf(frame.capabilities));
         } else {
           this.error("resume_invalid", "that conversation cannot be resumed; a new one was started", { path: "resume.token" });
         }

@@ -103,7 +103,7 @@ export class Gateway {
     };
     this.routes.add("GET", "/healthz", (_req, res) => sendJson(res, 200, { ok: true }));
     this.routes.add("GET", "/readyz", async (_req, res) => {
-      const store = await options.engine.store.ping().catch(() => false);
+      const store = await options.engine.storeReady();
       const bus = options.engine.bus.health();
       const ready = store && bus.state !== "closed";
       sendJson(res, ready ? 200 : 503, { ready, store: store ? "ok" : "unavailable", bus: bus.state });
@@ -111,7 +111,7 @@ export class Gateway {
     registerTeamApi(this.routes, options.engine, options.teamMembers, options.evals);
     this.routes.add("GET", `${FILES_PATH}/:id`, async (_req, res, params) => {
       const id = params.id ?? "";
-      const file = /^f_[A-Za-z0-9_-]{32}$/.test(id) ? await options.engine.store.getFile(id) : undefined;
+      const file = /^f_[A-Za-z0-9_-]{32}$/.test(id) ? await options.engine.file(id) : undefined;
       if (!file) return sendError(res, 404, { code: "file_not_found", path: "id", message: "no such file" });
       // Past the retention period the bytes are gone but the conversation still shows the file: say so.
       if (file.purgedAt) return sendError(res, 410, { code: "file_expired", path: "id", message: "this file is no longer kept (files are removed after the retention period); ask the assistant for it again" });

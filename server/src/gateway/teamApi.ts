@@ -125,7 +125,7 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       // ?queue=NAME: the conversations handed to that queue (the agent's handoff destination) or held after it.
       const queue = url.searchParams.get("queue");
       if (queue !== null && !HANDOFF_QUEUE_PATTERN.test(queue)) return sendError(res, 400, { code: "queue_invalid", path: "queue", message: "a queue name: lowercase letters, digits and dashes, starting with a letter" });
-      const conversations = await engine.store.listConversations({ ...(queue !== null ? { handoff: true } : handoff !== null && { handoff: handoff === "1" || handoff === "true" }), limit: 200 });
+      const conversations = await engine.listConversations({ ...(queue !== null ? { handoff: true } : handoff !== null && { handoff: handoff === "1" || handoff === "true" }), limit: 200 });
       const listed = queue === null ? conversations : conversations.filter((conversation) => conversation.handoff?.queue === queue);
       sendJson(res, 200, { conversations: listed.map(conversationView) });
     }),
@@ -134,11 +134,11 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
     "GET",
     "/v1/team/conversations/:id/events",
     guarded(async (req, res, params) => {
-      const conversation = await engine.store.getConversation(params.id!);
+      const conversation = await engine.conversation(params.id!);
       if (!conversation) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
       const after = Number(new URL(req.url ?? "/", "http://gateway").searchParams.get("after") ?? "0");
       if (!Number.isInteger(after) || after < 0) return sendError(res, 400, { code: "after_invalid", path: "after", message: "after is a whole number of at least 0" });
-      const events = await engine.store.listEvents(conversation.id, after, 1000);
+      const events = await engine.eventsAfter(conversation.id, after, 1000);
       sendJson(res, 200, { conversation: conversationView(conversation), events: events.map((event) => ({ seq: event.seq, at: new Date(event.at).toISOString(), message: event.message })) });
     }),
   );
@@ -146,9 +146,9 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
     "GET",
     "/v1/team/conversations/:id/handoff-notices",
     guarded(async (_req, res, params) => {
-      const conversation = await engine.store.getConversation(params.id!);
+      const conversation = await engine.conversation(params.id!);
       if (!conversation) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
-      sendJson(res, 200, { notices: (await engine.store.listHandoffNotices(conversation.id)).map(noticeView) });
+      sendJson(res, 200, { notices: (await engine.handoffNotices(conversation.id)).map(noticeView) });
     }),
   );
   routes.add(
