@@ -7,13 +7,18 @@
 //                                                             so the gateway may set `frame-ancestors` per agent
 //   widget/dist/assets/app-*.js    → GET /widget/assets/…     hashed app script and CSS (immutable, max-age=1y)
 //   widget/dist/assets/app-*.css
+//   widget/dist/**/*.br, *.gz                                  each file above precompressed (brotli 11, gzip 9);
+//                                                             the gateway sends one by Accept-Encoding, never by its own name
 // In short: `/widget.js` → dist/widget.js and `/widget/<path>` → dist/<path>. The app opens its
 // WebSocket at wss://<same host>/v1/ws (WS_PATH).
 //
 // The loader is built on its own as one classic script (IIFE) so it shares no chunk with the app.
 // JSX uses Preact's automatic runtime (no @preact/preset-vite). Only types and zod-free constants of
 // @caplo/shared reach the bundle; bench/widget/size.ts checks that no zod code does.
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { brotliCompressSync, constants, gzipSync } from "node:zlib";
 import { build, defineConfig, type Plugin } from "vite";
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
@@ -22,7 +27,18 @@ const outDir = here("./dist");
 // which would otherwise give the dev JSX runtime and 2 KB more gzip).
 const jsx = { runtime: "automatic" as const, importSource: "preact", development: false };
 
-/** After the app is built, builds the loader into the same folder as dist/widget.js. */
+/** Writes `file.br` and `file.gz` beside every text file of the build, at the best compression (done once, at build). */
+function precompress(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !/\.(?:js|css|html|svg|json)$/.test(entry.name)) continue;
+    const path = join(entry.parentPath, entry.name);
+    const body = readFileSync(path);
+    writeFileSync(`${path}.br`, brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }));
+    writeFileSync(`${path}.gz`, gzipSync(body, { level: 9 }));
+  }
+}
+
+/** After the app is built, builds the loader into the same folder as dist/widget.js, then precompresses both. */
 function loader(): Plugin {
   return {
     name: "caplo-widget-loader",
@@ -41,6 +57,7 @@ function loader(): Plugin {
           lib: { entry: here("./src/loader/index.ts"), formats: ["iife"], name: "CaploLoader", fileName: () => "widget.js" },
         },
       });
+      precompress(outDir);
     },
   };
 }

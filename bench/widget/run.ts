@@ -22,7 +22,7 @@ const gz = (file: string) => gzipSync(readFileSync(file), { level: 9 }).length;
 const kb = (n: number) => `${(n / 1024).toFixed(2)} KB`;
 
 await buildWidget();
-const assets = readdirSync(`${DIST}assets`);
+const assets = readdirSync(`${DIST}assets`).filter((a) => !/\.(?:br|gz)$/.test(a));
 const appFiles = [`${DIST}app.html`, ...assets.map((a) => `${DIST}assets/${a}`)];
 const loader = gz(`${DIST}widget.js`);
 const app = appFiles.reduce((sum, f) => sum + gz(f), 0);

@@ -3,23 +3,15 @@
 // speaks the widget protocol on /v1/ws with every frame checked by the shared zod schemas both ways,
 // and plays a scripted shop conversation (look up, cancel with a review card, confirm with edits,
 // decline, more layouts). A second server on another port is the owner's site with the script tag.
-import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { extname, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
 import { WebSocketServer, type WebSocket } from "ws";
 import { clientFrameSchema, serverFrameSchema, type ClientFrame, type ServerFrame } from "@caplo/shared/protocol";
 import type { Outbound, OutboundOf } from "@caplo/shared";
+import { serveFile, widgetCacheControl } from "../../server/src/gateway/staticFiles.ts";
 
 export const DIST = fileURLToPath(new URL("../../widget/dist/", import.meta.url));
-
-const TYPES: Record<string, string> = {
-  ".js": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".html": "text/html; charset=utf-8",
-  ".svg": "image/svg+xml",
-};
 
 interface Proposal {
   id: string;
@@ -80,22 +72,11 @@ export async function startWidgetTestServer(options: { delayMs?: number; site?: 
 
   async function serveWidget(req: IncomingMessage, res: ServerResponse) {
     const path = new URL(req.url ?? "/", gatewayUrl).pathname;
-    let file: string | null = null;
-    if (path === "/widget.js") file = "widget.js";
-    else if (path.startsWith("/widget/")) file = normalize(path.slice("/widget/".length));
-    if (!file || file.startsWith("..")) return notFound(res);
-    try {
-      const body = await readFile(join(DIST, file));
-      res.writeHead(200, {
-        "content-type": TYPES[extname(file)] ?? "application/octet-stream",
-        "cache-control": file.startsWith("assets/") ? "public, max-age=31536000, immutable" : "no-cache",
-        // What the real gateway should send for the app page: only the agent's sites may frame it.
-        ...(file === "app.html" ? { "content-security-policy": `frame-ancestors ${siteUrl}` } : {}),
-      });
-      res.end(body);
-    } catch {
-      notFound(res);
-    }
+    const file = path === "/widget.js" ? "widget.js" : path.startsWith("/widget/") ? path.slice("/widget/".length) : null;
+    // The gateway's own static file serving (compression, caching, validators); the app page's
+    // frame-ancestors as the gateway sends it: only the agent's sites may frame it.
+    const headers: Record<string, string> = file === "app.html" ? { "content-security-policy": `frame-ancestors ${siteUrl}` } : {};
+    if (file === null || !(await serveFile(req, res, DIST, file, widgetCacheControl(file), headers))) notFound(res);
   }
 
   function serveSite(req: IncomingMessage, res: ServerResponse) {

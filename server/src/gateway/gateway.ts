@@ -264,18 +264,18 @@ export class Gateway {
       const head = method === "HEAD";
       if (method === "GET" || head) {
         const widgetDir = this.options.widgetDir ?? join(REPO_ROOT, "widget", "dist");
-        if (url.pathname === "/widget.js" && (await serveFile(res, widgetDir, "widget.js", widgetCacheControl("widget.js"), head))) return;
+        if (url.pathname === "/widget.js" && (await serveFile(req, res, widgetDir, "widget.js", widgetCacheControl("widget.js")))) return;
         if (url.pathname.startsWith("/widget/")) {
           const relative = url.pathname.slice("/widget/".length);
           // The app page may be framed only by the sites its agent is embedded on (frame-ancestors), which is
           // what lets its WebSocket, opened from the gateway's own origin, be trusted for that agent.
           const headers: Record<string, string> = relative === "app.html" ? { "content-security-policy": `frame-ancestors ${this.frameAncestors(url.searchParams.get("agent"))}` } : {};
-          if (await serveFile(res, widgetDir, relative, widgetCacheControl(relative), head, headers)) return;
+          if (await serveFile(req, res, widgetDir, relative, widgetCacheControl(relative), headers)) return;
         }
-        if (url.pathname === "/docs" || url.pathname.startsWith("/docs/")) return await serveDocs(res, this.options.docsDir ?? join(REPO_ROOT, "dist", "docs-site"), url.pathname, head);
+        if (url.pathname === "/docs" || url.pathname.startsWith("/docs/")) return await serveDocs(req, res, this.options.docsDir ?? join(REPO_ROOT, "dist", "docs-site"), url.pathname);
         if (url.pathname.startsWith("/schemas/") && url.pathname.endsWith(".json")) {
           const relative = url.pathname.slice("/schemas/".length);
-          if (!relative.includes("/") && (await serveFile(res, this.options.schemasDir ?? join(REPO_ROOT, "schemas"), relative, "public, max-age=300", head))) return;
+          if (!relative.includes("/") && (await serveFile(req, res, this.options.schemasDir ?? join(REPO_ROOT, "schemas"), relative, "public, max-age=300"))) return;
         }
       }
       if (matched.methodMismatch) return sendError(res, 405, { code: "method_not_allowed", path: "", message: `${method} is not allowed here` });
@@ -289,7 +289,7 @@ export class Gateway {
 }
 
 /** The docs site's pages: a page, a folder's index.html, or a 404 that says how to build the site. */
-async function serveDocs(res: ServerResponse, docsDir: string, pathname: string, head: boolean): Promise<void> {
+async function serveDocs(req: IncomingMessage, res: ServerResponse, docsDir: string, pathname: string): Promise<void> {
   if (pathname === "/docs") {
     res.writeHead(308, { location: "/docs/" });
     return void res.end();
@@ -298,7 +298,7 @@ async function serveDocs(res: ServerResponse, docsDir: string, pathname: string,
   // Pagefind's search runs WebAssembly; nothing here may be framed by another site.
   const headers = { "content-security-policy": "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'" };
   for (const candidate of relative === "" || relative.endsWith("/") ? [`${relative}index.html`] : [relative, `${relative}/index.html`]) {
-    if (await serveFile(res, docsDir, candidate, "public, max-age=300", head, headers)) return;
+    if (await serveFile(req, res, docsDir, candidate, "public, max-age=300", headers)) return;
   }
   const built = await stat(join(docsDir, "index.html")).catch(() => undefined);
   sendError(res, 404, {

@@ -1,9 +1,12 @@
 // Static files the gateway serves: the widget's build (widget/dist: `/widget.js` and `/widget/<path>`)
 // and the published JSON Schemas (`/schemas/<name>.json`). Paths are resolved inside their folder only.
-import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
-import type { ServerResponse } from "node:http";
+import { createHash } from "node:crypto";
+import { createReadStream, type Stats } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { extname, resolve, sep } from "node:path";
+import { chooseEncoding, ENCODINGS } from "./contentEncoding.ts";
+import { sendError } from "./http.ts";
 
 const TYPES: Record<string, string> = {
   ".js": "text/javascript; charset=utf-8",
@@ -31,25 +34,79 @@ export function insideRoot(root: string, relative: string): string | undefined {
   return full.startsWith(base + sep) ? full : undefined;
 }
 
-/** Serve one file if it exists; false when there is no such file (the caller answers 404). */
-export async function serveFile(res: ServerResponse, root: string, relative: string, cacheControl: string, head = false, headers: Record<string, string> = {}): Promise<boolean> {
+/** A file's validators, by path, size and modification time: its content hash is read once per version. */
+const tags = new Map<string, { size: number; mtimeMs: number; etag: string }>();
+
+async function etagOf(full: string, info: Stats): Promise<string> {
+  const known = tags.get(full);
+  if (known && known.size === info.size && known.mtimeMs === info.mtimeMs) return known.etag;
+  // A hash of the bytes sent, so every node of a cluster gives the same file the same tag.
+  const etag = `"${createHash("sha256").update(await readFile(full)).digest("base64url").slice(0, 22)}"`;
+  if (tags.size > 2000) tags.clear();
+  tags.set(full, { size: info.size, mtimeMs: info.mtimeMs, etag });
+  return etag;
+}
+
+/** Whether If-None-Match names `etag` (weak comparison, RFC 9110 §13.1.2) or is `*`. */
+export function noneMatch(header: string, etag: string): boolean {
+  if (header.trim() === "*") return true;
+  const strip = (tag: string) => tag.trim().replace(/^W\//, "");
+  return header.split(",").some((tag) => strip(tag) === strip(etag));
+}
+
+const fileInfo = (path: string) => stat(path).then((info) => (info.isFile() ? info : undefined), () => undefined);
+
+/**
+ * Serve one file if it exists; false when there is no such file (the caller answers 404). A brotli or gzip
+ * copy built beside it (`name.br`, `name.gz`) is sent instead when the request's Accept-Encoding takes it,
+ * with `Vary: Accept-Encoding` on every variant and an ETag per encoding; If-None-Match (or, without it,
+ * If-Modified-Since) that still holds answers 304. The copies are never served under their own names.
+ */
+export async function serveFile(req: IncomingMessage, res: ServerResponse, root: string, relative: string, cacheControl: string, headers: Record<string, string> = {}): Promise<boolean> {
   const full = insideRoot(root, relative);
-  if (!full) return false;
-  const info = await stat(full).catch(() => undefined);
-  if (!info?.isFile()) return false;
+  if (!full || ENCODINGS.some((e) => full.endsWith(e.suffix))) return false;
+  const info = await fileInfo(full);
+  if (!info) return false;
+  const copies = await Promise.all(ENCODINGS.map(async (e) => ({ ...e, info: await fileInfo(full + e.suffix) })));
+  const available = copies.filter((c) => c.info).map((c) => c.name);
+  const choice = chooseEncoding(header(req, "accept-encoding"), available);
+  const vary: Record<string, string> = available.length > 0 ? { vary: "Accept-Encoding" } : {};
+  if (choice === null) {
+    sendError(res, 406, { code: "not_acceptable", path: "accept-encoding", message: `this file is sent as ${["identity", ...available].join(", ")}; the request's Accept-Encoding refuses each of them` }, vary);
+    return true;
+  }
+  const copy = copies.find((c) => c.name === choice);
+  const sent = copy?.info ? { path: full + copy.suffix, info: copy.info } : { path: full, info };
+  const etag = await etagOf(sent.path, sent.info);
+  const modified = new Date(Math.floor(info.mtimeMs / 1000) * 1000);
+  const common = {
+    "cache-control": cacheControl,
+    etag,
+    "last-modified": modified.toUTCString(),
+    ...vary,
+    ...headers,
+  };
+  const ifNoneMatch = header(req, "if-none-match");
+  const ifModifiedSince = header(req, "if-modified-since");
+  const since = ifModifiedSince === undefined ? NaN : Date.parse(ifModifiedSince);
+  if (ifNoneMatch !== undefined ? noneMatch(ifNoneMatch, etag) : !Number.isNaN(since) && modified.getTime() <= since) {
+    res.writeHead(304, common);
+    res.end();
+    return true;
+  }
   res.writeHead(200, {
     "content-type": TYPES[extname(full)] ?? "application/octet-stream",
-    "content-length": String(info.size),
-    "cache-control": cacheControl,
+    "content-length": String(sent.info.size),
+    ...(copy ? { "content-encoding": copy.name } : {}),
     "x-content-type-options": "nosniff",
-    ...headers,
+    ...common,
   });
-  if (head) {
+  if (req.method === "HEAD") {
     res.end();
     return true;
   }
   await new Promise<void>((done) => {
-    const stream = createReadStream(full);
+    const stream = createReadStream(sent.path);
     stream.on("error", () => {
       res.destroy();
       done();
@@ -60,7 +117,16 @@ export async function serveFile(res: ServerResponse, root: string, relative: str
   return true;
 }
 
-/** How long a widget file may be cached: hashed assets for a year, the loader briefly, the app page never. */
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+/**
+ * How long a widget file may be cached: hashed assets for a year without asking again; the loader for five
+ * minutes, then revalidated by its ETag; the app page kept but revalidated on every use (a 304 when unchanged),
+ * so a new build's page and its new asset names reach visitors at once.
+ */
 export function widgetCacheControl(relative: string): string {
   if (relative.startsWith("assets/")) return "public, max-age=31536000, immutable";
   if (relative === "widget.js") return "public, max-age=300";

@@ -1,0 +1,126 @@
+// serveFile over real HTTP on loopback: the precompressed copies chosen by Accept-Encoding decode to the
+// file's own bytes, every variant says Vary and its own ETag and length, and validators answer 304.
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { createServer, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serveFile, widgetCacheControl } from "./staticFiles.ts";
+
+const body = Buffer.from(`console.log(${JSON.stringify("the app ".repeat(400))});`);
+let dir: string;
+let server: Server;
+let base: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "caplo-static-"));
+  mkdirSync(join(dir, "assets"));
+  for (const name of ["app.js", "assets/app-1.js"]) {
+    writeFileSync(join(dir, name), body);
+    writeFileSync(join(dir, `${name}.br`), brotliCompressSync(body));
+    writeFileSync(join(dir, `${name}.gz`), gzipSync(body));
+  }
+  writeFileSync(join(dir, "plain.json"), "{}");
+  utimesSync(join(dir, "app.js"), new Date("2026-01-02T03:04:05.678Z"), new Date("2026-01-02T03:04:05.678Z"));
+  server = createServer((req, res) => {
+    const relative = new URL(req.url!, "http://x").pathname.slice(1);
+    void serveFile(req, res, dir, relative, widgetCacheControl(relative), { "x-extra": "1" }).then((found) => {
+      if (!found) res.writeHead(404).end();
+    });
+  });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise((done) => server.close(done));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A raw request (no decoding): status, headers and the bytes as sent. */
+function get(path: string, headers: Record<string, string> = {}, method = "GET") {
+  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; bytes: Buffer }>((resolve, reject) => {
+    const req = request(`${base}${path}`, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, bytes: Buffer.concat(chunks) }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("serveFile", () => {
+  it("sends the brotli, gzip or plain copy by Accept-Encoding, each decoding to the same bytes with its own length and ETag", async () => {
+    const br = await get("/app.js", { "accept-encoding": "gzip, deflate, br" });
+    const gz = await get("/app.js", { "accept-encoding": "gzip" });
+    const plain = await get("/app.js", { "accept-encoding": "br;q=0, gzip;q=0" });
+    const none = await get("/app.js");
+    expect([br.headers["content-encoding"], gz.headers["content-encoding"], plain.headers["content-encoding"], none.headers["content-encoding"]]).toEqual(["br", "gzip", undefined, undefined]);
+    expect(brotliDecompressSync(br.bytes).equals(body)).toBe(true);
+    expect(gunzipSync(gz.bytes).equals(body)).toBe(true);
+    expect(plain.bytes.equals(body) && none.bytes.equals(body)).toBe(true);
+    for (const r of [br, gz, plain]) {
+      expect(r.headers["content-length"]).toBe(String(r.bytes.length));
+      expect(r.headers.vary).toBe("Accept-Encoding");
+      expect(r.headers["content-type"]).toBe("text/javascript; charset=utf-8");
+      expect(r.headers["last-modified"]).toBe("Fri, 02 Jan 2026 03:04:05 GMT");
+      expect(r.headers["x-extra"]).toBe("1");
+    }
+    expect(br.bytes.length).toBeLessThan(gz.bytes.length);
+    expect(new Set([br.headers.etag, gz.headers.etag, plain.headers.etag]).size).toBe(3);
+    expect(none.headers.etag).toBe(plain.headers.etag);
+  });
+
+  it("answers 304 with the validators when If-None-Match names this encoding's ETag, 200 for another encoding's", async () => {
+    const first = await get("/app.js", { "accept-encoding": "br" });
+    const again = await get("/app.js", { "accept-encoding": "br", "if-none-match": `"other", ${first.headers.etag}` });
+    expect(again.status).toBe(304);
+    expect(again.bytes.length).toBe(0);
+    expect(again.headers.etag).toBe(first.headers.etag);
+    expect(again.headers.vary).toBe("Accept-Encoding");
+    expect(again.headers["cache-control"]).toBe("no-cache");
+    expect((await get("/app.js", { "accept-encoding": "br", "if-none-match": `W/${first.headers.etag}` })).status).toBe(304);
+    const otherEncoding = await get("/app.js", { "accept-encoding": "gzip", "if-none-match": String(first.headers.etag) });
+    expect(otherEncoding.status).toBe(200);
+    expect(gunzipSync(otherEncoding.bytes).equals(body)).toBe(true);
+  });
+
+  it("answers 304 to If-Modified-Since at or after the file's time, only without If-None-Match", async () => {
+    expect((await get("/app.js", { "if-modified-since": "Fri, 02 Jan 2026 03:04:05 GMT" })).status).toBe(304);
+    expect((await get("/app.js", { "if-modified-since": "Fri, 02 Jan 2026 03:04:04 GMT" })).status).toBe(200);
+    expect((await get("/app.js", { "if-modified-since": "not a date" })).status).toBe(200);
+    expect((await get("/app.js", { "if-modified-since": "Fri, 02 Jan 2026 03:04:05 GMT", "if-none-match": '"stale"' })).status).toBe(200);
+  });
+
+  it("HEAD gives the encoded length and no body", async () => {
+    const head = await get("/app.js", { "accept-encoding": "br" }, "HEAD");
+    const full = await get("/app.js", { "accept-encoding": "br" });
+    expect(head.status).toBe(200);
+    expect(head.bytes.length).toBe(0);
+    expect(head.headers["content-length"]).toBe(String(full.bytes.length));
+  });
+
+  it("caches hashed assets for a year, immutable; the loader briefly; the app page with revalidation", async () => {
+    expect((await get("/assets/app-1.js", { "accept-encoding": "br" })).headers["cache-control"]).toBe("public, max-age=31536000, immutable");
+    expect(widgetCacheControl("widget.js")).toBe("public, max-age=300");
+    expect(widgetCacheControl("app.html")).toBe("no-cache");
+  });
+
+  it("never serves a precompressed copy under its own name, nor outside the folder", async () => {
+    expect((await get("/app.js.br")).status).toBe(404);
+    expect((await get("/app.js.gz")).status).toBe(404);
+    expect((await get("/..%2fapp.js")).status).toBe(404);
+  });
+
+  it("a file without copies has no Vary; a request refusing every coding it has gets 406 with the reason", async () => {
+    const plain = await get("/plain.json", { "accept-encoding": "br" });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.vary).toBeUndefined();
+    const refused = await get("/app.js", { "accept-encoding": "identity;q=0, deflate" });
+    expect(refused.status).toBe(406);
+    expect(refused.headers.vary).toBe("Accept-Encoding");
+    expect(JSON.parse(refused.bytes.toString()).error).toMatchObject({ code: "not_acceptable", path: "accept-encoding" });
+  });
+});
