@@ -28,6 +28,7 @@ wss.on("connection", (ws: WebSocket) => {
       if (frame.data.t === "hello") {
         const conversation = await store.createConversation({
           id: id("c"),
+          workspaceId: "default",
           agent: frame.data.agent,
           releaseId: "reference",
           channel: "web",

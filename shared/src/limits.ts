@@ -32,6 +32,14 @@ export const EGRESS_HOST_PATTERN =
 /** A secret name, as an environment variable would be named (serveStdio reads it from one). */
 export const SECRET_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
+/**
+ * A workspace id (docs/operators/workspaces.md): like a package name. Agents, packages, secrets and team
+ * members are named uniquely within their workspace. A server with no workspace configured runs
+ * everything in `default`; an agent of another workspace is addressed as `<workspace>/<agent>`.
+ */
+export const WORKSPACE_ID_PATTERN = /^[a-z][a-z0-9-]{1,39}$/;
+export const DEFAULT_WORKSPACE = "default";
+
 /** Subject selector: an input property the runner fills with the subject's resource reference. */
 export const SELECTOR_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 

@@ -84,6 +84,7 @@ describe.skipIf(!REDIS_SERVER_ON_PATH)("event bus over the PostgreSQL store", ()
   it("delivers every event of a conversation once and in order while Redis is killed and restarted mid-traffic", async () => {
     const conversation = await storeA.createConversation({
       id: `conv_${randomUUID()}`,
+      workspaceId: "default",
       agent: "shop",
       releaseId: "rel_1",
       channel: "web",

@@ -30,6 +30,7 @@ export const UNDELIVERED_NOTE_PREFIX = "undelivered_";
 export type EngineResult = { ok: true } | { ok: false; error: Problem };
 
 export type OpenConversation = {
+  /** The agent's reference: its name, or `<workspace>/<name>` for another workspace than default (agentRef). */
   agent: string;
   channel: ChannelKind;
   capabilities: ChannelCapabilities;

@@ -10,7 +10,7 @@ import type { ConversationLog } from "./conversationLog.ts";
 import type { HandoffNotifier } from "./handoff.ts";
 import type { OpenQuestions } from "./openQuestions.ts";
 import { PROPOSAL_TTL_DEFAULT_MS } from "./proposalSweep.ts";
-import type { AgentRelease, EngineTool, ReleaseSource } from "./release.ts";
+import { agentRef, type AgentRelease, type EngineTool, type ReleaseSource } from "./release.ts";
 import type { StatusChecks } from "./statusChecks.ts";
 import type { TeamActions } from "./teamActions.ts";
 import type { TranscriptCache } from "./transcriptCache.ts";
@@ -50,8 +50,11 @@ export type EngineOptions = {
   maxModelSteps?: number;
   /** How long a tool's question waits for the customer's answer (not counted against the tool's timeout). Default ELICITATION_WAIT_SECONDS. */
   elicitTimeoutMs?: number;
-  /** Secret values for a package version, from the workspace's secret store. */
-  secrets?: (packageVersionId: string) => Record<string, string>;
+  /**
+   * Secret values for a package version in a workspace (the conversation's), from that workspace's secret
+   * store, read at each call (a changed secret is used by the next call). Only the names the version declares.
+   */
+  secrets?: (packageVersionId: string, workspaceId: string) => Record<string, string> | Promise<Record<string, string>>;
   log?: (level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>) => void;
 };
 
@@ -132,8 +135,7 @@ export class EngineCore {
   }
 
   releaseOf(conversation: ConversationRecord): AgentRelease | undefined {
-    const current = this.options.releases.get(conversation.agent);
-    return current;
+    return this.options.releases.get(agentRef(conversation.workspaceId, conversation.agent));
   }
 
   toolForWrite(write: Pick<WriteRecord, "packageVersionId" | "tool" | "modelName">): EngineTool | undefined {
@@ -144,8 +146,8 @@ export class EngineCore {
     return undefined;
   }
 
-  secrets(packageVersionId: string): Record<string, string> {
-    return this.options.secrets?.(packageVersionId) ?? {};
+  async secrets(packageVersionId: string, workspaceId: string): Promise<Record<string, string>> {
+    return (await this.options.secrets?.(packageVersionId, workspaceId)) ?? {};
   }
 
   proposalTtl(): number {

@@ -21,6 +21,7 @@ import { TranscriptCache } from "./transcriptCache.ts";
 import { Turns } from "./turn.ts";
 import { TurnRecovery } from "./turnRecovery.ts";
 import { Writes } from "./writes.ts";
+import { workspaceOf } from "./release.ts";
 
 export { FILES_PATH, HANDOFF_TOOL, INTERRUPTED_NOTE, UNDELIVERED_NOTE_PREFIX, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 export type { EngineOptions } from "./core.ts";
@@ -77,6 +78,7 @@ export class Engine {
   /** Load every release's packages, recover writes a stop interrupted, and start the status-check scheduler. */
   async start(options: { scheduler?: boolean } = {}): Promise<void> {
     for (const release of this.core.options.releases.list()) {
+      await this.core.store.ensureWorkspace(workspaceOf(release), this.core.now());
       for (const version of release.packages) await this.core.options.runner.load(version);
     }
     await this.recover();
@@ -121,6 +123,7 @@ export class Engine {
     if (!release) throw new Error(`openConversation: no release for agent ${input.agent}`);
     const conversation = await this.core.store.createConversation({
       id: randomId("c", 16),
+      workspaceId: workspaceOf(release),
       agent: release.agent,
       releaseId: release.id,
       channel: input.channel,

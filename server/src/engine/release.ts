@@ -2,7 +2,7 @@
 // subset of the published `Release` in @caplo/shared (agent.ts), so a published release is used as is;
 // `releaseFromVersions` builds one in memory from built package versions (tests, the offline demo).
 import { createHash } from "node:crypto";
-import { modelToolName, type ChannelKind, type IdentitySettings, type PackageVersion, type ToolPolicy, type WidgetSettings } from "@caplo/shared";
+import { DEFAULT_WORKSPACE, modelToolName, type ChannelKind, type IdentitySettings, type PackageVersion, type ToolPolicy, type WidgetSettings } from "@caplo/shared";
 
 /** agent.yaml `channels.<channel>.handoff`: the team queue and what the customer is told (where the queue's notices go is the operator's CAPLO_HANDOFF_WEBHOOK_URL). */
 export type HandoffDestination = { queue: string; message?: string };
@@ -25,6 +25,8 @@ export type EngineTool = {
 export type AgentRelease = {
   id: string;
   agent: string;
+  /** The workspace serving the release (where its conversations, secrets and team belong); default `default`. */
+  workspaceId?: string;
   config: {
     instructions: string;
     /** The agent's model override, `provider/model` (for example openai/gpt-4.1-mini). */
@@ -41,9 +43,28 @@ export type AgentRelease = {
   tools: EngineTool[];
 };
 
-/** Where the gateway and engine look agents up by name: the current release of each. */
+/** The workspace of a release: its own, or `default`. */
+export function workspaceOf(release: Pick<AgentRelease, "workspaceId">): string {
+  return release.workspaceId ?? DEFAULT_WORKSPACE;
+}
+
+/**
+ * How an agent is addressed (data-agent, hello, --agent): its name in the default workspace, else
+ * `<workspace>/<agent>`. Names are unique within a workspace, so the reference is unique on the server.
+ */
+export function agentRef(workspaceId: string, agent: string): string {
+  return workspaceId === DEFAULT_WORKSPACE ? agent : `${workspaceId}/${agent}`;
+}
+
+/** An agent reference split into its workspace and name (no check of the parts' patterns). */
+export function parseAgentRef(ref: string): { workspaceId: string; agent: string } {
+  const slash = ref.indexOf("/");
+  return slash < 0 ? { workspaceId: DEFAULT_WORKSPACE, agent: ref } : { workspaceId: ref.slice(0, slash), agent: ref.slice(slash + 1) };
+}
+
+/** Where the gateway and engine look agents up by reference (agentRef): the current release of each. */
 export interface ReleaseSource {
-  get(agent: string): AgentRelease | undefined;
+  get(agentRef: string): AgentRelease | undefined;
   list(): AgentRelease[];
 }
 
@@ -51,22 +72,23 @@ export interface ReleaseSource {
 export class StaticReleases implements ReleaseSource {
   private readonly releases = new Map<string, AgentRelease>();
   constructor(releases: AgentRelease[]) {
-    for (const release of releases) this.releases.set(release.agent, release);
+    for (const release of releases) this.releases.set(agentRef(workspaceOf(release), release.agent), release);
   }
-  get(agent: string): AgentRelease | undefined {
-    return this.releases.get(agent);
+  get(ref: string): AgentRelease | undefined {
+    return this.releases.get(ref);
   }
   list(): AgentRelease[] {
     return [...this.releases.values()];
   }
   /** Publish a newer release of an agent (new conversations use it). */
   set(release: AgentRelease): void {
-    this.releases.set(release.agent, release);
+    this.releases.set(agentRef(workspaceOf(release), release.agent), release);
   }
 }
 
 export type InMemoryReleaseInput = {
   agent: string;
+  workspaceId?: string;
   instructions: string;
   origins?: string[];
   channels?: AgentRelease["config"]["channels"];
@@ -110,7 +132,7 @@ export function releaseFromVersions(input: InMemoryReleaseInput): AgentRelease {
   const hash = createHash("sha256")
     .update(JSON.stringify({ config, versions: input.versions.map((version) => version.id), tools: tools.map((tool) => tool.ref) }))
     .digest("hex");
-  return { id: `${input.agent}@sha256:${hash}`, agent: input.agent, config, packages: input.versions, tools };
+  return { id: `${input.agent}@sha256:${hash}`, agent: input.agent, ...(input.workspaceId && { workspaceId: input.workspaceId }), config, packages: input.versions, tools };
 }
 
 export function findTool(release: AgentRelease, modelName: string): EngineTool | undefined {

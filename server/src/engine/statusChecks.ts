@@ -59,6 +59,8 @@ export class StatusChecks extends EnginePart {
     const conversation = await this.core.store.getConversation(write.conversationId);
     let outcome: WriteOutcome;
     try {
+      // The write's conversation's workspace: its secrets, never another workspace's.
+      if (!conversation) throw new Error(`the write's conversation ${write.conversationId} is missing`);
       outcome = await this.core.options.runner.checkStatus({
         packageVersionId: write.packageVersionId,
         tool: write.tool,
@@ -67,9 +69,10 @@ export class StatusChecks extends EnginePart {
           invocationId: randomId("inv"),
           conversationId: write.conversationId,
           turnId: write.turnId,
+          workspaceId: conversation.workspaceId,
           idempotencyKey: write.idempotencyKey!,
-          ...(tool.policy.subject && conversation?.subject && { subject: conversation.subject }),
-          secrets: this.core.secrets(write.packageVersionId),
+          ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
+          secrets: await this.core.secrets(write.packageVersionId, conversation.workspaceId),
         },
       });
     } catch (error) {

@@ -175,8 +175,9 @@ export class Turns extends EnginePart {
           invocationId: randomId("inv"),
           conversationId: conversation.id,
           turnId,
+          workspaceId: conversation.workspaceId,
           ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
-          secrets: this.core.secrets(tool.packageVersionId),
+          secrets: await this.core.secrets(tool.packageVersionId, conversation.workspaceId),
         },
         ...(this.core.elicitations.canElicit(conversation, tool) && { elicit: (request: ElicitRequest) => this.core.elicitations.elicit(conversation, tool, request, asked) }),
       });

@@ -188,9 +188,10 @@ export class Writes extends EnginePart {
           invocationId: randomId("inv"),
           conversationId: conversation.id,
           turnId: running.turnId,
+          workspaceId: conversation.workspaceId,
           idempotencyKey: running.idempotencyKey!,
           ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
-          secrets: this.core.secrets(running.packageVersionId),
+          secrets: await this.core.secrets(running.packageVersionId, conversation.workspaceId),
         },
       });
       outcome =

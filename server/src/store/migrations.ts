@@ -141,6 +141,56 @@ ALTER TABLE conversations ADD COLUMN turn_seq ${bigint};
 CREATE INDEX conversations_turn_node ON conversations (turn_node) WHERE turn_node IS NOT NULL;
 `;
 
+/**
+ * Workspaces (docs/operators/workspaces.md): one server hosts several, each with its own agents, releases,
+ * secrets, team members and conversations. A database from before has one workspace, `default`, which
+ * every existing conversation joins (the column's default), so it upgrades in place. Rows kept under a
+ * conversation (events, transcript, writes, files, notices) belong to the conversation's workspace. A
+ * workspace secret's value is kept only encrypted (AES-256-GCM, secrets/secretBox.ts); removing one
+ * keeps its row without a value, so its version keeps counting. The audit records who changed what.
+ * SQLite cannot add a column that references another table with a non-null default, so the reference
+ * from conversations to workspaces is PostgreSQL's only; the store writes only workspaces it knows.
+ */
+const workspaces = (blob: string, bigint: string, json: string, references: string) => `
+CREATE TABLE workspaces (
+  id TEXT PRIMARY KEY,
+  created_at ${bigint} NOT NULL
+);
+INSERT INTO workspaces (id, created_at) VALUES ('default', 0);
+ALTER TABLE conversations ADD COLUMN workspace_id TEXT NOT NULL DEFAULT 'default'${references};
+DROP INDEX conversations_external;
+CREATE INDEX conversations_external ON conversations (workspace_id, agent, channel, external_id);
+CREATE INDEX conversations_workspace ON conversations (workspace_id, created_at);
+CREATE TABLE workspace_secrets (
+  workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  key_id TEXT,
+  nonce ${blob},
+  ciphertext ${blob},
+  updated_at ${bigint} NOT NULL,
+  updated_by TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, name)
+);
+CREATE TABLE team_members (
+  workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+  name TEXT NOT NULL,
+  token_sha256 TEXT NOT NULL,
+  added_at ${bigint} NOT NULL,
+  PRIMARY KEY (workspace_id, name)
+);
+CREATE TABLE audit_events (
+  id ${bigint === "BIGINT" ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"},
+  workspace_id TEXT NOT NULL REFERENCES workspaces (id),
+  at ${bigint} NOT NULL,
+  actor TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  detail ${json}
+);
+CREATE INDEX audit_events_workspace ON audit_events (workspace_id, id);
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
@@ -148,6 +198,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 4, name: "file retention, proposal sweep, handoff notices", sql: retentionAndHandoff("INTEGER") },
   { version: 5, name: "one unresolved write per conversation", sql: oneUnresolvedWrite },
   { version: 6, name: "turns owed to customer inputs", sql: owedTurns("INTEGER") },
+  { version: 7, name: "workspaces, workspace secrets, team members, audit", sql: workspaces("BLOB", "INTEGER", "TEXT", "") },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
@@ -156,4 +207,5 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 4, name: "file retention, proposal sweep, handoff notices", sql: retentionAndHandoff("BIGINT") },
   { version: 5, name: "one unresolved write per conversation", sql: oneUnresolvedWrite },
   { version: 6, name: "turns owed to customer inputs", sql: owedTurns("BIGINT") },
+  { version: 7, name: "workspaces, workspace secrets, team members, audit", sql: workspaces("BYTEA", "BIGINT", "JSONB", " REFERENCES workspaces (id)") },
 ];

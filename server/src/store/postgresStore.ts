@@ -35,7 +35,7 @@ const encode = (value: unknown) => JSON.stringify(value);
  * distinct text once (rows.ts) instead of parsing JSONB into an object to validate every time.
  */
 const CONVERSATION_COLUMNS =
-  "id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, handoff, capabilities::text AS capabilities, created_at, last_seq, last_transcript_seq, turn_node, turn_seq";
+  "id, workspace_id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, handoff, capabilities::text AS capabilities, created_at, last_seq, last_transcript_seq, turn_node, turn_seq";
 
 /**
  * The common table expressions of an append to one conversation (`c`: its row after the update, `e` and `t`:
@@ -188,11 +188,19 @@ export class PostgresStore implements Store {
     await this.q(`DROP SCHEMA IF EXISTS ${this.schema} CASCADE`);
   }
 
+  async ensureWorkspace(id: string, at: number): Promise<void> {
+    await this.q("INSERT INTO workspaces (id, created_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", [id, at]);
+  }
+
+  async listWorkspaces(): Promise<string[]> {
+    return (await this.q("SELECT id FROM workspaces ORDER BY id")).map((row) => String(row.id));
+  }
+
   async createConversation(c: NewConversation): Promise<ConversationRecord> {
     const rows = await this.q(
-      `INSERT INTO conversations (id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, capabilities, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10) RETURNING ${CONVERSATION_COLUMNS}`,
-      [c.id, c.agent, c.releaseId, c.channel, c.externalId, c.resumeHash, c.ownerId, c.subject ? encode(c.subject) : null, encode(c.capabilities), c.createdAt],
+      `INSERT INTO conversations (id, workspace_id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, capabilities, created_at)
+       VALUES ($1, $11, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10) RETURNING ${CONVERSATION_COLUMNS}`,
+      [c.id, c.agent, c.releaseId, c.channel, c.externalId, c.resumeHash, c.ownerId, c.subject ? encode(c.subject) : null, encode(c.capabilities), c.createdAt, c.workspaceId],
     );
     return toConversation(rows[0]!);
   }
@@ -212,10 +220,10 @@ export class PostgresStore implements Store {
     return rows.length === 1;
   }
 
-  async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined> {
+  async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string, workspaceId: string): Promise<ConversationRecord | undefined> {
     const rows = await this.q(
-      `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE agent = $1 AND channel = $2 AND external_id = $3 ORDER BY created_at DESC LIMIT 1`,
-      [agent, channel, externalId],
+      `SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE workspace_id = $4 AND agent = $1 AND channel = $2 AND external_id = $3 ORDER BY created_at DESC LIMIT 1`,
+      [agent, channel, externalId, workspaceId],
     );
     return rows[0] ? toConversation(rows[0]) : undefined;
   }
@@ -232,9 +240,10 @@ export class PostgresStore implements Store {
     await this.q("UPDATE conversations SET capabilities = $1::jsonb WHERE id = $2", [encode(capabilities), id]);
   }
 
-  async listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
-    const where = filter.handoff === true ? "WHERE handoff IS NOT NULL" : filter.handoff === false ? "WHERE handoff IS NULL" : "";
-    const rows = await this.q(`SELECT ${CONVERSATION_COLUMNS} FROM conversations ${where} ORDER BY created_at DESC, id LIMIT $1`, [filter.limit ?? 100]);
+  async listConversations(filter: { workspaceId?: string; handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
+    const conditions = [filter.workspaceId !== undefined ? "workspace_id = $2" : "", filter.handoff === true ? "handoff IS NOT NULL" : filter.handoff === false ? "handoff IS NULL" : ""].filter(Boolean);
+    const where = conditions.length ? `WHERE ${conditions.join(" AND ")}` : "";
+    const rows = await this.q(`SELECT ${CONVERSATION_COLUMNS} FROM conversations ${where} ORDER BY created_at DESC, id LIMIT $1`, [filter.limit ?? 100, ...(filter.workspaceId !== undefined ? [filter.workspaceId] : [])]);
     return rows.map(toConversation);
   }
 
@@ -418,8 +427,10 @@ export class PostgresStore implements Store {
     });
   }
 
-  async listFollowUps(): Promise<WriteRecord[]> {
-    return (await this.q("SELECT * FROM writes WHERE follow_up = TRUE ORDER BY updated_at, id")).map(toWrite);
+  async listFollowUps(workspaceId?: string): Promise<WriteRecord[]> {
+    if (workspaceId === undefined) return (await this.q("SELECT * FROM writes WHERE follow_up = TRUE ORDER BY updated_at, id")).map(toWrite);
+    const rows = await this.q("SELECT w.* FROM writes w JOIN conversations c ON c.id = w.conversation_id WHERE w.follow_up = TRUE AND c.workspace_id = $1 ORDER BY w.updated_at, w.id", [workspaceId]);
+    return rows.map(toWrite);
   }
 
   async claimInboundSource(sourceId: string, conversationId: string, at: number): Promise<boolean> {

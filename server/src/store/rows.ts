@@ -55,6 +55,7 @@ function capabilitiesOf(value: unknown): ChannelCapabilities {
 export function toConversation(row: Row): ConversationRecord {
   return {
     id: String(row.id),
+    workspaceId: String(row.workspace_id),
     agent: String(row.agent),
     releaseId: String(row.release_id),
     channel: String(row.channel) as ChannelKind,

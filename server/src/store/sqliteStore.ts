@@ -129,12 +129,21 @@ export class SqliteStore implements Store {
     if (this.db.open) this.db.close();
   }
 
+  async ensureWorkspace(id: string, at: number): Promise<void> {
+    this.sql("INSERT INTO workspaces (id, created_at) VALUES (?, ?) ON CONFLICT (id) DO NOTHING").run(id, at);
+  }
+
+  async listWorkspaces(): Promise<string[]> {
+    return (this.sql("SELECT id FROM workspaces ORDER BY id").all() as Row[]).map((row) => String(row.id));
+  }
+
   async createConversation(c: NewConversation): Promise<ConversationRecord> {
+    if (!this.sql("SELECT 1 FROM workspaces WHERE id = ?").get(c.workspaceId)) throw new Error(`createConversation: no workspace ${c.workspaceId}`);
     this.sql(
-        `INSERT INTO conversations (id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, capabilities, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO conversations (id, workspace_id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, capabilities, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(c.id, c.agent, c.releaseId, c.channel, c.externalId, c.resumeHash, c.ownerId, c.subject ? encode(c.subject) : null, encode(c.capabilities), c.createdAt);
+      .run(c.id, c.workspaceId, c.agent, c.releaseId, c.channel, c.externalId, c.resumeHash, c.ownerId, c.subject ? encode(c.subject) : null, encode(c.capabilities), c.createdAt);
     return (await this.getConversation(c.id))!;
   }
 
@@ -152,9 +161,9 @@ export class SqliteStore implements Store {
     return this.sql("UPDATE conversations SET resume_hash = ? WHERE id = ? AND resume_hash = ?").run(to, id, from).changes === 1;
   }
 
-  async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined> {
-    const row = this.sql("SELECT * FROM conversations WHERE agent = ? AND channel = ? AND external_id = ? ORDER BY created_at DESC LIMIT 1")
-      .get(agent, channel, externalId) as Row | undefined;
+  async findConversationByExternal(agent: string, channel: ChannelKind, externalId: string, workspaceId: string): Promise<ConversationRecord | undefined> {
+    const row = this.sql("SELECT * FROM conversations WHERE workspace_id = ? AND agent = ? AND channel = ? AND external_id = ? ORDER BY created_at DESC LIMIT 1")
+      .get(workspaceId, agent, channel, externalId) as Row | undefined;
     return row ? toConversation(row) : undefined;
   }
 
@@ -170,9 +179,11 @@ export class SqliteStore implements Store {
     this.sql("UPDATE conversations SET capabilities = ? WHERE id = ?").run(encode(capabilities), id);
   }
 
-  async listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
-    const where = filter.handoff === true ? "WHERE handoff IS NOT NULL" : filter.handoff === false ? "WHERE handoff IS NULL" : "";
-    const rows = this.sql(`SELECT * FROM conversations ${where} ORDER BY created_at DESC, id LIMIT ?`).all(filter.limit ?? 100) as Row[];
+  async listConversations(filter: { workspaceId?: string; handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
+    const conditions = [filter.workspaceId !== undefined ? "workspace_id = ?" : "", filter.handoff === true ? "handoff IS NOT NULL" : filter.handoff === false ? "handoff IS NULL" : ""].filter(Boolean);
+    const where = conditions.length ? `WHERE ${conditions.join(" AND ")}` : "";
+    const params = [...(filter.workspaceId !== undefined ? [filter.workspaceId] : []), filter.limit ?? 100];
+    const rows = this.sql(`SELECT * FROM conversations ${where} ORDER BY created_at DESC, id LIMIT ?`).all(...params) as Row[];
     return rows.map(toConversation);
   }
 
@@ -409,8 +420,10 @@ export class SqliteStore implements Store {
     });
   }
 
-  async listFollowUps(): Promise<WriteRecord[]> {
-    return (this.sql("SELECT * FROM writes WHERE follow_up = 1 ORDER BY updated_at, id").all() as Row[]).map(toWrite);
+  async listFollowUps(workspaceId?: string): Promise<WriteRecord[]> {
+    if (workspaceId === undefined) return (this.sql("SELECT * FROM writes WHERE follow_up = 1 ORDER BY updated_at, id").all() as Row[]).map(toWrite);
+    const rows = this.sql("SELECT w.* FROM writes w JOIN conversations c ON c.id = w.conversation_id WHERE w.follow_up = 1 AND c.workspace_id = ? ORDER BY w.updated_at, w.id").all(workspaceId) as Row[];
+    return rows.map(toWrite);
   }
 
   async claimInboundSource(sourceId: string, conversationId: string, at: number): Promise<boolean> {

@@ -87,9 +87,10 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     await harness.cleanup();
   });
 
-  async function conversation(overrides: { externalId?: string; resumeHash?: string } = {}) {
+  async function conversation(overrides: { externalId?: string; resumeHash?: string; workspaceId?: string } = {}) {
     return store.createConversation({
       id: uid("c"),
+      workspaceId: overrides.workspaceId ?? "default",
       agent: "shop",
       releaseId: "shop@sha256:" + "1".repeat(64),
       channel: "web",
@@ -230,7 +231,8 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     const c = await conversation({ resumeHash: hash, externalId: uid("whatsapp:+386") });
     expect((await store.findConversationByResume(hash))?.id).toBe(c.id);
     expect(await store.findConversationByResume("nope")).toBeUndefined();
-    expect((await store.findConversationByExternal("shop", "web", c.externalId!))?.id).toBe(c.id);
+    expect((await store.findConversationByExternal("shop", "web", c.externalId!, "default"))?.id).toBe(c.id);
+    expect(await store.findConversationByExternal("shop", "web", c.externalId!, "other")).toBeUndefined();
     await store.setSubject(c.id, { id: "cust-1", level: "high", authTime: "2026-01-01T00:00:00.000Z" });
     await store.setHandoff(c.id, { state: "taken", member: "ana", at: 5 });
     const again = await second.getConversation(c.id);
@@ -239,6 +241,29 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     expect((await store.listConversations({ handoff: true })).some((row) => row.id === c.id)).toBe(true);
     await store.setHandoff(c.id, null);
     expect((await store.getConversation(c.id))?.handoff).toBeNull();
+  });
+
+  it("a conversation belongs to a workspace that exists: listed, found and followed up only within it", async () => {
+    const workspace = `ws-${randomBytes(4).toString("hex")}`;
+    await expect(conversation({ workspaceId: workspace })).rejects.toThrow();
+    await store.ensureWorkspace(workspace, 1);
+    await store.ensureWorkspace(workspace, 2); // idempotent
+    expect(await second.listWorkspaces()).toEqual(expect.arrayContaining(["default", workspace]));
+    const external = uid("whatsapp:+386");
+    const theirs = await conversation({ workspaceId: workspace, externalId: external });
+    const ours = await conversation({ externalId: external });
+    expect(theirs.workspaceId).toBe(workspace);
+    expect((await second.getConversation(ours.id))?.workspaceId).toBe("default");
+    const listed = (await store.listConversations({ workspaceId: workspace, limit: 1000 })).map((row) => row.id);
+    expect(listed).toEqual([theirs.id]);
+    expect((await store.listConversations({ workspaceId: "default", limit: 100_000 })).map((row) => row.id)).not.toContain(theirs.id);
+    expect((await store.findConversationByExternal("shop", "web", external, workspace))?.id).toBe(theirs.id);
+    expect((await store.findConversationByExternal("shop", "web", external, "default"))?.id).toBe(ours.id);
+    const write = await store.insertWrite(newWrite(theirs.id));
+    await store.transitionWrite(write.id, { states: ["proposed"] }, { state: "unknown", followUp: true }, 2);
+    expect((await store.listFollowUps(workspace)).map((row) => row.id)).toEqual([write.id]);
+    expect((await store.listFollowUps("default")).map((row) => row.id)).not.toContain(write.id);
+    expect((await store.listFollowUps()).map((row) => row.id)).toContain(write.id);
   });
 
   it("a resume hash is rotated by compare-and-set: the old hash no longer finds the conversation, a stale rotation loses", async () => {
@@ -620,7 +645,7 @@ describe("sqlite store: durability setting and group commit", () => {
   const dir = mkdtempSync(join(tmpdir(), "caplo-store-sync-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const conversationIn = (store: Store) =>
-    store.createConversation({ id: uid("c"), agent: "shop", releaseId: "r", channel: "web", externalId: null, resumeHash: null, ownerId: "o", capabilities, createdAt: 1 });
+    store.createConversation({ id: uid("c"), workspaceId: "default", agent: "shop", releaseId: "r", channel: "web", externalId: null, resumeHash: null, ownerId: "o", capabilities, createdAt: 1 });
 
   it("synchronous is normal by default and full when asked (option or CAPLO_SQLITE_SYNCHRONOUS); another value is refused clearly", async () => {
     const path = join(dir, "sync.db");

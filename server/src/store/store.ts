@@ -48,6 +48,8 @@ export type HandoffState = {
 
 export type ConversationRecord = {
   id: string;
+  /** The workspace the conversation belongs to (its agent's); `default` on a server without workspaces. */
+  workspaceId: string;
   agent: string;
   releaseId: string;
   channel: ChannelKind;
@@ -215,16 +217,21 @@ export interface Store {
   ping(): Promise<boolean>;
   close(): Promise<void>;
 
+  /** Record a workspace (idempotent): a conversation, secret or member names only a workspace that exists. */
+  ensureWorkspace(id: string, at: number): Promise<void>;
+  listWorkspaces(): Promise<string[]>;
+
   createConversation(conversation: NewConversation): Promise<ConversationRecord>;
   getConversation(id: string): Promise<ConversationRecord | undefined>;
   findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined>;
   /** Replace the conversation's resume hash if it is still `from` (compare-and-set); false when it was not. */
   rotateResumeHash(id: string, from: string, to: string): Promise<boolean>;
-  findConversationByExternal(agent: string, channel: ChannelKind, externalId: string): Promise<ConversationRecord | undefined>;
+  findConversationByExternal(agent: string, channel: ChannelKind, externalId: string, workspaceId: string): Promise<ConversationRecord | undefined>;
   setSubject(id: string, subject: CallSubject | null): Promise<void>;
   setHandoff(id: string, handoff: HandoffState | null): Promise<void>;
   setCapabilities(id: string, capabilities: ChannelCapabilities): Promise<void>;
-  listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]>;
+  /** Newest first; only the workspace's when `workspaceId` is given (the team API always gives it). */
+  listConversations(filter: { workspaceId?: string; handoff?: boolean; limit?: number }): Promise<ConversationRecord[]>;
 
   /** Append one customer-visible event; its seq is the conversation's next (1, 2, 3, ...). */
   appendEvent(conversationId: string, message: Outbound, at: number): Promise<StoredEvent>;
@@ -273,8 +280,8 @@ export interface Store {
   nextCheckAt(): Promise<number | null>;
   /** Startup recovery: this node's `running` writes become `unknown` with a check due at `checkAt`. */
   recoverRunning(nodeId: string, now: number, checkAt: number): Promise<WriteRecord[]>;
-  /** Writes listed for the team: still unresolved after the last status check. */
-  listFollowUps(): Promise<WriteRecord[]>;
+  /** Writes listed for the team: still unresolved after the last status check (only the workspace's conversations' when given). */
+  listFollowUps(workspaceId?: string): Promise<WriteRecord[]>;
 
   /**
    * Accept a customer's inbound event by its source id (e.g. `whatsapp:SM…`) once: true the first time,
