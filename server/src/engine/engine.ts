@@ -7,7 +7,8 @@
 import type { CallSubject, Inbound, Outbound } from "@caplo/shared";
 import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ChannelCapabilities } from "@caplo/shared";
-import type { ConversationRecord, HandoffNotice, Store, StoredEvent, StoredFile, WriteRecord } from "../store/store.ts";
+import type { ConversationRecord, HandoffNotice, Store, StoredEvent, StoredFile } from "../store/store.ts";
+import type { WriteRecord } from "./ledger.ts";
 import { fail, randomId, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
 import type { ReplyDelta } from "./replyStream.ts";

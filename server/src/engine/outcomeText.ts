@@ -1,7 +1,7 @@
 // What the customer and the model are told about a write, by its state, as the seeds' outcome table says:
 // applied → it succeeded; not applied → it did not go through; pending and unknown → not confirmed yet,
 // do not send it again. operationRef and idempotency keys are never part of either text.
-import type { WriteRecord, WriteState } from "../store/store.ts";
+import type { WriteRecord, WriteState } from "./ledger.ts";
 
 export function customerText(title: string, write: Pick<WriteRecord, "state" | "result"> & Partial<Pick<WriteRecord, "stepUp">>): string {
   switch (write.state) {

@@ -4,7 +4,8 @@
 // expiry is a compare-and-set (proposed → expired) in the store: on several nodes sweeping at once, exactly
 // one wins each proposal, and only the winner tells the customer's review card and the model.
 import { parseSetting, PROPOSAL_TTL_DEFAULT_SECONDS } from "../config/index.ts";
-import type { Store, WriteRecord } from "../store/store.ts";
+import type { Store } from "../store/store.ts";
+import type { WriteRecord } from "./ledger.ts";
 
 /**
  * How long a proposal waits for the customer's decision. The seeds set no lifetime; one hour keeps a

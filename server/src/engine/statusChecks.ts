@@ -1,7 +1,7 @@
 // Status checks: pending and unknown writes asked again, one at a time per write, under a lease claimed in
 // the store (several nodes never ask about one write at once), with growing gaps up to the limit.
 import { TIMEOUT_SECONDS_MAX, type WriteOutcome } from "@caplo/shared";
-import type { WriteRecord } from "../store/store.ts";
+import type { WriteRecord } from "./ledger.ts";
 import { randomId } from "./common.ts";
 import { EnginePart } from "./core.ts";
 

@@ -1,6 +1,7 @@
 // What the team does in a conversation and what the agent hands to them: handoff to a queue, take over,
 // team messages, hand back, and the lists the team follows up (unresolved writes, undelivered messages).
-import type { ConversationRecord, WriteRecord } from "../store/store.ts";
+import type { ConversationRecord } from "../store/store.ts";
+import type { WriteRecord } from "./ledger.ts";
 import { fail, randomId, UNDELIVERED_NOTE_PREFIX, type EngineResult, type UndeliveredMessage } from "./common.ts";
 import { EnginePart } from "./core.ts";
 import type { AgentRelease } from "./release.ts";

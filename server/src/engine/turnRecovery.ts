@@ -1,6 +1,6 @@
 // Turn recovery: a node's lost writes made unknown and told, and the turns it owed claimed (compare-and-set)
 // and run again once from where their stored steps end; a turn whose answer was stored is not run again.
-import type { WriteRecord } from "../store/store.ts";
+import type { WriteRecord } from "./ledger.ts";
 import { HANDED_OFF_NOTE, HANDED_OFF_PREFIX, HANDOFF_TOOL, INTERRUPTED_NOTE, progressEvent, PROPOSED_PREFIX, proposedNote, randomId, type Carry } from "./common.ts";
 import { EnginePart } from "./core.ts";
 import { modelNote } from "./outcomeText.ts";

@@ -1,7 +1,7 @@
 // The write policy as a pure state machine: every rule checked without store, sockets or clocks.
 import { describe, expect, it } from "vitest";
 import { STATUS_CHECKS_MAX } from "@caplo/shared";
-import { blockedMessage, blockingWrite, checkDelay, decide, type PolicyWrite } from "./writePolicy.ts";
+import { blockedMessage, blockingWrite, checkDelay, decide, planChange, type LedgerContext, type PolicyWrite } from "./writePolicy.ts";
 
 const proposed: PolicyWrite = { state: "proposed", ownerId: "o1", subjectId: null, checkCount: 0 };
 const owner = { ownerId: "o1", subjectId: null };
@@ -77,6 +77,53 @@ describe("decide", () => {
     for (const state of ["confirmed", "running", "applied", "not_applied", "pending", "unknown", "declined", "cancelled", "expired"] as const) {
       expect(decide({ ...proposed, state }, { type: "expire" })).toMatchObject({ ok: false, code: "proposal_not_open" });
     }
+  });
+});
+
+describe("planChange: the whole ledger change of a decision", () => {
+  const context: LedgerContext = { now: 1_000, checkBaseMs: 5000, hasStatus: true, nodeId: "node-a" };
+
+  it("a confirm sets the arguments that run, the idempotency key and the running node, from proposed only", () => {
+    const plan = planChange(proposed, { type: "confirm", actor: owner, finalArgs: { order: "SO-1" }, idempotencyKey: "ik_1" }, context);
+    expect(plan).toEqual({
+      ok: true,
+      to: "confirmed",
+      effects: [{ type: "run" }],
+      change: { state: "confirmed", finalArgs: { order: "SO-1" }, idempotencyKey: "ik_1", nodeId: "node-a", note: "confirmed by the customer" },
+      expect: { states: ["proposed"] },
+    });
+    expect(planChange({ ...proposed, state: "declined" }, { type: "confirm", actor: owner }, context)).toMatchObject({ ok: false, code: "proposal_not_open" });
+  });
+
+  it("a pending outcome keeps its operation reference and schedules the first check; without a status check it is listed for the team", () => {
+    const running: PolicyWrite = { ...proposed, state: "running" };
+    const event = { type: "finished", outcome: { outcome: "pending", operationRef: "op-7" } } as const;
+    expect(planChange(running, event, context)).toMatchObject({
+      ok: true,
+      change: { state: "pending", result: { outcome: "pending" }, operationRef: "op-7", nextCheckAt: 6_000, checkLeaseUntil: null },
+      expect: { states: ["running"] },
+    });
+    expect(planChange(running, event, { ...context, hasStatus: false })).toMatchObject({ ok: true, change: { state: "pending", nextCheckAt: null, followUp: true } });
+  });
+
+  it("a status check's answer lands only on the check count it was asked at, and counts it", () => {
+    const unknown: PolicyWrite = { ...proposed, state: "unknown", checkCount: 2 };
+    expect(planChange(unknown, { type: "checked", outcome: { outcome: "applied", text: "done" } }, context)).toMatchObject({
+      ok: true,
+      change: { state: "applied", checkCount: 3, checkLeaseUntil: null, nextCheckAt: null, result: { outcome: "applied", text: "done" }, note: "status check 3: applied" },
+      expect: { states: ["unknown"], checkCount: 2 },
+    });
+  });
+
+  it("a satisfied step-up runs again on this node with the step-up cleared; an expiry says why", () => {
+    const waiting: PolicyWrite = { ...proposed, state: "step_up_required", subjectId: "a" };
+    expect(planChange(waiting, { type: "verified", subjectId: "a", satisfiesStepUp: true }, context)).toMatchObject({
+      ok: true,
+      change: { state: "running", stepUp: null, nodeId: "node-a", note: "step-up satisfied" },
+      expect: { states: ["step_up_required"] },
+    });
+    expect(planChange(waiting, { type: "expire" }, context)).toMatchObject({ ok: true, change: { state: "expired", note: "expired: the customer did not verify again in time" } });
+    expect(planChange(proposed, { type: "expire" }, context)).toMatchObject({ ok: true, change: { state: "expired", note: "expired: not decided in time" } });
   });
 });
 

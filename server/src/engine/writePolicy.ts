@@ -2,14 +2,17 @@
 // with a stable code. No I/O, no clock: the engine driver stores the transition (compare-and-set) and
 // only then carries out the effects. This is where "a write never runs on the model's say-so" lives.
 import { STATUS_CHECKS_MAX, type StepUp, type WriteOutcome } from "@caplo/shared";
-import { UNRESOLVED_WRITE_STATES, type WriteChange, type WriteRecord, type WriteResult, type WriteState } from "../store/store.ts";
+import { UNRESOLVED_WRITE_STATES, type WriteChange, type WriteExpectation, type WriteRecord, type WriteResult, type WriteState } from "./ledger.ts";
 
 /** Who acts: the connection owner (resume-token holder or channel identity) and the verified customer, if any. */
 export type Actor = { ownerId: string; subjectId: string | null };
 
 export type PolicyEvent =
-  /** The customer's own client confirmed (edits already checked by applyEdits). */
-  | { type: "confirm"; actor: Actor }
+  /**
+   * The customer's own client confirmed (edits already checked by applyEdits): `finalArgs` run, under
+   * `idempotencyKey` (random, made by the caller: the policy has no randomness).
+   */
+  | { type: "confirm"; actor: Actor; finalArgs?: Record<string, unknown>; idempotencyKey?: string }
   | { type: "decline"; actor: Actor }
   /** A customer verified in the conversation. */
   | { type: "verified"; subjectId: string; satisfiesStepUp: boolean }
@@ -123,8 +126,26 @@ export function checkDelay(index: number, baseMs: number): number {
   return baseMs * 2 ** Math.min(index, 20);
 }
 
-/** What a ledger change needs beyond the decision: the clock, the status-check base gap, and whether the tool answers status checks. */
-export type LedgerContext = { now: number; checkBaseMs: number; hasStatus: boolean };
+/**
+ * What a ledger change needs beyond the decision: the clock, the status-check base gap, whether the tool
+ * answers status checks, and the node that runs the write (recovery only touches its own node's writes).
+ */
+export type LedgerContext = { now: number; checkBaseMs: number; hasStatus: boolean; nodeId: string };
+
+/** A decision with the whole ledger change it makes and the compare-and-set that must hold to store it. */
+export type LedgerPlan = { ok: true; to: WriteState; effects: Effect[]; change: WriteChange; expect: WriteExpectation } | { ok: false; code: string; message: string };
+
+/**
+ * Decide an event and give the whole ledger change: the new state, every field it sets, and the condition
+ * of its compare-and-set (the state the write was read in; for a status check also its count, so two nodes'
+ * answers to one check land once). The engine stores exactly this, with what announces it.
+ */
+export function planChange(write: PolicyWrite, event: PolicyEvent, context: LedgerContext): LedgerPlan {
+  const decision = decide(write, event);
+  if (!decision.ok) return decision;
+  const expect: WriteExpectation = { states: [write.state], ...(event.type === "checked" && { checkCount: write.checkCount }) };
+  return { ...decision, change: ledgerChange(write, event, decision, context), expect };
+}
 
 /**
  * The whole ledger change of a decision: the state and every field it sets (the outcome's result, the
@@ -164,6 +185,18 @@ export function ledgerChange(write: PolicyWrite, event: PolicyEvent, decision: E
     change.checkLeaseUntil = null;
   }
   if (event.type === "checked" && settled) change.nextCheckAt = null;
+  if (event.type === "confirm") {
+    if (event.finalArgs !== undefined) change.finalArgs = event.finalArgs;
+    if (event.idempotencyKey !== undefined) change.idempotencyKey = event.idempotencyKey;
+    change.nodeId = context.nodeId;
+    change.note = "confirmed by the customer";
+  }
+  if (event.type === "verified" && decision.to === "running") {
+    change.stepUp = null;
+    change.nodeId = context.nodeId;
+    change.note = "step-up satisfied";
+  }
+  if (event.type === "expire") change.note = write.state === "step_up_required" ? "expired: the customer did not verify again in time" : "expired: not decided in time";
   return change;
 }
 

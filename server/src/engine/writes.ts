@@ -5,14 +5,15 @@ import type { CallSubject, Inbound, Outbound, WriteOutcome } from "@caplo/shared
 import { satisfiesStepUp } from "../identity/stepUp.ts";
 import type { ModelMessage } from "../model/model.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
-import type { AppendBatch, ConversationRecord, WriteChange, WriteRecord } from "../store/store.ts";
+import type { AppendBatch, ConversationRecord } from "../store/store.ts";
+import type { WriteRecord } from "./ledger.ts";
 import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type ToolUse, type EngineResult, type ToolCallOutcome } from "./common.ts";
 import { EnginePart } from "./core.ts";
 import { blockedCustomerText, customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, receiptFields, reviewCard } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
 import { proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
-import { blockedMessage, blockingWrite, changedWrite, decide, ledgerChange, type Actor, type PolicyEvent } from "./writePolicy.ts";
+import { blockedMessage, blockingWrite, changedWrite, decide, planChange, type Actor, type LedgerContext, type PolicyEvent } from "./writePolicy.ts";
 
 export class Writes extends EnginePart {
   async decideProposal(conversationId: string, ownerId: string, inbound: Extract<Inbound, { type: "confirm" | "decline" }>, recorded?: () => void): Promise<EngineResult> {
@@ -40,12 +41,9 @@ export class Writes extends EnginePart {
     if (!decision.ok) return fail(decision.code, "proposalId", decision.message);
     const edited = applyEdits(tool, write.args, inbound.edits, conversation.capabilities);
     if (!edited.ok) return { ok: false, error: edited.error };
-    const confirmed = await this.core.store.transitionWrite(
-      write.id,
-      { states: ["proposed"] },
-      { state: "confirmed", finalArgs: edited.args, idempotencyKey: randomId("ik", 32), nodeId: this.core.nodeId, note: "confirmed by the customer" },
-      this.core.now(),
-    );
+    const plan = planChange(write, { type: "confirm", actor, finalArgs: edited.args, idempotencyKey: randomId("ik", 32) }, this.context(tool));
+    if (!plan.ok) return fail(plan.code, "proposalId", plan.message);
+    const confirmed = await this.core.store.transitionWrite(write.id, plan.expect, plan.change, this.core.now());
     // Two confirms (double click, two tabs): the compare-and-set lets exactly one through.
     if (!confirmed) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
     recorded?.();
@@ -72,12 +70,12 @@ export class Writes extends EnginePart {
           continue;
         }
         const satisfies = write.stepUp ? satisfiesStepUp(subject, write.stepUp, new Date(this.core.now())) : false;
-        const decision = decide(write, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
-        if (!decision.ok) continue;
         const tool = this.core.toolForWrite(write);
         if (!tool) continue;
-        if (decision.to === "running") {
-          const running = await this.core.store.transitionWrite(write.id, { states: ["step_up_required"] }, { state: "running", stepUp: null, nodeId: this.core.nodeId, note: "step-up satisfied" }, this.core.now());
+        const plan = planChange(write, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies }, this.context(tool));
+        if (!plan.ok) continue;
+        if (plan.to === "running") {
+          const running = await this.core.store.transitionWrite(write.id, plan.expect, plan.change, this.core.now());
           if (running) await this.runWrite(running, tool, updated, true);
         } else {
           await this.apply(write, tool, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
@@ -230,13 +228,13 @@ export class Writes extends EnginePart {
    * announces it (its effects: the outcome event, the note to the model, the step-up request), in one transaction.
    */
   async apply(write: WriteRecord, tool: EngineTool, event: PolicyEvent, noteToModel = true, before: Outbound[] = []): Promise<WriteRecord | undefined> {
-    const decision = decide(write, event);
-    if (!decision.ok) return undefined;
-    const now = this.core.now();
-    const change = ledgerChange(write, event, decision, { now, checkBaseMs: this.core.checkBase(), hasStatus: tool.hasStatus });
-    const after = changedWrite(write, change, now);
+    const context = this.context(tool);
+    const plan = planChange(write, event, context);
+    if (!plan.ok) return undefined;
+    const { now } = context;
+    const after = changedWrite(write, plan.change, now);
     const batch: AppendBatch & { events: Outbound[]; transcript: ModelMessage[] } = { events: [...before], transcript: [] };
-    for (const effect of decision.effects) {
+    for (const effect of plan.effects) {
       if (effect.type === "tell") this.addTell(batch, after, tool, noteToModel);
       if (effect.type === "ask_step_up") {
         // The review card learns its write waits for the customer to verify again (not "confirming" forever).
@@ -245,9 +243,8 @@ export class Writes extends EnginePart {
         if (noteToModel) batch.transcript.push({ role: "system", content: modelNote(after) });
       }
     }
-    const expect = { states: [write.state] as const, ...(event.type === "checked" && { checkCount: write.checkCount }) };
     const announced = batch.events.length > 0 || batch.transcript.length > 0;
-    const changed = await this.core.store.changeWrite(write.id, expect, change, now, announced ? batch : undefined);
+    const changed = await this.core.store.changeWrite(write.id, plan.expect, plan.change, now, announced ? batch : undefined);
     if (!changed) {
       // Another node changed the write first (and tells the customer where it stands): the progress this node
       // showed still ends.
@@ -256,6 +253,11 @@ export class Writes extends EnginePart {
     }
     if (changed.appended) await this.core.conversations.announce(changed.appended);
     return changed.write;
+  }
+
+  /** What the write policy needs to give a whole ledger change now (writePolicy.planChange). */
+  private context(tool: EngineTool | undefined): LedgerContext {
+    return { now: this.core.now(), checkBaseMs: this.core.checkBase(), hasStatus: tool?.hasStatus ?? false, nodeId: this.core.nodeId };
   }
 
   /** The outcome event (and the note to the model) telling where a write stands, added to a batch. */
@@ -301,14 +303,13 @@ export class Writes extends EnginePart {
    * it lands are the customer (the review card) and the model told that nothing was done.
    */
   private async expireWrite(write: WriteRecord): Promise<boolean> {
-    const decision = decide(write, { type: "expire" });
-    if (!decision.ok) return false;
-    const note = write.state === "step_up_required" ? "expired: the customer did not verify again in time" : "expired: not decided in time";
-    const change: WriteChange = { state: decision.to, note };
-    const now = this.core.now();
+    const tool = this.core.toolForWrite(write);
+    const context = this.context(tool);
+    const plan = planChange(write, { type: "expire" }, context);
+    if (!plan.ok) return false;
     const batch = { events: [] as Outbound[], transcript: [] as ModelMessage[] };
-    this.addTell(batch, changedWrite(write, change, now), this.core.toolForWrite(write), true);
-    const expired = await this.core.store.changeWrite(write.id, { states: [write.state] }, change, now, batch);
+    this.addTell(batch, changedWrite(write, plan.change, context.now), tool, true);
+    const expired = await this.core.store.changeWrite(write.id, plan.expect, plan.change, context.now, batch);
     if (!expired) return false;
     if (expired.appended) await this.core.conversations.announce(expired.appended);
     return true;

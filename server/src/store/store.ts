@@ -3,25 +3,12 @@
 // conditional (compare-and-set on the current state), so two confirms of one proposal run it once.
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, StepUp } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
+import type { NewWrite, WriteChange, WriteExpectation, WriteRecord, WriteTransition } from "../engine/ledger.ts";
 
-/** Where a write stands in the ledger. */
-export const WRITE_STATES = [
-  "proposed",
-  "confirmed",
-  "running",
-  "applied",
-  "not_applied",
-  "pending",
-  "unknown",
-  "step_up_required",
-  "declined",
-  "cancelled",
-  "expired",
-] as const;
-export type WriteState = (typeof WRITE_STATES)[number];
+// The ledger's types are the engine's (engine/ledger.ts); the store keeps them and re-exports them for its users.
+export { CHECKABLE_WRITE_STATES, UNRESOLVED_WRITE_STATES, WRITE_STATES } from "../engine/ledger.ts";
+export type { NewWrite, WriteChange, WriteExpectation, WriteRecord, WriteResult, WriteState, WriteTransition } from "../engine/ledger.ts";
 
-/** States in which a write blocks the conversation's next write ("still waits for a decision, or its outcome is unknown"). */
-export const UNRESOLVED_WRITE_STATES: readonly WriteState[] = ["proposed", "confirmed", "running", "pending", "unknown", "step_up_required"];
 /**
  * insertWrite's refusal while another write of the conversation is unresolved (UNRESOLVED_WRITE_STATES): the
  * database holds at most one, so two nodes proposing in one conversation at once store one proposal.
@@ -35,9 +22,6 @@ export class WriteBlockedError extends Error {
     this.name = "WriteBlockedError";
   }
 }
-/** States a status check may ask about. */
-export const CHECKABLE_WRITE_STATES: readonly WriteState[] = ["pending", "unknown"];
-
 export type HandoffState = {
   state: "requested" | "taken";
   queue?: string;
@@ -92,76 +76,6 @@ export type OwedTurn = { conversationId: string; nodeId: string; seq: number };
 /** What a batch stored, in order, and the conversation as it stands right after it (same transaction). */
 export type AppendedBatch = { conversation: ConversationRecord; events: StoredEvent[]; transcript: TranscriptEntry[] };
 
-/** What a write returned, as kept in the ledger (never operationRef: that has its own column). */
-export type WriteResult =
-  | { outcome: "applied"; text: string; structuredContent?: Record<string, unknown> }
-  | { outcome: "not_applied"; message: string }
-  | { outcome: "pending"; message?: string }
-  | { outcome: "unknown"; reason: string };
-
-export type WriteRecord = {
-  /** The proposal id the customer confirms or declines. */
-  id: string;
-  conversationId: string;
-  turnId: string;
-  /** The model's tool call id. */
-  callId: string;
-  /** `package/tool`. */
-  toolRef: string;
-  modelName: string;
-  packageVersionId: string;
-  tool: string;
-  /** The exact arguments the model proposed. */
-  args: Record<string, unknown>;
-  /** The arguments that run: the proposal plus the customer's allowed edits. Set at confirm. */
-  finalArgs: Record<string, unknown> | null;
-  state: WriteState;
-  confirmation: "required" | "none";
-  /** Only this owner may confirm or decline. */
-  ownerId: string;
-  /** The verified customer the proposal was made for, if any. */
-  subjectId: string | null;
-  /** Random, set once at confirm; the same for every attempt and status check. */
-  idempotencyKey: string | null;
-  operationRef: string | null;
-  checkCount: number;
-  nextCheckAt: number | null;
-  checkLeaseUntil: number | null;
-  result: WriteResult | null;
-  stepUp: StepUp | null;
-  /** Still unresolved after the last status check: listed for the team. */
-  followUp: boolean;
-  /** The server node that ran it (recovery only touches its own node's writes). */
-  nodeId: string | null;
-  createdAt: number;
-  updatedAt: number;
-};
-
-export type NewWrite = Omit<
-  WriteRecord,
-  "finalArgs" | "idempotencyKey" | "operationRef" | "checkCount" | "nextCheckAt" | "checkLeaseUntil" | "result" | "stepUp" | "followUp" | "nodeId" | "updatedAt"
->;
-
-/** The fields a transition may set; `state` always. Undefined fields stay as they are; null clears. */
-export type WriteChange = {
-  state: WriteState;
-  finalArgs?: Record<string, unknown>;
-  idempotencyKey?: string;
-  operationRef?: string | null;
-  checkCount?: number;
-  nextCheckAt?: number | null;
-  checkLeaseUntil?: number | null;
-  result?: WriteResult | null;
-  stepUp?: StepUp | null;
-  followUp?: boolean;
-  nodeId?: string | null;
-  /** Kept in the transition history only. */
-  note?: string;
-};
-
-/** The condition of a compare-and-set: the write must be in this state (and have this check count). */
-export type WriteExpectation = { states: readonly [WriteState]; checkCount?: number };
-
 /** A transition that landed: the write as it now is, and what was appended with it in the same transaction. */
 export type ChangedWrite = { write: WriteRecord; appended: AppendedBatch | undefined };
 /** A new write stored with its first transition and its batch, or refused because another write of the conversation is unresolved. */
@@ -205,8 +119,6 @@ export type HandoffNotice = {
 export type NewHandoffNotice = Pick<HandoffNotice, "id" | "conversationId" | "queue" | "body" | "createdAt">;
 /** What one delivery attempt changes; only the attempt that holds `attempts` as read may record it. */
 export type HandoffAttempt = Pick<HandoffNotice, "state" | "nextAttemptAt" | "lastStatus" | "lastError"> & { attempts: number };
-
-export type WriteTransition = { writeId: string; at: number; from: WriteState; to: WriteState; note: string | null };
 
 export interface Store {
   /** Which implementation, for logs: sqlite or postgres. */
