@@ -113,6 +113,7 @@ try {
   const tokens = await firstTokenToPaint(browser, runs);
   console.log("model's first token → its text painted in the widget (real gateway and engine, Chromium headless, loopback; target < 50 ms)");
   console.log(`  widget:    ${stats(tokens.widget)}`);
+  console.log(`    in the DOM: ${stats(tokens.dom)}  (painted is the Element Timing API's renderTime of that text)`);
   console.log(`  reference: ${stats(tokens.reference)}  (a bare ws server sending the text to a bare page that paints it)`);
   console.log(`  machine load average while measuring: ${(await import("node:os")).loadavg().map((l) => l.toFixed(1)).join(" ")} on ${(await import("node:os")).cpus().length} cores`);
 } finally {

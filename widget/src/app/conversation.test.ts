@@ -108,6 +108,19 @@ describe("settled choices and questions", () => {
     expect(apply([{ t: "delta", id: "m9", at: 0, text: "Hello" }], s).streaming).toBeNull();
   });
 
+  test("the reply parts of one animation frame applied in one step give what they give one by one", () => {
+    const frames: ServerFrame[] = [
+      { t: "delta", id: "m9", at: 0, text: "Hel" },
+      { t: "delta", id: "m9", at: 3, text: "lo" },
+      { t: "delta", id: "m9", at: 3, text: "lo" },
+      { t: "delta", id: "m9", at: 5, text: " there" },
+    ];
+    const start = apply([welcome(), { t: "typing", on: true }]);
+    const together = reduce(start, { type: "frames", frames });
+    expect(together).toEqual(apply(frames, start));
+    expect(together.streaming).toEqual({ id: "m9", text: "Hello there" });
+  });
+
   test("the header says Verified only when the server acks the identify; a refused token becomes a kind, not the verifier's words", () => {
     let s = reduce(apply([welcome()]), { type: "identify", ref: "i1" });
     expect(s.verified).toBe(false);

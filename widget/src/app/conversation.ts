@@ -62,6 +62,8 @@ export interface ConversationState {
 
 export type Action =
   | { type: "frame"; frame: ServerFrame }
+  /** Frames applied in order in one step (the reply parts of one animation frame). */
+  | { type: "frames"; frames: ServerFrame[] }
   | { type: "connection"; view: ConnectionView }
   | { type: "send"; ref: string; text: string }
   | { type: "use"; id: string; value: string; ref?: string }
@@ -113,6 +115,8 @@ export function reduce(state: ConversationState, action: Action): ConversationSt
       };
     case "frame":
       return applyFrame(state, action.frame);
+    case "frames":
+      return action.frames.reduce(applyFrame, state);
   }
 }
 

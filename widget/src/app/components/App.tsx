@@ -1,6 +1,6 @@
 // The widget app: connects, keeps the conversation, and lays out the header, the conversation log, the
 // status line (typing, the running tool's progress label, reconnecting) and the message box.
-import type { ClientFrame, Inbound } from "@caplo/shared";
+import type { ClientFrame, Inbound, ServerFrame } from "@caplo/shared";
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import { notifyHost, readHostCommand } from "../bridge.ts";
 import { Connection } from "../connection.ts";
@@ -58,6 +58,32 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const input = useRef<HTMLTextAreaElement | null>(null);
   const log = useRef<HTMLDivElement>(null);
 
+  /** Reply parts received since the last animation frame, and that frame's request. */
+  const deltas = useRef<{ frames: ServerFrame[]; frame: number | null }>({ frames: [], frame: null });
+
+  /**
+   * A reply part is shown at the next animation frame, with the parts that came before it: the model's
+   * tokens arrive faster than frames, and rendering the whole app for each (a layout to scroll the log)
+   * kept the browser from painting the first one. A hidden page draws no frames: its parts go in at once.
+   */
+  function streamDelta(frame: ServerFrame) {
+    const d = deltas.current;
+    d.frames.push(frame);
+    if (typeof document !== "undefined" && document.hidden) return flushDeltas();
+    if (d.frame === null) d.frame = requestAnimationFrame(flushDeltas);
+  }
+
+  /** Applies the parts held for the next frame (before any other frame, so their order is kept). */
+  function flushDeltas() {
+    const d = deltas.current;
+    if (d.frame !== null) cancelAnimationFrame(d.frame);
+    d.frame = null;
+    if (d.frames.length === 0) return;
+    const frames = d.frames;
+    d.frames = [];
+    dispatch({ type: "frames", frames });
+  }
+
   /** Sends the latest token once the connection is welcomed; one identify at a time, the newest wins. */
   function sendIdentify() {
     const token = identity.current;
@@ -97,6 +123,8 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
         if (frame.t === "event" && frame.message.type !== "progress" && !(frame.message.type === "text" && frame.message.from === "customer")) {
           notifyHost({ type: "activity" }, parent, params.parentOrigin);
         }
+        if (frame.t === "delta") return streamDelta(frame);
+        flushDeltas();
         dispatch({ type: "frame", frame });
         if (frame.t === "welcome" || frame.t === "ack" || frame.t === "error") sendIdentify();
       },
@@ -131,6 +159,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     return () => {
       clearTimeout(initWait);
       window.removeEventListener("message", onMessage);
+      if (deltas.current.frame !== null) cancelAnimationFrame(deltas.current.frame);
       conn.stop();
     };
   }, []);
