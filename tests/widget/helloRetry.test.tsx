@@ -97,7 +97,7 @@ function sockets(origin: string, rewrite: (frame: ClientFrame) => unknown = (fra
 }
 
 const seqs = (frames: ServerFrame[]) => frames.flatMap((frame) => (frame.t === "event" ? [frame.seq] : []));
-const params = (agent: string) => ({ agent, parentOrigin: null, locale: "en", color: null, theme: null });
+const params = (agent: string) => ({ agent, parentOrigin: null, locale: "en", color: null, theme: null, preload: false });
 
 function mount(agent: string, Impl: typeof globalThis.WebSocket) {
   return render(<App params={params(agent)} url={stack.wsUrl} storage={new WidgetStorage(agent)} parent={null} WebSocketImpl={Impl} />);

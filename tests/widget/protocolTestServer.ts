@@ -38,6 +38,8 @@ export interface WidgetTestServer {
   frames: ClientFrame[];
   /** Frames the schema refused (there should be none). */
   refused: unknown[];
+  /** WebSocket connections accepted so far. */
+  connections: number;
   /** Milliseconds the scripted agent waits before replying (so progress and typing can be seen). */
   delayMs: number;
   close(): Promise<void>;
@@ -54,6 +56,8 @@ export interface SiteOptions {
   color?: string;
   position?: "left" | "right";
   open?: boolean;
+  /** HTML put in the page's body before the script tag (a test's own images or markup). */
+  bodyHtml?: string;
 }
 
 export async function startWidgetTestServer(options: { delayMs?: number; site?: SiteOptions } = {}): Promise<WidgetTestServer> {
@@ -68,7 +72,7 @@ export async function startWidgetTestServer(options: { delayMs?: number; site?: 
   await Promise.all([listen(gateway), listen(site)]);
   const gatewayUrl = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
   const siteUrl = `http://localhost:${(site.address() as AddressInfo).port}`;
-  const server: WidgetTestServer = { siteUrl, gatewayUrl, frames, refused, delayMs: options.delayMs ?? 150, close };
+  const server: WidgetTestServer = { siteUrl, gatewayUrl, frames, refused, connections: 0, delayMs: options.delayMs ?? 150, close };
 
   async function serveWidget(req: IncomingMessage, res: ServerResponse) {
     const path = new URL(req.url ?? "/", gatewayUrl).pathname;
@@ -107,12 +111,13 @@ export async function startWidgetTestServer(options: { delayMs?: number; site?: 
 <style>body{font-family:Georgia,serif;margin:0;background:#f6f1e7;color:#333} header{background:#3b5d3a;color:#fff;padding:24px}
 main{padding:24px;max-width:720px} button{all:unset} iframe{border:10px solid red !important} div{color:red}</style></head>
 <body><header><h1>Alpine Outdoor Shop</h1></header><main><p>Boots, tents and everything for the mountains.</p>
-<p>(This page's hostile CSS — red iframe borders, unset buttons — must not reach the widget.)</p></main>
+<p>(This page's hostile CSS — red iframe borders, unset buttons — must not reach the widget.)</p></main>${s.bodyHtml ?? ""}
 <script src="${gatewayUrl}/widget.js" ${attrs} async></script></body></html>`);
   }
 
   const wss = new WebSocketServer({ server: gateway, path: "/v1/ws" });
   wss.on("connection", (socket) => {
+    server.connections++;
     let conversation: Conversation | null = null;
     const send = (frame: ServerFrame) => {
       serverFrameSchema.parse(frame); // what this server says is held to the contract too

@@ -53,11 +53,12 @@ describe("website widget in Chromium", () => {
   });
   afterAll(() => context?.close());
 
-  test("the script tag adds a launcher, and the first open loads the app from the widget host", async () => {
+  test("the script tag adds a launcher, and the first open shows the app from the widget host", async () => {
     await page.goto(server.siteUrl);
     const launcher = page.getByRole("button", { name: "Open chat" });
     await expect(launcher.getAttribute("aria-expanded")).resolves.toBe("false");
-    expect(await page.locator("iframe").count()).toBe(0); // nothing loads before the visitor asks
+    // The app may be fetched ahead (tests/widget/preload.e2e.test.ts); nothing connects before the visitor asks.
+    expect(server.frames.some((f) => f.t === "hello")).toBe(false);
     await shot(page, "01-launcher");
     await launcher.click();
     const frame = page.locator("iframe[title='Chat']");

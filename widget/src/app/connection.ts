@@ -63,6 +63,8 @@ export class Connection {
   private pongTimer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
   private welcomed = false;
+  /** False while preconnected: the socket is up but the hello waits for start(). */
+  private helloAllowed = true;
   private readonly options: ConnectionOptions;
 
   constructor(options: ConnectionOptions) {
@@ -71,6 +73,19 @@ export class Connection {
 
   start(): void {
     this.stopped = false;
+    this.helloAllowed = true;
+    if (!this.socket) this.open();
+    else if (this.socket.readyState === 1) this.hello(this.socket);
+    // Still connecting: its onopen says hello.
+  }
+
+  /**
+   * Opens the socket now and says hello only at start(): the connection is set up while the app renders
+   * and waits for the loader's init (the resume token the hello carries).
+   */
+  preconnect(): void {
+    if (this.socket) return;
+    this.helloAllowed = false;
     this.open();
   }
 
@@ -121,16 +136,7 @@ export class Connection {
     this.socket = socket;
     this.welcomed = false;
     socket.onopen = () => {
-      const token = this.options.resumeToken();
-      const hello: ClientFrame = {
-        t: "hello",
-        v: PROTOCOL_VERSION,
-        agent: this.options.agent,
-        capabilities: { forms: true, files: true, pages: true, questions: true },
-        locale: this.options.locale,
-        ...(token ? { resume: { token, after: this.options.lastSeq() } } : {}),
-      };
-      socket.send(JSON.stringify(hello));
+      if (this.helloAllowed) this.hello(socket);
     };
     socket.onmessage = (event: MessageEvent) => {
       if (this.socket !== socket || typeof event.data !== "string") return;
@@ -176,6 +182,19 @@ export class Connection {
     socket.onerror = () => {
       // onclose follows and schedules the retry.
     };
+  }
+
+  private hello(socket: WebSocket): void {
+    const token = this.options.resumeToken();
+    const hello: ClientFrame = {
+      t: "hello",
+      v: PROTOCOL_VERSION,
+      agent: this.options.agent,
+      capabilities: { forms: true, files: true, pages: true, questions: true },
+      locale: this.options.locale,
+      ...(token ? { resume: { token, after: this.options.lastSeq() } } : {}),
+    };
+    socket.send(JSON.stringify(hello));
   }
 
   /** Forget `socket` (its close no longer schedules anything) and close it. */

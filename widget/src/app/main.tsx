@@ -18,3 +18,6 @@ render(
   <App params={params} url={url} storage={new WidgetStorage(params.agent)} parent={window.parent === window ? null : window.parent} />,
   root,
 );
+// Lay the app out now: in a frame the loader made ahead of a click this happens while it is hidden, so
+// the click only has to paint it.
+root.getBoundingClientRect();

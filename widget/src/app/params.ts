@@ -1,5 +1,5 @@
 // What the loader tells the app through the iframe URL: the agent, the host page's origin (the only
-// one the app talks to), the locale and the accent colour. Everything is checked; bad values fall back.
+// one the app talks to), the locale, the accent colour, and whether the frame was made ahead of a click. Everything is checked; bad values fall back.
 
 export interface Params {
   agent: string;
@@ -10,6 +10,11 @@ export interface Params {
   color: string | null;
   /** data-theme: light or dark whatever the visitor's system says; null follows the system. */
   theme: "light" | "dark" | null;
+  /**
+   * The loader made this frame ahead of the visitor (after the page's load, or on hover of the launcher):
+   * the app renders but connects only when the loader's init says the visitor wants the chat.
+   */
+  preload: boolean;
 }
 
 const LOCALE_PATTERN = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
@@ -40,5 +45,6 @@ export function readParams(search: string, ancestorOrigin: string | undefined, f
     locale: LOCALE_PATTERN.test(locale) ? locale : LOCALE_PATTERN.test(fallbackLocale) ? fallbackLocale : "en",
     color: COLOR_PATTERN.test(color) ? color : null,
     theme: theme === "light" || theme === "dark" ? theme : null,
+    preload: q.get("preload") === "1",
   };
 }

@@ -1,6 +1,8 @@
 // The script-tag loader: `<script src="https://HOST/widget.js" data-agent="NAME" async></script>`.
 // It draws the launcher in a shadow root (so the host page's CSS cannot reach it), creates the
-// app's iframe from the same host on first open, and offers window.Caplo (open, close, toggle,
+// app's iframe from the same host ahead of the first open (when the browser is idle after the page's
+// load event, or at once when the visitor points at or focuses the launcher; never before the page has
+// loaded), lets the app connect only once the visitor wants the chat, and offers window.Caplo (open, close, toggle,
 // identify, on). Messages go to the iframe only at HOST's origin and are accepted only from that frame
 // at that origin; the app checks the other direction against this page's origin.
 
@@ -24,6 +26,8 @@ const LABELS: Record<string, [open: string, close: string, title: string, unread
 };
 /** How long after the app's page has loaded the loader waits for its ready before it says the chat is unavailable. */
 const READY_WAIT_MS = 4000;
+/** The longest the loader waits for an idle moment after the page's load event before it makes the app's frame. */
+const IDLE_WAIT_MS = 3000;
 const COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
 const AGENT = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 const LOCALE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
@@ -91,6 +95,9 @@ function start(script: HTMLScriptElement): void {
     `height:min(640px,calc(100vh - 200px));min-height:min(420px,calc(100vh - 112px));border-radius:14px;overflow:hidden;box-shadow:0 8px 32px rgba(0,0,0,.3);` +
     `display:none;background:#fff;transition:opacity .15s,transform .15s}` +
     `.open div{display:block}` +
+    // A frame made ahead of a click is laid out at its real size but not seen, focused or clicked: opening
+    // it then only paints.
+    `.pre div{display:block;visibility:hidden;pointer-events:none}` +
     `iframe{border:0;width:100%;height:100%;display:block}` +
     `p{margin:0;padding:24px;font:15px/1.45 system-ui,sans-serif;color:#1b1e24}` +
     `@media (max-width:480px){div{inset:0;width:100%;height:100%;min-height:0;border-radius:0}.open button{display:none}}` +
@@ -103,6 +110,11 @@ function start(script: HTMLScriptElement): void {
 
   let frame: HTMLIFrameElement | null = null;
   let ready = false;
+  /** The visitor wants the chat (opened it, or pressed the launcher): the app may connect. */
+  let wanted = false;
+  let initSent = false;
+  /** The app's frame never said ready: the notice stays (a reload tries again). */
+  let failed = false;
   let isOpen = false;
   let token: string | null = null;
   /** Whether the last open was the visitor's (keyboard goes into the app) or the page's on load (it does not). */
@@ -150,7 +162,7 @@ function start(script: HTMLScriptElement): void {
     if (isOpen) post({ type: "open", focus: focusApp });
   };
   const render = () => {
-    wrap.className = isOpen ? "open" : unread > 0 ? "unread" : "";
+    wrap.className = isOpen ? "open" : `${unread > 0 ? "unread" : ""}${frame ? " pre" : ""}`;
     launcher.setAttribute("aria-expanded", String(isOpen));
     // The unread count is part of the launcher's name: "Open chat, 2 unread".
     launcher.setAttribute("aria-label", isOpen ? labels[1] : unread > 0 ? `${labels[0]}, ${unread} ${labels[3]}` : labels[0]);
@@ -159,7 +171,7 @@ function start(script: HTMLScriptElement): void {
     document.documentElement.style.overflow = isOpen && phone() ? "hidden" : scrollBefore;
     for (const el of [launcher, panel] as HTMLElement[]) {
       try {
-        const shown = el === launcher || isOpen;
+        const shown = el === launcher || isOpen || frame !== null;
         if (shown) el.showPopover?.();
         else el.hidePopover?.();
       } catch {
@@ -176,10 +188,41 @@ function start(script: HTMLScriptElement): void {
     text.textContent = labels[4];
     frame.replaceWith(text);
     frame = null;
+    failed = true;
+    render();
     console.error(
       `Caplo: the chat for agent "${agent}" did not start on ${location.origin}. Check that ${host} serves an agent named "${agent}" and that "${location.origin}" is listed in the origins of its agent.yaml.`,
     );
   };
+
+  /**
+   * Makes the app's frame in the (still hidden) panel, once. Made ahead of a click it loads and renders the
+   * app but opens no socket until the init says the visitor wants the chat.
+   */
+  function makeFrame(): void {
+    if (frame || failed) return;
+    frame = document.createElement("iframe");
+    const q = new URLSearchParams({ agent, locale, color, origin: location.origin, ...(theme && { theme }), ...(!wanted && { preload: "1" }) });
+    frame.src = `${host}/widget/app.html?${q}`;
+    frame.title = labels[2];
+    frame.setAttribute("allow", "clipboard-write");
+    // A refused frame still fires load (an error page): no ready after it means the chat cannot start here.
+    frame.addEventListener("load", () => {
+      clearTimeout(readyTimer);
+      readyTimer = setTimeout(unavailable, READY_WAIT_MS);
+    });
+    panel.appendChild(frame);
+    render();
+  }
+  /** The visitor wants the chat: the frame is made if it is not yet, and the app connects once it is ready. */
+  function want(): void {
+    wanted = true;
+    makeFrame();
+    if (ready && !initSent) {
+      initSent = true;
+      post({ type: "init", resume: read(resumeKey) });
+    }
+  }
 
   /** Opens the panel; `focus` moves the keyboard into it (not when the page opens it on load). */
   function open(focus = true): void {
@@ -187,19 +230,7 @@ function start(script: HTMLScriptElement): void {
     isOpen = true;
     unread = 0;
     focusApp = focus;
-    if (!frame) {
-      frame = document.createElement("iframe");
-      const q = new URLSearchParams({ agent, locale, color, origin: location.origin, ...(theme && { theme }) });
-      frame.src = `${host}/widget/app.html?${q}`;
-      frame.title = labels[2];
-      frame.setAttribute("allow", "clipboard-write");
-      // A refused frame still fires load (an error page): no ready after it means the chat cannot start here.
-      frame.addEventListener("load", () => {
-        clearTimeout(readyTimer);
-        readyTimer = setTimeout(unavailable, READY_WAIT_MS);
-      });
-      panel.appendChild(frame);
-    }
+    want();
     render();
     if (focus) frame?.focus();
     flush();
@@ -220,7 +251,10 @@ function start(script: HTMLScriptElement): void {
     if (message.type === "ready") {
       ready = true;
       clearTimeout(readyTimer);
-      post({ type: "init", resume: read(resumeKey) });
+      if (wanted) {
+        initSent = true;
+        post({ type: "init", resume: read(resumeKey) });
+      }
       flush();
     } else if (message.type === "persist" && typeof message.resume === "string" && message.resume.length <= 512) {
       write(resumeKey, message.resume);
@@ -236,6 +270,11 @@ function start(script: HTMLScriptElement): void {
     }
   });
   launcher.addEventListener("click", () => (isOpen ? close() : open()));
+  // Pointing at or focusing the launcher fetches the app at once; pressing it also lets it connect, a few
+  // dozen milliseconds before the click.
+  launcher.addEventListener("pointerenter", makeFrame);
+  launcher.addEventListener("focus", makeFrame);
+  launcher.addEventListener("pointerdown", want);
   shadow.addEventListener("keydown", (event) => {
     if ((event as KeyboardEvent).key === "Escape") close();
   });
@@ -276,6 +315,15 @@ function start(script: HTMLScriptElement): void {
   for (const call of queued) run(call);
   // data-open opens the chat on load on a desktop; on a phone it would take over the whole screen, so it does not.
   if ((data.open === "" || data.open === "true") && !phone()) open(false);
+  // Otherwise the app is fetched when the browser is idle after the page's load event, so it costs the
+  // page's first paint and load nothing and is usually there by the first click.
+  const whenIdle = () => {
+    const idle = (window as { requestIdleCallback?: (cb: () => void, options: { timeout: number }) => number }).requestIdleCallback;
+    if (idle) idle(makeFrame, { timeout: IDLE_WAIT_MS });
+    else setTimeout(makeFrame, 1);
+  };
+  if (document.readyState === "complete") whenIdle();
+  else window.addEventListener("load", whenIdle, { once: true });
   window.dispatchEvent(new CustomEvent("caplo:ready"));
 }
 

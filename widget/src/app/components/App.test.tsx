@@ -71,7 +71,7 @@ afterEach(async () => {
   await gw.close();
 });
 
-const params = { agent: "shop", parentOrigin: null, locale: "en", color: null, theme: null };
+const params = { agent: "shop", parentOrigin: null, locale: "en", color: null, theme: null, preload: false };
 const mount = () =>
   render(<App params={params} url={gw.url} storage={new WidgetStorage("shop")} parent={null} WebSocketImpl={NodeWebSocket as unknown as typeof WebSocket} />);
 

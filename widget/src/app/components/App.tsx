@@ -130,8 +130,10 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
       },
     });
     connection.current = conn;
-    // Inside the host page, wait for the loader's init (it carries the resume token the host page keeps);
-    // on its own, or if the loader does not answer, connect at once.
+    // Inside the host page, say hello after the loader's init (it carries the resume token the host page
+    // keeps), with the socket already opening meanwhile; on its own, or if the loader does not answer,
+    // at once. A frame the loader made ahead of a click connects only on init: no socket, no conversation
+    // for a visitor who never opens the chat.
     const framed = parent !== null && params.parentOrigin !== null;
     let started = false;
     const begin = () => {
@@ -139,8 +141,9 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
       started = true;
       conn.start();
     };
-    const initWait = framed ? setTimeout(begin, INIT_WAIT_MS) : undefined;
+    const initWait = framed && !params.preload ? setTimeout(begin, INIT_WAIT_MS) : undefined;
     if (!framed) begin();
+    else if (!params.preload) conn.preconnect();
     const onMessage = (event: MessageEvent) => {
       const command = readHostCommand(event, parent, params.parentOrigin);
       if (!command) return;
