@@ -235,6 +235,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     releases: new StaticReleases(releases),
     ...(options.teamMembers && { teamMembers: options.teamMembers }),
     ...(options.widgetDir && { widgetDir: options.widgetDir }),
+    ...((runner as { logStore?: LogStore }).logStore && { logStore: (runner as { logStore?: LogStore }).logStore! }),
+    modelOf: (release) => models.get(release.id)?.id ?? release.config.model ?? "the server's default model",
     secrets: secrets.get,
     log: componentLog(log),
     publicOrigins: widget.settings.publicOrigins,

@@ -7,7 +7,7 @@
 import type { CallSubject, Inbound, Outbound } from "@caplo/shared";
 import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ChannelCapabilities } from "@caplo/shared";
-import type { ConversationRecord, HandoffNotice, Store, StoredEvent, StoredFile } from "../store/store.ts";
+import type { ConsoleSessionStore, ConversationRecord, HandoffNotice, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
 import { fail, randomId, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
@@ -264,6 +264,34 @@ export class Engine {
     return this.store.listConversations(filter);
   }
 
+  /** A conversation's writes, oldest first, as the ledger holds them (the team console's view). */
+  writes(conversationId: string): Promise<WriteRecord[]> {
+    return this.store.listWrites(conversationId);
+  }
+
+  /** One write's transitions, oldest first: when it moved from which state to which, and why. */
+  transitions(writeId: string): Promise<WriteTransition[]> {
+    return this.store.listTransitions(writeId);
+  }
+
+  /** The team's internal notes on a conversation, oldest first; never sent to the customer. */
+  teamNotes(conversationId: string): Promise<TeamNote[]> {
+    return this.store.listTeamNotes(conversationId);
+  }
+
+  /** Keep a team member's internal note on a conversation (never an event: no channel or widget sends it). */
+  async addTeamNote(conversationId: string, member: string, text: string): Promise<{ ok: true; note: TeamNote } | { ok: false; error: { code: string; path: string; message: string } }> {
+    if (!(await this.store.getConversation(conversationId))) return { ok: false, error: { code: "conversation_not_found", path: "id", message: "no such conversation" } };
+    const note: TeamNote = { id: randomId("n"), conversationId, member, text, at: this.core.now() };
+    await this.store.addTeamNote(note);
+    return { ok: true, note };
+  }
+
+  /** Where the team console keeps its sessions: the store, so every node knows every session. */
+  get consoleSessionStore(): ConsoleSessionStore {
+    return this.store;
+  }
+
   /** The notices sent to a conversation's handoff destination, oldest first. */
   handoffNotices(conversationId: string): Promise<HandoffNotice[]> {
     return this.store.listHandoffNotices(conversationId);
@@ -336,6 +364,11 @@ export class Engine {
   /** Writes still unresolved after the last status check: the team checks their own system and follows up. */
   followUps(): Promise<WriteRecord[]> {
     return this.core.team.followUps();
+  }
+
+  /** A member records a follow-up write's real outcome after checking their own system; the tool never runs (teamActions.ts). */
+  resolveFollowUp(writeId: string, member: string, outcome: "applied" | "not_applied", note: string): Promise<EngineResult> {
+    return this.core.team.resolveFollowUp(writeId, member, outcome, note);
   }
 
   /** A message that could not reach the customer: kept in the conversation's history for the team, and the model is told. */

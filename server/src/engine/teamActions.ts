@@ -1,7 +1,11 @@
 // What the team does in a conversation and what the agent hands to them: handoff to a queue, take over,
 // team messages, hand back, and the lists the team follows up (unresolved writes, undelivered messages).
+import type { Outbound } from "@caplo/shared";
+import type { ModelMessage } from "../model/model.ts";
 import type { ConversationRecord } from "../store/store.ts";
-import type { WriteRecord } from "./ledger.ts";
+import type { WriteChange, WriteRecord } from "./ledger.ts";
+import { customerText, modelNote } from "./outcomeText.ts";
+import { changedWrite } from "./writePolicy.ts";
 import { fail, randomId, UNDELIVERED_NOTE_PREFIX, type EngineResult, type UndeliveredMessage } from "./common.ts";
 import { EnginePart } from "./core.ts";
 import type { AgentRelease } from "./release.ts";
@@ -73,6 +77,41 @@ export class TeamActions extends EnginePart {
   /** Writes still unresolved after the last status check: the team checks their own system and follows up. */
   async followUps(): Promise<WriteRecord[]> {
     return this.core.store.listFollowUps();
+  }
+
+  /**
+   * A team member who checked their own system records a follow-up write's real outcome (applied or not
+   * applied) with a note. Only a write still listed for follow-up (unresolved after its last status check) may
+   * be resolved, by compare-and-set from the state it was read in, so two members at once resolve it once; the
+   * tool never runs. The transition keeps who, when and the note; the customer and the model are told in the
+   * same transaction, and the conversation may start its next write.
+   */
+  async resolveFollowUp(writeId: string, member: string, outcome: "applied" | "not_applied", note: string): Promise<EngineResult> {
+    const found = await this.core.store.getWrite(writeId);
+    if (!found) return fail("write_not_found", "proposalId", "no such write");
+    return this.core.serial(found.conversationId, async () => {
+      const write = (await this.core.store.getWrite(writeId))!;
+      if (!write.followUp || (write.state !== "unknown" && write.state !== "pending")) {
+        return fail("write_not_follow_up", "proposalId", `this write is ${write.state.replace("_", " ")} and not waiting for a follow-up: nothing was changed`);
+      }
+      const change: WriteChange = {
+        state: outcome,
+        followUp: false,
+        nextCheckAt: null,
+        result: outcome === "applied" ? { outcome: "applied", text: "Our team checked and confirmed the change was made." } : { outcome: "not_applied", message: "our team checked and the change was not made" },
+        note: `recorded by ${member}: ${note}`,
+      };
+      const now = this.core.now();
+      const after = changedWrite(write, change, now);
+      const tool = this.core.toolForWrite(write);
+      const title = tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
+      const events: Outbound[] = [{ type: "outcome", id: randomId("m"), proposalId: write.id, state: outcome, message: customerText(title, after) }];
+      const transcript: ModelMessage[] = [{ role: "system", content: `${modelNote(after)} (A team member checked and recorded this outcome; the tool was not run again.)` }];
+      const changed = await this.core.store.changeWrite(write.id, { states: [write.state] }, change, now, { events, transcript });
+      if (!changed) return fail("write_changed", "proposalId", "the write changed while you were recording its outcome: reload and check it again");
+      if (changed.appended) await this.core.conversations.announce(changed.appended);
+      return { ok: true } as EngineResult;
+    });
   }
 
   /**

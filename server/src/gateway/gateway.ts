@@ -22,6 +22,9 @@ import { serveFile, widgetCacheControl } from "./staticFiles.ts";
 import { registerTeamApi } from "./teamApi.ts";
 import type { EvalService } from "../eval/evalService.ts";
 import type { TeamMember } from "./teamMembers.ts";
+import { registerConsoleApi } from "../console/consoleApi.ts";
+import { ConsoleSessions } from "../console/sessions.ts";
+import type { LogStore } from "../runner/logStore.ts";
 
 export type GatewayOptions = {
   engine: Engine;
@@ -36,6 +39,14 @@ export type GatewayOptions = {
   teamMembers?: readonly TeamMember[];
   /** Evaluations on this server for the team API (eval/evalService.ts); without it the eval routes are absent. */
   evals?: EvalService;
+  /** Folder of the team console's build, served at /console (console/vite.config.ts); default console/dist. */
+  consoleDir?: string;
+  /** The team console's session idle expiry (milliseconds); default 30 minutes (console/sessions.ts). */
+  consoleIdleMs?: number;
+  /** This node's invocation records, shown in the console's conversation view. */
+  logStore?: LogStore;
+  /** The model a release's turns use, as the console names it. */
+  modelOf?: (release: AgentRelease) => string;
   /** Workspace secrets (for HS256 identity keys). */
   secrets?: SecretLookup;
   /** Verify an identity token for an agent; default: the agent's `identity` settings. */
@@ -108,7 +119,24 @@ export class Gateway {
       const ready = store && bus.state !== "closed";
       sendJson(res, ready ? 200 : 503, { ready, store: store ? "ok" : "unavailable", bus: bus.state });
     });
-    registerTeamApi(this.routes, options.engine, options.teamMembers, options.evals);
+    const sessions = new ConsoleSessions(options.engine.consoleSessionStore, { ...(options.consoleIdleMs !== undefined && { idleMs: options.consoleIdleMs }), ...(options.now && { now: options.now }) });
+    const ownOriginSet = () => this.ownOrigins;
+    const team = registerTeamApi(this.routes, options.engine, options.teamMembers, options.evals, { sessions, ownOrigins: ownOriginSet });
+    registerConsoleApi(
+      this.routes,
+      {
+        engine: options.engine,
+        releases: options.releases,
+        members: options.teamMembers,
+        sessions,
+        ownOrigins: ownOriginSet,
+        address: (req) => addressKey(clientAddress(req, this.proxies)),
+        ...(options.logStore && { logStore: options.logStore }),
+        ...(options.modelOf && { modelOf: options.modelOf }),
+      },
+      team.guarded,
+      team.body,
+    );
     this.routes.add("GET", `${FILES_PATH}/:id`, async (_req, res, params) => {
       const id = params.id ?? "";
       const file = /^f_[A-Za-z0-9_-]{32}$/.test(id) ? await options.engine.file(id) : undefined;
@@ -272,6 +300,7 @@ export class Gateway {
           const headers: Record<string, string> = relative === "app.html" ? { "content-security-policy": `frame-ancestors ${this.frameAncestors(url.searchParams.get("agent"))}` } : {};
           if (await serveFile(req, res, widgetDir, relative, widgetCacheControl(relative), headers)) return;
         }
+        if (url.pathname === "/console" || url.pathname.startsWith("/console/")) return await serveConsole(req, res, this.options.consoleDir ?? join(REPO_ROOT, "console", "dist"), url.pathname);
         if (url.pathname === "/docs" || url.pathname.startsWith("/docs/")) return await serveDocs(req, res, this.options.docsDir ?? join(REPO_ROOT, "dist", "docs-site"), url.pathname);
         if (url.pathname.startsWith("/schemas/") && url.pathname.endsWith(".json")) {
           const relative = url.pathname.slice("/schemas/".length);
@@ -286,6 +315,19 @@ export class Gateway {
       else res.destroy();
     }
   }
+}
+
+/**
+ * The team console: hashed assets, and its one page for every other path under /console (the app routes in
+ * the page). Nothing here may be framed, and the page runs only its own script.
+ */
+async function serveConsole(req: IncomingMessage, res: ServerResponse, consoleDir: string, pathname: string): Promise<void> {
+  const headers = { "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'", "referrer-policy": "same-origin", "x-frame-options": "DENY" };
+  const relative = pathname.slice("/console/".length);
+  if (relative.startsWith("assets/") && (await serveFile(req, res, consoleDir, relative, "public, max-age=31536000, immutable", headers))) return;
+  if (relative.startsWith("assets/")) return sendError(res, 404, { code: "not_found", path: pathname, message: "no such console file" });
+  if (await serveFile(req, res, consoleDir, "index.html", "no-cache", headers)) return;
+  sendError(res, 404, { code: "not_found", path: pathname, message: "the console is not built here: run `npx vite build -c console/vite.config.ts` (npm start builds it)" });
 }
 
 /** The docs site's pages: a page, a folder's index.html, or a 404 that says how to build the site. */

@@ -2,7 +2,9 @@
 // list writes still unresolved after their last status check for follow-up. Every team member has a token
 // of their own (teamMembers.ts); the member a request acts as is the one whose token it presents, never a
 // name in the body, so one member cannot write as another. A missing or unknown token gets 401 before
-// anything is read or changed.
+// anything is read or changed. The team console (server/src/console) signs a member in once and then sends
+// its session cookie instead of the token: a change made with a session also needs the session's CSRF token
+// in a header and an Origin of this server's own (sessions.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { Engine } from "../engine/engine.ts";
@@ -11,6 +13,7 @@ import type { ConversationRecord, HandoffNotice, WriteRecord } from "../store/st
 import { readJson, sendError, sendJson, type RouteTable } from "./http.ts";
 import { authenticateMember, type TeamMember } from "./teamMembers.ts";
 import type { EvalService } from "../eval/evalService.ts";
+import { CSRF_HEADER, sameSecret, type ConsoleSessions } from "../console/sessions.ts";
 import { EVAL_CASES_MAX_BYTES, EVAL_REPEAT_MAX } from "@caplo/shared";
 
 const BODY_MAX = 16 * 1024;
@@ -26,7 +29,10 @@ const evalRunSchema = z.strictObject({
   minPass: z.string().max(10).optional(),
 });
 
-type TeamHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, member: TeamMember) => void | Promise<void>;
+/** How the team API accepts console sessions: the sessions, and this server's own origins (for changes). */
+export type ConsoleAuth = { sessions: ConsoleSessions; ownOrigins: () => ReadonlySet<string> };
+
+export type TeamHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, member: TeamMember) => void | Promise<void>;
 
 function conversationView(conversation: ConversationRecord) {
   return {
@@ -72,13 +78,26 @@ function noticeView(notice: HandoffNotice) {
   };
 }
 
-export function registerTeamApi(routes: RouteTable, engine: Engine, members: readonly TeamMember[] | undefined, evals?: EvalService): void {
+export function registerTeamApi(routes: RouteTable, engine: Engine, members: readonly TeamMember[] | undefined, evals?: EvalService, consoleAuth?: ConsoleAuth): { guarded: Guard; body: BodyReader } {
   const guarded = (handler: TeamHandler) => async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => {
     if (!members || members.length === 0) {
       req.resume();
       return sendError(res, 503, { code: "team_api_disabled", path: "", message: "no team members are configured (CAPLO_TEAM_MEMBERS); see docs/operators/team-api.md" });
     }
-    const member = authenticateMember(req.headers.authorization, members);
+    let member: TeamMember | undefined;
+    if (req.headers.authorization !== undefined || !consoleAuth) member = authenticateMember(req.headers.authorization, members);
+    else {
+      const found = await consoleAuth.sessions.fromRequest(req, members);
+      if (found && req.method !== "GET" && req.method !== "HEAD") {
+        // A change made with the cookie: the page must be this server's own and know the session's CSRF token.
+        const csrf = req.headers[CSRF_HEADER];
+        if (typeof csrf !== "string" || !sameSecret(csrf, found.session.csrf) || !consoleAuth.ownOrigins().has(req.headers.origin ?? "")) {
+          req.resume();
+          return sendError(res, 403, { code: "csrf_failed", path: CSRF_HEADER, message: "a change made with a console session needs its CSRF token and a page of this server's own origin" });
+        }
+      }
+      member = found?.member;
+    }
     if (!member) {
       req.resume(); // the body is never read, let alone acted on
       return sendError(res, 401, { code: "unauthorized", path: "authorization", message: "a valid team member's bearer token is required" }, { "www-authenticate": 'Bearer realm="caplo-team"' });
@@ -183,10 +202,11 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       sendJson(res, 200, { writes: (await engine.followUps()).map(followUpView), undelivered });
     }),
   );
+  return { guarded, body };
 }
 
-type Guard = (handler: TeamHandler) => (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => Promise<void>;
-type BodyReader = <T>(req: IncomingMessage, res: ServerResponse, schema: z.ZodType<T>, maxBytes?: number) => Promise<T | undefined>;
+export type Guard = (handler: TeamHandler) => (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => Promise<void>;
+export type BodyReader = <T>(req: IncomingMessage, res: ServerResponse, schema: z.ZodType<T>, maxBytes?: number) => Promise<T | undefined>;
 
 /**
  * Evaluations on the server (eval/evalService.ts): a served tool version's fixtures on this server's sandbox

@@ -191,6 +191,30 @@ CREATE TABLE audit_events (
 CREATE INDEX audit_events_workspace ON audit_events (workspace_id, id);
 `;
 
+/**
+ * The team console (server/src/console): members' sessions, kept by the hash of their cookie's id so any node
+ * can check one and a stolen database gives no usable cookie; and the team's internal notes on a conversation,
+ * kept apart from its events so no channel or widget ever sends one to the customer.
+ */
+const consoleTables = (bigint: string) => `
+CREATE TABLE console_sessions (
+  id_hash TEXT PRIMARY KEY,
+  member TEXT NOT NULL,
+  csrf TEXT NOT NULL,
+  created_at ${bigint} NOT NULL,
+  last_seen_at ${bigint} NOT NULL
+);
+CREATE INDEX console_sessions_seen ON console_sessions (last_seen_at);
+CREATE TABLE team_notes (
+  id TEXT PRIMARY KEY,
+  conversation_id TEXT NOT NULL REFERENCES conversations (id),
+  member TEXT NOT NULL,
+  text TEXT NOT NULL,
+  at ${bigint} NOT NULL
+);
+CREATE INDEX team_notes_conversation ON team_notes (conversation_id, at);
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
@@ -199,6 +223,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 5, name: "one unresolved write per conversation", sql: oneUnresolvedWrite },
   { version: 6, name: "turns owed to customer inputs", sql: owedTurns("INTEGER") },
   { version: 7, name: "workspaces, workspace secrets, team members, audit", sql: workspaces("BLOB", "INTEGER", "TEXT", "") },
+  { version: 8, name: "console sessions and team notes", sql: consoleTables("INTEGER") },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
@@ -208,4 +233,5 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 5, name: "one unresolved write per conversation", sql: oneUnresolvedWrite },
   { version: 6, name: "turns owed to customer inputs", sql: owedTurns("BIGINT") },
   { version: 7, name: "workspaces, workspace secrets, team members, audit", sql: workspaces("BYTEA", "BIGINT", "JSONB", " REFERENCES workspaces (id)") },
+  { version: 8, name: "console sessions and team notes", sql: consoleTables("BIGINT") },
 ];

@@ -5,14 +5,16 @@ import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@c
 import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import type {
   AppendBatch,
   AppendedBatch,
   ChangedWrite,
   ConversationRecord,
   HandoffAttempt,
+  ConsoleSession,
   HandoffNotice,
+  TeamNote,
   HandoffState,
   OwedTurn,
   NewHandoffNotice,
@@ -510,5 +512,34 @@ export class PostgresStore implements Store {
 
   async listHandoffNotices(conversationId: string): Promise<HandoffNotice[]> {
     return (await this.q("SELECT * FROM handoff_notices WHERE conversation_id = $1 ORDER BY created_at, id", [conversationId])).map(toHandoffNotice);
+  }
+
+  async createConsoleSession(session: ConsoleSession): Promise<void> {
+    await this.q("INSERT INTO console_sessions (id_hash, member, csrf, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $5)", [session.idHash, session.member, session.csrf, session.createdAt, session.lastSeenAt]);
+  }
+
+  async getConsoleSession(idHash: string): Promise<ConsoleSession | undefined> {
+    const rows = await this.q("SELECT * FROM console_sessions WHERE id_hash = $1", [idHash]);
+    return rows[0] ? toConsoleSession(rows[0]) : undefined;
+  }
+
+  async touchConsoleSession(idHash: string, at: number, idleSince: number): Promise<boolean> {
+    return (await this.q("UPDATE console_sessions SET last_seen_at = $1 WHERE id_hash = $2 AND last_seen_at > $3 RETURNING id_hash", [at, idHash, idleSince])).length === 1;
+  }
+
+  async deleteConsoleSession(idHash: string): Promise<void> {
+    await this.q("DELETE FROM console_sessions WHERE id_hash = $1", [idHash]);
+  }
+
+  async pruneConsoleSessions(before: number): Promise<number> {
+    return (await this.q("DELETE FROM console_sessions WHERE last_seen_at < $1 RETURNING id_hash", [before])).length;
+  }
+
+  async addTeamNote(note: TeamNote): Promise<void> {
+    await this.q("INSERT INTO team_notes (id, conversation_id, member, text, at) VALUES ($1, $2, $3, $4, $5)", [note.id, note.conversationId, note.member, note.text, note.at]);
+  }
+
+  async listTeamNotes(conversationId: string): Promise<TeamNote[]> {
+    return (await this.q("SELECT * FROM team_notes WHERE conversation_id = $1 ORDER BY at, id", [conversationId])).map(toTeamNote);
   }
 }

@@ -3,6 +3,7 @@
 import { channelCapabilitiesSchema, outboundSchema, type CallSubject, type ChannelCapabilities, type ChannelKind, type StepUp } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import type {
+  ConsoleSession,
   ConversationRecord,
   HandoffNotice,
   HandoffNoticeState,
@@ -10,6 +11,7 @@ import type {
   OwedTurn,
   StoredEvent,
   StoredFile,
+  TeamNote,
   TranscriptEntry,
   WriteChange,
   WriteRecord,
@@ -178,3 +180,11 @@ export function changeColumns(change: WriteChange, encodeJson: (value: unknown) 
 
 export const RECOVERED_REASON = "The server stopped while the write was running; it may or may not have happened.";
 export const NEVER_SENT_MESSAGE = "The server stopped before the request was sent; nothing was changed.";
+
+export function toConsoleSession(row: Row): ConsoleSession {
+  return { idHash: String(row.id_hash), member: String(row.member), csrf: String(row.csrf), createdAt: num(row.created_at), lastSeenAt: num(row.last_seen_at) };
+}
+
+export function toTeamNote(row: Row): TeamNote {
+  return { id: String(row.id), conversationId: String(row.conversation_id), member: String(row.member), text: String(row.text), at: num(row.at) };
+}

@@ -15,14 +15,16 @@ import type { ModelMessage } from "../model/model.ts";
 import { parseSetting } from "../config/index.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, type Row } from "./rows.ts";
+import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import type {
   AppendBatch,
   AppendedBatch,
   ChangedWrite,
   ConversationRecord,
   HandoffAttempt,
+  ConsoleSession,
   HandoffNotice,
+  TeamNote,
   HandoffState,
   OwedTurn,
   NewHandoffNotice,
@@ -498,5 +500,34 @@ export class SqliteStore implements Store {
 
   async listHandoffNotices(conversationId: string): Promise<HandoffNotice[]> {
     return (this.sql("SELECT * FROM handoff_notices WHERE conversation_id = ? ORDER BY created_at, id").all(conversationId) as Row[]).map(toHandoffNotice);
+  }
+
+  async createConsoleSession(session: ConsoleSession): Promise<void> {
+    this.sql("INSERT INTO console_sessions (id_hash, member, csrf, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)").run(session.idHash, session.member, session.csrf, session.createdAt, session.lastSeenAt);
+  }
+
+  async getConsoleSession(idHash: string): Promise<ConsoleSession | undefined> {
+    const row = this.sql("SELECT * FROM console_sessions WHERE id_hash = ?").get(idHash) as Row | undefined;
+    return row ? toConsoleSession(row) : undefined;
+  }
+
+  async touchConsoleSession(idHash: string, at: number, idleSince: number): Promise<boolean> {
+    return this.sql("UPDATE console_sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at > ?").run(at, idHash, idleSince).changes === 1;
+  }
+
+  async deleteConsoleSession(idHash: string): Promise<void> {
+    this.sql("DELETE FROM console_sessions WHERE id_hash = ?").run(idHash);
+  }
+
+  async pruneConsoleSessions(before: number): Promise<number> {
+    return this.sql("DELETE FROM console_sessions WHERE last_seen_at < ?").run(before).changes;
+  }
+
+  async addTeamNote(note: TeamNote): Promise<void> {
+    this.sql("INSERT INTO team_notes (id, conversation_id, member, text, at) VALUES (?, ?, ?, ?, ?)").run(note.id, note.conversationId, note.member, note.text, note.at);
+  }
+
+  async listTeamNotes(conversationId: string): Promise<TeamNote[]> {
+    return (this.sql("SELECT * FROM team_notes WHERE conversation_id = ? ORDER BY at, id").all(conversationId) as Row[]).map(toTeamNote);
   }
 }

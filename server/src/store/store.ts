@@ -120,6 +120,13 @@ export type NewHandoffNotice = Pick<HandoffNotice, "id" | "conversationId" | "qu
 /** What one delivery attempt changes; only the attempt that holds `attempts` as read may record it. */
 export type HandoffAttempt = Pick<HandoffNotice, "state" | "nextAttemptAt" | "lastStatus" | "lastError"> & { attempts: number };
 
+/** A team console session: the member it signs in and its CSRF token, found by the SHA-256 of the cookie's id. */
+export type ConsoleSession = { idHash: string; member: string; csrf: string; createdAt: number; lastSeenAt: number };
+/** The part of the store the team console's sessions use (console/sessions.ts). */
+export type ConsoleSessionStore = Pick<Store, "createConsoleSession" | "getConsoleSession" | "touchConsoleSession" | "deleteConsoleSession" | "pruneConsoleSessions">;
+/** A team member's internal note on a conversation: shown to the team only, never sent to the customer. */
+export type TeamNote = { id: string; conversationId: string; member: string; text: string; at: number };
+
 export interface Store {
   /** Which implementation, for logs: sqlite or postgres. */
   readonly kind: "sqlite" | "postgres";
@@ -222,4 +229,14 @@ export interface Store {
   /** Record an attempt (compare-and-set on the attempt count read at claim); undefined if another node got there first. */
   recordHandoffAttempt(id: string, expectAttempts: number, attempt: HandoffAttempt, at: number): Promise<HandoffNotice | undefined>;
   listHandoffNotices(conversationId: string): Promise<HandoffNotice[]>;
+
+  createConsoleSession(session: ConsoleSession): Promise<void>;
+  getConsoleSession(idHash: string): Promise<ConsoleSession | undefined>;
+  /** Marks the session used at `at` if it was last seen after `idleSince` (still live); false when it had expired or is gone. */
+  touchConsoleSession(idHash: string, at: number, idleSince: number): Promise<boolean>;
+  deleteConsoleSession(idHash: string): Promise<void>;
+  /** Forget sessions last seen before `before` (idle past their expiry); how many. */
+  pruneConsoleSessions(before: number): Promise<number>;
+  addTeamNote(note: TeamNote): Promise<void>;
+  listTeamNotes(conversationId: string): Promise<TeamNote[]>;
 }

@@ -1,0 +1,61 @@
+// Agents and tools: each served release, the model it uses, the package versions it pins and every tool
+// with its policy (read or write, confirmation, verified customer, timeout, status checks) and schema.
+import type { Release } from "./api.ts";
+import { usePoll } from "./poll.ts";
+
+export function Releases() {
+  const { data, error } = usePoll<{ releases: Release[] }>("/v1/team/releases", 30_000);
+  return (
+    <main class="page" tabIndex={0} aria-labelledby="agents-title">
+      <h1 id="agents-title">Agents and tools</h1>
+      {error && <p class="error" role="alert">{error.message}</p>}
+      {data?.releases.map((release) => (
+        <section key={release.id} class="card release" aria-label={`Agent ${release.agent}`}>
+          <h2>{release.agent}</h2>
+          <p class="muted">
+            Release <code>{release.id}</code> · model {release.model} · channels {release.channels.map((c) => (c.queue ? `${c.channel} (queue ${c.queue})` : c.channel)).join(", ") || "widget"}
+          </p>
+          <h3>Pinned package versions</h3>
+          <ul>
+            {release.packages.map((pkg) => (
+              <li key={pkg.id}>
+                <code>{pkg.id}</code> ({pkg.type})
+              </li>
+            ))}
+          </ul>
+          <h3>Tools</h3>
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Tool</th>
+                <th scope="col">Effect</th>
+                <th scope="col">Confirmation</th>
+                <th scope="col">Customer</th>
+                <th scope="col">Timeout</th>
+                <th scope="col">Status checks</th>
+              </tr>
+            </thead>
+            <tbody>
+              {release.tools.map((tool) => (
+                <tr key={tool.ref}>
+                  <th scope="row">
+                    <details>
+                      <summary>{tool.ref}</summary>
+                      <p>{tool.description}</p>
+                      <pre class="schema">{JSON.stringify(tool.inputSchema, null, 2)}</pre>
+                    </details>
+                  </th>
+                  <td>{tool.effect}</td>
+                  <td>{tool.confirmation ?? "—"}</td>
+                  <td>{tool.subject === "verified_required" ? "verified only" : "anyone"}</td>
+                  <td>{tool.timeoutSeconds ? `${tool.timeoutSeconds} s` : "—"}</td>
+                  <td>{tool.hasStatus ? "yes" : "no"}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ))}
+    </main>
+  );
+}

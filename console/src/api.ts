@@ -1,0 +1,104 @@
+// The console's calls to the team API, with the session cookie (same origin) and, for every change, the
+// session's CSRF token in its header. Answers are the team API's JSON; errors are its { code, path, message }.
+export type ApiError = { code: string; path: string; message: string };
+export type Answer<T> = { ok: true; value: T } | { ok: false; status: number; error: ApiError };
+
+let csrf: string | null = null;
+/** Called when any call finds the session gone (expired, signed out elsewhere): the app shows sign-in. */
+let onSignedOut: () => void = () => undefined;
+
+export function setSession(token: string | null): void {
+  csrf = token;
+}
+export function whenSignedOut(callback: () => void): void {
+  onSignedOut = callback;
+}
+
+export async function call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<Answer<T>> {
+  const headers: Record<string, string> = { accept: "application/json" };
+  if (method !== "GET") {
+    headers["content-type"] = "application/json";
+    if (csrf) headers["x-caplo-csrf"] = csrf;
+  }
+  let response: Response;
+  try {
+    response = await fetch(path, { method, headers, credentials: "same-origin", cache: "no-store", ...(body !== undefined && { body: JSON.stringify(body) }) });
+  } catch {
+    return { ok: false, status: 0, error: { code: "offline", path: "", message: "The server cannot be reached. Retrying…" } };
+  }
+  const parsed = (await response.json().catch(() => ({}))) as { error?: ApiError };
+  if (response.ok) return { ok: true, value: parsed as T };
+  if (response.status === 401 && path !== "/v1/team/session") onSignedOut();
+  return { ok: false, status: response.status, error: parsed.error ?? { code: `http_${response.status}`, path: "", message: `The server answered ${response.status}.` } };
+}
+
+// ------------------------------------------------------------------ the shapes the console reads
+
+export type Handoff = { state: "requested" | "taken"; queue: string | null; member: string | null; at: string | null };
+export type Summary = {
+  id: string;
+  agent: string;
+  channel: string;
+  customer: { verified: boolean; id: string | null };
+  handoff: Handoff | null;
+  lastMessage: { from: string; text: string; at: string | null } | null;
+  lastSeq: number;
+  createdAt: string;
+  waitingSince: string | null;
+  unknownWrites: number;
+  followUps: number;
+};
+/** The customer's id where known (verified, or the messaging app's), else "Visitor" and the conversation's last characters. */
+export function customerName(c: Summary): string {
+  return c.customer.id ?? `Visitor ${c.id.slice(-4)}`;
+}
+
+export type Ledger = {
+  proposalId: string;
+  tool: string;
+  state: string;
+  confirmation: string;
+  args: Record<string, unknown>;
+  finalArgs: Record<string, unknown> | null;
+  idempotencyKey: string | null;
+  operationRef: string | null;
+  checks: number;
+  nextCheckAt: string | null;
+  followUp: boolean;
+  result: { outcome: string; text?: string; message?: string; reason?: string } | null;
+  subjectId: string | null;
+  packageVersionId: string;
+  node: string | null;
+  createdAt: string;
+  updatedAt: string;
+  transitions: { at: string; from: string; to: string; note: string | null }[];
+};
+export type Invocation = { id: string; tool: string; kind: string; at: string; durationMs: number; isError: boolean; outcome: string | null; idempotencyKey: string | null; logs: { level: string; message: string; at?: string }[] };
+export type Note = { id: string; member: string; text: string; at: string };
+export type ConversationRecord = {
+  conversation: Summary;
+  release: { id: string; current: boolean; model: string | null };
+  events: { seq: number; at: string; message: import("@caplo/shared").Outbound }[];
+  writes: Ledger[];
+  notes: Note[];
+  invocations: Invocation[];
+  invocationsKept: boolean;
+};
+export type FollowUp = { proposalId: string; conversationId: string; tool: string; state: string; args: Record<string, unknown>; idempotencyKey: string | null; operationRef: string | null; checks: number; updatedAt: string };
+export type Release = {
+  id: string;
+  agent: string;
+  model: string;
+  channels: { channel: string; queue: string | null }[];
+  packages: { id: string; name: string; type: string; contentHash: string }[];
+  tools: { ref: string; packageVersionId: string; description: string; effect: string; confirmation: string | null; subject: string | null; timeoutSeconds: number | null; hasStatus: boolean; inputSchema: Record<string, unknown> }[];
+};
+export type Numbers = {
+  days: number;
+  conversations: number;
+  perDay: { day: string; count: number }[];
+  handoffRate: number;
+  writesByOutcome: Record<string, number>;
+  followUps: { count: number; oldestSeconds: number | null };
+  ratings: { up: number; down: number };
+};

@@ -1,0 +1,291 @@
+// The team console's routes (docs/console.md): sign in with a member's token for a session cookie, sign out,
+// the inbox's summaries, a conversation's whole record (events, each write's ledger, tool invocations,
+// internal notes, the model and the release), internal notes, recording a follow-up write's real outcome,
+// releases with their pins and tool policies, and the team lead's numbers. Every route but sign-in goes
+// through the team API's guard, so a session sees exactly what the member's token would. The console's
+// built pages are served at /console (console/dist).
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { z } from "zod";
+import type { Outbound } from "@caplo/shared";
+import type { Engine } from "../engine/engine.ts";
+import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
+import type { LogStore } from "../runner/logStore.ts";
+import type { ConversationRecord, StoredEvent, WriteRecord, WriteTransition } from "../store/store.ts";
+import { readJson, sendError, sendJson, type RouteTable } from "../gateway/http.ts";
+import type { BodyReader, Guard } from "../gateway/teamApi.ts";
+import type { TeamMember } from "../gateway/teamMembers.ts";
+import { ConsoleSessions } from "./sessions.ts";
+
+export type ConsoleOptions = {
+  engine: Engine;
+  releases: ReleaseSource;
+  members: readonly TeamMember[] | undefined;
+  sessions: ConsoleSessions;
+  ownOrigins: () => ReadonlySet<string>;
+  /** The client's address, for the sign-in rate limit. */
+  address: (req: IncomingMessage) => string;
+  /** This node's invocation records (log lines with secrets already redacted by the runner). */
+  logStore?: LogStore;
+  /** The model a release's turns use; default its agent.yaml model, else "the server's default model". */
+  modelOf?: (release: AgentRelease) => string;
+};
+
+const signInSchema = z.strictObject({ token: z.string().min(1).max(512) });
+const noteSchema = z.strictObject({ text: z.string().trim().min(1).max(4000) });
+const outcomeSchema = z.strictObject({ outcome: z.enum(["applied", "not_applied"]), note: z.string().trim().min(1, "say what you checked (the note is kept with the outcome)").max(2000) });
+const INBOX_MAX = 200;
+const SEARCH_MAX = 200;
+
+const iso = (at: number | null | undefined) => (at === null || at === undefined ? null : new Date(at).toISOString());
+
+/** The words of an event, for the inbox's last message and its search. */
+export function eventText(message: Outbound): string {
+  switch (message.type) {
+    case "text":
+    case "handoff":
+      return message.text;
+    case "review":
+      return [message.title, ...message.fields.map((field) => `${field.label} ${String(field.value ?? "")}`)].join(" ");
+    case "outcome":
+      return message.message;
+    case "file":
+      return message.name;
+    default:
+      return JSON.stringify(message).slice(0, 2000);
+  }
+}
+
+function customerOf(conversation: ConversationRecord) {
+  return { verified: conversation.subject !== null, id: conversation.subject?.id ?? conversation.externalId ?? null };
+}
+
+function summary(conversation: ConversationRecord, events: StoredEvent[], writes: WriteRecord[]) {
+  const texts = events.filter((event) => event.message.type === "text" || event.message.type === "handoff" || event.message.type === "outcome");
+  const last = texts.at(-1);
+  const lastCustomer = [...events].reverse().find((event) => event.message.type === "text" && event.message.from === "customer");
+  const answeredAfter = lastCustomer && events.some((event) => event.seq > lastCustomer.seq && event.message.type === "text" && (event.message.from === "team" || (event.message.from === "agent" && !conversation.handoff)));
+  // Waiting: handed off and not yet taken (since the handoff), or the customer's last message still unanswered.
+  const waitingSince = conversation.handoff?.state === "requested" ? conversation.handoff.at : lastCustomer && !answeredAfter ? lastCustomer.at : null;
+  return {
+    id: conversation.id,
+    agent: conversation.agent,
+    channel: conversation.channel,
+    customer: customerOf(conversation),
+    handoff: conversation.handoff ? { state: conversation.handoff.state, queue: conversation.handoff.queue ?? null, member: conversation.handoff.member ?? null, at: iso(conversation.handoff.at) } : null,
+    lastMessage: last ? { from: last.message.type === "text" ? last.message.from : "system", text: eventText(last.message).slice(0, 200), at: iso(last.at) } : null,
+    lastSeq: conversation.lastSeq,
+    createdAt: iso(conversation.createdAt),
+    waitingSince: iso(waitingSince),
+    unknownWrites: writes.filter((write) => write.state === "unknown" || write.state === "pending").length,
+    followUps: writes.filter((write) => write.followUp).length,
+  };
+}
+
+function ledger(write: WriteRecord, transitions: WriteTransition[]) {
+  return {
+    proposalId: write.id,
+    tool: write.toolRef,
+    state: write.state,
+    confirmation: write.confirmation,
+    args: write.args,
+    finalArgs: write.finalArgs,
+    idempotencyKey: write.idempotencyKey,
+    operationRef: write.operationRef,
+    checks: write.checkCount,
+    nextCheckAt: iso(write.nextCheckAt),
+    followUp: write.followUp,
+    result: write.result,
+    subjectId: write.subjectId,
+    packageVersionId: write.packageVersionId,
+    node: write.nodeId,
+    createdAt: iso(write.createdAt),
+    updatedAt: iso(write.updatedAt),
+    transitions: transitions.map((transition) => ({ at: iso(transition.at), from: transition.from, to: transition.to, note: transition.note })),
+  };
+}
+
+function releaseView(release: AgentRelease, modelOf: (release: AgentRelease) => string) {
+  return {
+    id: release.id,
+    agent: release.agent,
+    model: modelOf(release),
+    channels: Object.entries(release.config.channels).map(([channel, settings]) => ({ channel, queue: settings?.handoff?.queue ?? null })),
+    packages: release.packages.map((pkg) => ({ id: pkg.id, name: pkg.name, type: pkg.type, contentHash: pkg.contentHash })),
+    tools: release.tools.map((tool) => ({
+      ref: tool.ref,
+      packageVersionId: tool.packageVersionId,
+      description: tool.description,
+      effect: tool.policy.effect,
+      confirmation: tool.policy.effect === "write" ? tool.policy.confirmation : null,
+      subject: tool.policy.subject?.policy ?? null,
+      timeoutSeconds: tool.policy.timeoutSeconds ?? null,
+      hasStatus: tool.hasStatus,
+      inputSchema: tool.inputSchema,
+    })),
+  };
+}
+
+export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, guarded: Guard, body: BodyReader): void {
+  const { engine, sessions } = options;
+  const modelOf = options.modelOf ?? ((release: AgentRelease) => release.config.model ?? "the server's default model");
+  const secure = (req: IncomingMessage) => (req.headers.origin ?? "").startsWith("https://") || [...options.ownOrigins()].every((origin) => origin.startsWith("https://"));
+
+  routes.add("POST", "/v1/team/session", async (req, res) => {
+    // A sign-in from another site's page is refused (login CSRF), and attempts per address are limited.
+    if (!options.ownOrigins().has(req.headers.origin ?? "")) {
+      req.resume();
+      return sendError(res, 403, { code: "origin_refused", path: "origin", message: "sign in from the console on this server" });
+    }
+    const allowed = sessions.attempt(options.address(req));
+    if (!allowed.ok) {
+      req.resume();
+      return sendError(res, 429, { code: "sign_in_rate_limited", path: "", message: `too many sign-in attempts: wait ${allowed.retryAfterSeconds} s and try again` }, { "retry-after": String(allowed.retryAfterSeconds) });
+    }
+    if (!options.members || options.members.length === 0) {
+      req.resume();
+      return sendError(res, 503, { code: "team_api_disabled", path: "", message: "no team members are configured (CAPLO_TEAM_MEMBERS); see docs/operators/team-api.md" });
+    }
+    const read = await readJson(req, 4096);
+    if (!read.ok) return sendError(res, read.status, read.error);
+    const parsed = signInSchema.safeParse(read.value);
+    if (!parsed.success) return sendError(res, 400, { code: "body_invalid", path: parsed.error.issues[0]!.path.join("."), message: "send { \"token\": \"<your team token>\" }" });
+    const signed = await sessions.signIn(parsed.data.token, options.members);
+    if (!signed) return sendError(res, 401, { code: "unauthorized", path: "token", message: "that is not a team member's token" });
+    sendJson(res, 200, { member: signed.session.member, csrf: signed.session.csrf, idleSeconds: sessions.idleMs / 1000 }, { "set-cookie": ConsoleSessions.cookie(signed.cookie, secure(req), Math.round(sessions.idleMs / 1000) * 48) });
+  });
+  routes.add(
+    "GET",
+    "/v1/team/session",
+    guarded(async (req, res, _params, member) => {
+      const found = await sessions.fromRequest(req, options.members ?? []);
+      sendJson(res, 200, { member: member.name, csrf: found?.session.csrf ?? null, idleSeconds: sessions.idleMs / 1000 });
+    }),
+  );
+  routes.add(
+    "DELETE",
+    "/v1/team/session",
+    guarded(async (req, res) => {
+      const found = await sessions.fromRequest(req, options.members ?? []);
+      if (found) await sessions.signOut(found.session);
+      sendJson(res, 200, { ok: true }, { "set-cookie": ConsoleSessions.cookie("", secure(req), 0) });
+    }),
+  );
+
+  routes.add(
+    "GET",
+    "/v1/team/inbox",
+    guarded(async (req, res) => {
+      const q = (new URL(req.url ?? "/", "http://gateway").searchParams.get("q") ?? "").trim().toLowerCase().slice(0, SEARCH_MAX);
+      const conversations = await engine.listConversations({ limit: INBOX_MAX });
+      const rows = await Promise.all(
+        conversations.map(async (conversation) => {
+          const [events, writes] = await Promise.all([engine.eventsAfter(conversation.id, 0, 1000), engine.writes(conversation.id)]);
+          if (q) {
+            const haystack = [conversation.id, conversation.subject?.id ?? "", conversation.subject?.ref ?? "", conversation.externalId ?? "", ...events.map((event) => eventText(event.message)), ...writes.map((write) => JSON.stringify(write.finalArgs ?? write.args))].join("\n").toLowerCase();
+            if (!haystack.includes(q)) return undefined;
+          }
+          return summary(conversation, events, writes);
+        }),
+      );
+      sendJson(res, 200, { conversations: rows.filter((row) => row !== undefined) });
+    }),
+  );
+
+  routes.add(
+    "GET",
+    "/v1/team/conversations/:id/record",
+    guarded(async (_req, res, params) => {
+      const conversation = await engine.conversation(params.id!);
+      if (!conversation) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
+      const [events, writes, notes] = await Promise.all([engine.eventsAfter(conversation.id, 0, 1000), engine.writes(conversation.id), engine.teamNotes(conversation.id)]);
+      const ledgers = await Promise.all(writes.map(async (write) => ledger(write, await engine.transitions(write.id))));
+      const release = options.releases.list().find((candidate) => candidate.id === conversation.releaseId) ?? options.releases.get(conversation.agent);
+      const invocations = (options.logStore?.read() ?? []).filter((record) => record.conversationId === conversation.id).slice(-100);
+      sendJson(res, 200, {
+        conversation: summary(conversation, events, writes),
+        release: { id: conversation.releaseId, current: release?.id === conversation.releaseId, model: release ? modelOf(release) : null },
+        events: events.map((event) => ({ seq: event.seq, at: iso(event.at), message: event.message })),
+        writes: ledgers,
+        notes: notes.map((note) => ({ id: note.id, member: note.member, text: note.text, at: iso(note.at) })),
+        invocations: invocations.map((record) => ({ id: record.invocationId, tool: record.tool, kind: record.kind, at: record.at, durationMs: record.durationMs, isError: record.isError, outcome: record.outcome ?? null, idempotencyKey: record.idempotencyKey ?? null, logs: record.logs.slice(0, 200) })),
+        invocationsKept: options.logStore !== undefined,
+      });
+    }),
+  );
+
+  routes.add(
+    "POST",
+    "/v1/team/conversations/:id/notes",
+    guarded(async (req, res, params, member) => {
+      const input = await body(req, res, noteSchema);
+      if (!input) return;
+      const added = await engine.addTeamNote(params.id!, member.name, input.text);
+      if (!added.ok) return sendError(res, 404, added.error);
+      const { note } = added;
+      sendJson(res, 200, { note: { id: note.id, member: note.member, text: note.text, at: iso(note.at) } });
+    }),
+  );
+
+  routes.add(
+    "POST",
+    "/v1/team/follow-ups/:proposalId/outcome",
+    guarded(async (req, res, params, member) => {
+      const input = await body(req, res, outcomeSchema);
+      if (!input) return;
+      const result = await engine.resolveFollowUp(params.proposalId!, member.name, input.outcome, input.note);
+      if (result.ok) return sendJson(res, 200, { ok: true });
+      sendError(res, result.error.code === "write_not_found" ? 404 : 409, result.error);
+    }),
+  );
+
+  routes.add("GET", "/v1/team/releases", guarded((_req, res) => sendJson(res, 200, { releases: options.releases.list().map((release) => releaseView(release, modelOf)) })));
+
+  routes.add(
+    "GET",
+    "/v1/team/numbers",
+    guarded(async (req, res) => {
+      const days = Number(new URL(req.url ?? "/", "http://gateway").searchParams.get("days") ?? "14");
+      if (!Number.isInteger(days) || days < 1 || days > 90) return sendError(res, 400, { code: "days_invalid", path: "days", message: "days is a whole number from 1 to 90" });
+      sendJson(res, 200, await numbers(engine, days));
+    }),
+  );
+}
+
+/** What a team lead looks at, over the latest conversations (at most 1000): per day, handoffs, writes, follow-ups, ratings. */
+async function numbers(engine: Engine, days: number) {
+  const now = Date.now();
+  const since = now - days * 86_400_000;
+  const conversations = (await engine.listConversations({ limit: 1000 })).filter((conversation) => conversation.createdAt >= since);
+  const perDay = new Map<string, number>();
+  for (let i = days - 1; i >= 0; i--) perDay.set(new Date(now - i * 86_400_000).toISOString().slice(0, 10), 0);
+  const byOutcome: Record<string, number> = {};
+  let handedOff = 0;
+  let up = 0;
+  let down = 0;
+  // The follow-up backlog is every write still waiting for a person, however old its conversation.
+  const unknownAges = (await engine.followUps()).map((write) => now - write.updatedAt);
+  for (const conversation of conversations) {
+    const day = new Date(conversation.createdAt).toISOString().slice(0, 10);
+    perDay.set(day, (perDay.get(day) ?? 0) + 1);
+    const [events, writes] = await Promise.all([engine.eventsAfter(conversation.id, 0, 1000), engine.writes(conversation.id)]);
+    if (conversation.handoff || events.some((event) => event.message.type === "handoff")) handedOff++;
+    for (const event of events) {
+      // Ratings of answers, where the widget stores them with the events (thumbs up or down).
+      const rating = (event.message as { type: string; rating?: unknown }).type === "rating" ? (event.message as { rating?: unknown }).rating : undefined;
+      if (rating === "up") up++;
+      if (rating === "down") down++;
+    }
+    for (const write of writes) {
+      byOutcome[write.state] = (byOutcome[write.state] ?? 0) + 1;
+    }
+  }
+  return {
+    days,
+    conversations: conversations.length,
+    perDay: [...perDay].map(([day, count]) => ({ day, count })),
+    handoffRate: conversations.length === 0 ? 0 : handedOff / conversations.length,
+    writesByOutcome: byOutcome,
+    followUps: { count: unknownAges.length, oldestSeconds: unknownAges.length ? Math.round(Math.max(...unknownAges) / 1000) : null },
+    ratings: { up, down },
+  };
+}

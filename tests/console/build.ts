@@ -1,0 +1,48 @@
+// Builds console/dist with the repository's Vite (`npx vite build -c console/vite.config.ts`) unless the build
+// is newer than every source it uses (console/src, the widget's components it reuses, its config). Browser
+// test files and the bench share one build; a lock lets one build while the others wait.
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+function newest(dir: string): number {
+  return readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
+    const path = join(dir, entry.name);
+    return Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }, 0);
+}
+
+/** Whether console/dist is missing or older than its sources. */
+export function consoleBuildStale(root = ROOT): boolean {
+  const built = join(root, "console", "dist", "index.html");
+  if (!existsSync(built)) return true;
+  const sources = Math.max(newest(join(root, "console", "src")), newest(join(root, "widget", "src", "app")), statSync(join(root, "console", "vite.config.ts")).mtimeMs);
+  return statSync(built).mtimeMs < sources;
+}
+
+export async function buildConsole(): Promise<void> {
+  if (!consoleBuildStale()) return;
+  const lock = `${ROOT}console/.build-lock`;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      if (!consoleBuildStale()) return;
+      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 60_000) rmSync(lock, { recursive: true, force: true });
+    }
+  }
+  try {
+    if (consoleBuildStale()) {
+      await promisify(execFile)(process.execPath, [`${ROOT}node_modules/vite/bin/vite.js`, "build", "-c", "console/vite.config.ts"], { cwd: ROOT, env: { ...process.env, NODE_ENV: "production" } });
+      if (!existsSync(`${ROOT}console/dist/index.html`)) throw new Error("console build produced no index.html");
+    }
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
