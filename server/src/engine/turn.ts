@@ -1,6 +1,8 @@
 // A turn: model steps until the model answers without tool calls; a read runs at once, a write becomes a
-// proposal (writes.ts), the handoff tool hands the conversation to the team. Each step's results are
-// stored in one transaction before anything acts on them; the turn's last append clears what it owed.
+// proposal (writes.ts), the handoff tool hands the conversation to the team. What a step produces waits in
+// the turn's carry and is stored in one transaction before anyone sees it or anything acts on it: before
+// the next model call, with the turn's last append (which clears what it owed), or earlier when a
+// proposal, a handoff, a question, a file or a slow read's progress needs it stored.
 import { FILE_TYPES, type CallSubject } from "@caplo/shared";
 import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
 import type { DeliveredFile, ElicitRequest } from "../runner/api.ts";
@@ -11,6 +13,12 @@ import { modelParameters, projectResult } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool } from "./release.ts";
 import { transcriptWindow } from "./transcriptWindow.ts";
 import { handoffReason } from "./handoff.ts";
+
+/**
+ * A read that answers within this stores nothing of its own: its progress start is stored (and shown) with
+ * its end and result. One still running then is shown working (its progress start is stored).
+ */
+export const PROGRESS_SHOWN_AFTER_MS = 250;
 
 export class Turns extends EnginePart {
   private modelFor(release: AgentRelease): Model {
@@ -31,8 +39,9 @@ export class Turns extends EnginePart {
 
   /**
    * A turn: model steps until the model answers without tool calls. Each step's results (the model's reply,
-   * a read's progress end and result, the tool entry) are stored in one transaction before anything acts
-   * on them; `fresh` says the caller's record was read in the transaction that stored the customer's input.
+   * a read's progress and result, the tool entry) wait in the carry, shown to no one, and are stored in one
+   * transaction before the next model call (or with the turn's last append); `fresh` says the caller's
+   * record was read in the transaction that stored the customer's input.
    */
   async runTurn(conversation: ConversationRecord, fresh = false, owedSeq?: number): Promise<void> {
     const release = this.core.releaseOf(conversation);
@@ -61,7 +70,8 @@ export class Turns extends EnginePart {
   private async turnSteps(conversation: ConversationRecord, release: AgentRelease, model: Model, turnId: string, carry: Carry, fresh: boolean, owedSeq: number | undefined): Promise<void> {
     {
       for (let step = 0; step < (this.core.options.maxModelSteps ?? 8); step++) {
-        // The previous step's results are stored first; that transaction reads the conversation too.
+        // The previous step's results are stored first (the model is asked only what is stored); that
+        // transaction reads the conversation too.
         const stored = await this.core.conversations.flushCarry(conversation.id, carry);
         const current = stored?.conversation ?? (step === 0 && fresh ? conversation : (await this.core.store.getConversation(conversation.id))!);
         if (current.handoff) return;
@@ -158,12 +168,15 @@ export class Turns extends EnginePart {
   }
 
   /**
-   * A read runs at once. Its progress start is stored (with what the step had waiting) before the runner is
-   * called; its progress end, result and step-up notice join the carry, stored before the next action.
+   * A read runs at once. Its progress start joins the carry; a read still running after
+   * PROGRESS_SHOWN_AFTER_MS (or asking the customer a question) stores the carry then, so the customer sees
+   * it working, while a faster one is stored with its result, in the same order, in the step's one append
+   * before the next model call. Its progress end, result and step-up notice join the carry.
    */
   private async runRead(use: ToolUse): Promise<{ modelText: string }> {
     const { conversation, tool, turnId, call, args, carry } = use;
-    await this.core.conversations.flushCarry(conversation.id, carry, [progressEvent(tool, call.id, "start")]);
+    carry.events.push(progressEvent(tool, call.id, "start"));
+    const started = this.showWhenSlow(conversation.id, carry);
     let result;
     const asked = new Set<string>();
     try {
@@ -179,9 +192,16 @@ export class Turns extends EnginePart {
           ...(tool.policy.subject && conversation.subject && { subject: conversation.subject }),
           secrets: await this.core.secrets(tool.packageVersionId, conversation.workspaceId),
         },
-        ...(this.core.elicitations.canElicit(conversation, tool) && { elicit: (request: ElicitRequest) => this.core.elicitations.elicit(conversation, tool, request, asked) }),
+        ...(this.core.elicitations.canElicit(conversation, tool) && {
+          // The question comes after the read's progress start (and the step that called it) in the log.
+          elicit: async (request: ElicitRequest) => {
+            await started.store();
+            return this.core.elicitations.elicit(conversation, tool, request, asked);
+          },
+        }),
       });
     } catch (error) {
+      await started.settle();
       carry.events.push(progressEvent(tool, call.id, "end"));
       this.core.log("error", "read failed in the runner", { tool: tool.ref, error: String(error) });
       return { modelText: "tool_failed: the tool could not run." };
@@ -189,6 +209,7 @@ export class Turns extends EnginePart {
       // A question the call no longer waits for expires with it: a later answer is told so.
       for (const id of asked) this.core.elicitations.expire(id);
     }
+    await started.settle();
     carry.events.push(progressEvent(tool, call.id, "end"));
     if (result.stepUp) {
       carry.events.push(stepUpEvent(result.stepUp, undefined));
@@ -210,6 +231,24 @@ export class Turns extends EnginePart {
       await this.core.conversations.emit(conversation.id, { type: "text", id: randomId("m"), from: "system", text: `${result.undelivered.length === 1 ? "A file" : "Some files"} could not be delivered: ${names}.` });
     }
     return { modelText };
+  }
+
+  /**
+   * Stores the carry (the read's progress start and the step that called it) once the read has run for
+   * PROGRESS_SHOWN_AFTER_MS, or at once when `store` is called first. `settle` stops the timer and waits
+   * for a store in flight (its failure is the turn's), so what the read adds to the carry comes after it.
+   */
+  private showWhenSlow(conversationId: string, carry: Carry): { store: () => Promise<void>; settle: () => Promise<void> } {
+    let storing: Promise<void> | undefined;
+    const store = () => (storing ??= this.core.conversations.flushCarry(conversationId, carry).then(() => undefined));
+    const timer = setTimeout(() => void store().catch(() => undefined), PROGRESS_SHOWN_AFTER_MS);
+    return {
+      store,
+      settle: async () => {
+        clearTimeout(timer);
+        await storing;
+      },
+    };
   }
 
   /** Files a read returned: kept and shown as downloads where the channel can; the model is told either way and never sees the bytes. */
