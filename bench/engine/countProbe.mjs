@@ -3,7 +3,11 @@
 // statement run (prepared statements and exec), and commits (COMMIT, or a write outside a transaction);
 // pg: every query (one round trip each) and commits likewise, per client connection; ioredis: commands by
 // name. Answers "counts" on the IPC channel with the totals and a breakdown by statement, "counts-reset"
-// zeroes them, "cpu" answers the process's CPU time (ms).
+// zeroes them, "cpu" answers the process's CPU time (ms). "profile-start" starts V8's CPU profiler,
+// "profile-stop:FILE" writes what it sampled since to FILE (.cpuprofile, for DevTools or
+// bench/engine/profile.ts), so a profile covers only a measured window, after the warm-up.
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import Database from "better-sqlite3";
 import Redis from "ioredis";
 import pg from "pg";
@@ -12,7 +16,14 @@ let counts = fresh();
 function fresh() {
   return { sqlite: { statements: 0, commits: 0 }, pg: { queries: 0, commits: 0 }, redis: { commands: 0 }, by: {} };
 }
-const label = (kind, text) => `${kind}: ${String(text).replace(/\s+/g, " ").trim().slice(0, 90)}`;
+// Each statement's label is made once (a regular expression per statement run would be the probe's own cost).
+const labels = new Map();
+const label = (kind, text) => {
+  const key = `${kind}\0${text}`;
+  let made = labels.get(key);
+  if (made === undefined) labels.set(key, (made = `${kind}: ${String(text).replace(/\s+/g, " ").trim().slice(0, 90)}`));
+  return made;
+};
 const tally = (key) => (counts.by[key] = (counts.by[key] ?? 0) + 1);
 const WRITE = /\b(INSERT|UPDATE|DELETE)\b/i;
 
@@ -63,8 +74,22 @@ Redis.prototype.sendCommand = function (command, ...rest) {
   return sendCommand.call(this, command, ...rest);
 };
 
-process.on("message", (message) => {
-  if (message === "counts") process.send?.({ counts });
+let inspector;
+process.on("message", async (message) => {
+  if (message === "profile-start") {
+    if (!inspector) {
+      inspector = new Session();
+      inspector.connect();
+    }
+    await inspector.post("Profiler.enable");
+    await inspector.post("Profiler.setSamplingInterval", { interval: 200 });
+    await inspector.post("Profiler.start");
+    process.send?.({ profiling: true });
+  } else if (typeof message === "string" && message.startsWith("profile-stop:")) {
+    const { profile } = await inspector.post("Profiler.stop");
+    writeFileSync(message.slice("profile-stop:".length), JSON.stringify(profile));
+    process.send?.({ profiled: true });
+  } else if (message === "counts") process.send?.({ counts });
   else if (message === "counts-reset") {
     counts = fresh();
     process.send?.({ reset: true });

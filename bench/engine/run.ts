@@ -99,13 +99,22 @@ async function warm(server: BenchServer): Promise<void> {
   }
 }
 
-/** CPU (ms) of the server, and of PostgreSQL's processes, while fn runs. */
+/**
+ * CPU (ms) of the server, and of PostgreSQL's processes, while fn runs. With --profile DIR, each measured
+ * window of a caplo server is also sampled by V8's profiler, written to DIR/<what>-<label>-<n>.cpuprofile
+ * (summarise with `npx tsx bench/engine/profile.ts FILE...`).
+ */
+const PROFILE_DIR = process.argv.includes("--profile") ? process.argv[process.argv.indexOf("--profile") + 1] : undefined;
+let profiles = 0;
 async function cpuOf<T>(server: BenchServer, fn: () => Promise<T>): Promise<{ value: T; serverMs: number; postgresMs: number }> {
+  const write = PROFILE_DIR && server.label.startsWith("caplo") ? await server.profile() : undefined;
   const pgBefore = commandCpuMs("postgres");
   const before = await server.cpuMs();
   const value = await fn();
   const serverMs = (await server.cpuMs()) - before;
-  return { value, serverMs, postgresMs: commandCpuMs("postgres") - pgBefore };
+  const postgresMs = commandCpuMs("postgres") - pgBefore;
+  await write?.(join(PROFILE_DIR!, `${what}-${server.label.replace(/\W+/g, "_")}-${++profiles}.cpuprofile`));
+  return { value, serverMs, postgresMs };
 }
 
 /** The driver counts of fn, less those of an idle window as long (background polling). */

@@ -21,6 +21,8 @@ export type BenchServer = {
   cpuMs: () => Promise<number>;
   counts: () => Promise<Counts>;
   resetCounts: () => Promise<void>;
+  /** Sample the server's CPU (V8 profiler) until the returned function writes the profile to `file`. */
+  profile: () => Promise<(file: string) => Promise<void>>;
   stop: () => Promise<void>;
 };
 
@@ -58,6 +60,10 @@ async function start(label: string, args: string[], env: Record<string, string>)
     cpuMs: async () => (await ask<{ cpuMs: number }>("cpu")).cpuMs,
     counts: async () => (await ask<{ counts: Counts }>("counts")).counts,
     resetCounts: async () => void (await ask("counts-reset")),
+    profile: async () => {
+      await ask("profile-start");
+      return async (file: string) => void (await ask(`profile-stop:${file}`));
+    },
     stop: () => stopChild(child),
   };
 }

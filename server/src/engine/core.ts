@@ -49,6 +49,8 @@ export type EngineOptions = {
   transcriptCacheChars?: number;
   /** Model calls per turn at most. Default 8. */
   maxModelSteps?: number;
+  /** A read still running after this is shown working: its progress start is stored (default PROGRESS_SHOWN_AFTER_MS). */
+  progressShownAfterMs?: number;
   /** How long a tool's question waits for the customer's answer (not counted against the tool's timeout). Default ELICITATION_WAIT_SECONDS. */
   elicitTimeoutMs?: number;
   /**

@@ -241,7 +241,7 @@ export class Turns extends EnginePart {
   private showWhenSlow(conversationId: string, carry: Carry): { store: () => Promise<void>; settle: () => Promise<void> } {
     let storing: Promise<void> | undefined;
     const store = () => (storing ??= this.core.conversations.flushCarry(conversationId, carry).then(() => undefined));
-    const timer = setTimeout(() => void store().catch(() => undefined), PROGRESS_SHOWN_AFTER_MS);
+    const timer = setTimeout(() => void store().catch(() => undefined), this.core.options.progressShownAfterMs ?? PROGRESS_SHOWN_AFTER_MS);
     return {
       store,
       settle: async () => {

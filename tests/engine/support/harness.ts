@@ -22,6 +22,8 @@ export type HarnessOptions = {
   backend?: ShopBackend;
   /** How long a tool's question waits for its answer (EngineOptions.elicitTimeoutMs). */
   elicitTimeoutMs?: number;
+  /** When a running read is shown working (EngineOptions.progressShownAfterMs). */
+  progressShownAfterMs?: number;
 };
 
 export async function engineHarness(options: HarnessOptions) {
@@ -39,7 +41,7 @@ export async function engineHarness(options: HarnessOptions) {
     ...(options.channels && { channels: options.channels }),
   });
   const model = new ScriptedModel(options.rules, { fallback: "I can help with orders." });
-  const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), now: () => clock.now, statusCheckBaseMs: 1000, nodeId: "node-test", ...(options.elicitTimeoutMs !== undefined && { elicitTimeoutMs: options.elicitTimeoutMs }) });
+  const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), now: () => clock.now, statusCheckBaseMs: 1000, nodeId: "node-test", ...(options.elicitTimeoutMs !== undefined && { elicitTimeoutMs: options.elicitTimeoutMs }), ...(options.progressShownAfterMs !== undefined && { progressShownAfterMs: options.progressShownAfterMs }) });
   await engine.start({ scheduler: false });
   const conversation = await engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: options.capabilities ?? WEB, ownerId: "owner-1" });
 
