@@ -48,8 +48,13 @@ export type ChannelEvent =
   | {
       kind: "status";
       messageId: string;
-      /** The platform id of the message whose delivery this reports. */
+      /** The platform id of the message whose delivery this reports; empty when a watermark says which. */
       about: string;
+      /**
+       * Meta's watermark: every message sent to this customer at or before this time (ms) has the status (a
+       * Messenger read receipt, a delivery receipt without mids).
+       */
+      watermark?: number;
       from: string;
       to: string;
       timestamp: number;
@@ -98,7 +103,7 @@ export interface Rendered<M> {
 
 /** What the platform answered to a send. */
 export type SendResult =
-  | { ok: true; platformId: string }
+  | { ok: true; platformId: string; /** The platform's status of the accepted message (Twilio: queued, accepted); "sent" when it names none. */ status?: string }
   | { ok: false; retryable: boolean; code: string; status?: number; platformCode?: number; message: string };
 
 /** The declared abilities of a channel, beyond the neutral capabilities: its button and list limits. */
@@ -131,6 +136,17 @@ export interface ChannelAdapter<M = unknown> {
   render(outbound: Outbound, context: RenderContext): Rendered<M>;
   /** Sends one rendered message to the customer `to`. */
   send(to: string, message: M, options: SendOptions): Promise<SendResult>;
+  /**
+   * Sends an approved template, the one kind of message a platform lets a business send outside the 24-hour
+   * window (a WhatsApp Content template). Only a platform that has them implements it.
+   */
+  sendTemplate?(to: string, template: ApprovedTemplate, options: SendOptions): Promise<SendResult>;
+}
+
+/** An approved template by its platform id (a Twilio Content SID, `HX…`) and the values of its placeholders. */
+export interface ApprovedTemplate {
+  contentSid: string;
+  variables?: Record<string, string>;
 }
 
 export interface SendOptions {

@@ -65,7 +65,8 @@ export async function graphSend(config: GraphApiConfig, to: string, message: Gra
   } catch {
     /* a non-JSON answer is judged by its status alone */
   }
-  if (response.ok) return { ok: true, platformId: body.message_id ?? body.recipient_id ?? "" };
+  // A sender action has no message id: it is nothing whose delivery could be reported.
+  if (response.ok) return { ok: true, platformId: body.message_id ?? body.recipient_id ?? "", status: "sent" };
   const code = body.error?.code;
   const retryable = response.status === 429 || response.status >= 500 || (code !== undefined && RETRYABLE_CODES.has(code));
   const outsideWindow = code === 10 && body.error?.error_subcode === 2018278;

@@ -19,8 +19,13 @@ const messagingSchema = z.looseObject({
     })
     .optional(),
   postback: z.looseObject({ mid: z.string().max(512).optional(), title: z.string().max(256).optional(), payload: z.string().max(1000) }).optional(),
-  delivery: z.looseObject({ mids: z.array(z.string()).optional(), watermark: z.number() }).optional(),
-  read: z.looseObject({ watermark: z.number() }).optional(),
+  // Messenger's message_deliveries (mids, and a watermark) and message_reads (a watermark); Instagram's
+  // messaging_seen says which message was read by its mid.
+  delivery: z.looseObject({ mids: z.array(z.string().min(1).max(512)).max(100).optional(), watermark: z.number().int().nonnegative() }).optional(),
+  read: z
+    .looseObject({ watermark: z.number().int().nonnegative().optional(), mid: z.string().min(1).max(512).optional() })
+    .refine((read) => read.watermark !== undefined || read.mid !== undefined, "a read receipt has a watermark or a mid")
+    .optional(),
 });
 const webhookSchema = z.object({
   object: z.string(),
@@ -66,10 +71,16 @@ export function parseMeta(request: WebhookRequest, expectedObject: "page" | "ins
           m.postback.mid ??
           `pb_${createHash("sha256").update(`${m.sender.id}|${m.timestamp}|${m.postback.payload}`).digest("hex").slice(0, 40)}`;
         events.push({ kind: "message", messageId, ...base, payload: m.postback.payload, ...(m.postback.title ? { payloadTitle: m.postback.title } : {}) });
-      } else if (m.delivery || m.read) {
-        const status = m.delivery ? "delivered" : "read";
-        const watermark = (m.delivery ?? m.read)!.watermark;
-        events.push({ kind: "status", messageId: `${status}_${m.sender.id}_${watermark}`, about: m.delivery?.mids?.[0] ?? "", ...base, from: m.sender.id, status });
+      } else if (m.delivery) {
+        // One status per message the receipt names; without mids, its watermark says which were delivered.
+        const mids = m.delivery.mids ?? [];
+        for (const mid of mids) events.push({ kind: "status", messageId: `delivered_${mid}`, about: mid, ...base, status: "delivered" });
+        if (mids.length === 0) {
+          events.push({ kind: "status", messageId: `delivered_${m.sender.id}_${m.delivery.watermark}`, about: "", watermark: m.delivery.watermark, ...base, status: "delivered" });
+        }
+      } else if (m.read) {
+        if (m.read.mid !== undefined) events.push({ kind: "status", messageId: `read_${m.read.mid}`, about: m.read.mid, ...base, status: "read" });
+        else events.push({ kind: "status", messageId: `read_${m.sender.id}_${m.read.watermark}`, about: "", watermark: m.read.watermark!, ...base, status: "read" });
       }
     }
   }

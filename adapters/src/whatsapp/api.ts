@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import twilio from "twilio";
 import type RequestClient from "twilio/lib/base/RequestClient.js";
 import { TWILIO_ERROR_OUTSIDE_WINDOW } from "@caplo/shared/channels";
-import type { SendResult } from "../adapter.ts";
+import type { ApprovedTemplate, SendResult } from "../adapter.ts";
 import { sampleVariables, templateShape, type ContentTemplate, type WhatsAppMessage } from "./format.ts";
 
 export interface TwilioApiConfig {
@@ -17,6 +17,11 @@ export interface TwilioApiConfig {
    * local fake. Every Twilio host maps to this origin with its path kept.
    */
   apiBaseUrl?: string;
+  /**
+   * Where Twilio posts each message's delivery statuses (StatusCallback): the webhook URL exactly as Twilio
+   * is told it, so the callback's X-Twilio-Signature is checked against that URL.
+   */
+  statusCallback?: string;
 }
 
 /** Remembers ContentSids by content hash; the glue persists it so templates are created once. */
@@ -83,10 +88,12 @@ export class TwilioWhatsAppApi {
   readonly #from: string;
   readonly #cache: ContentCache;
   readonly #accountSid: string;
+  readonly #statusCallback: string | undefined;
 
   constructor(config: TwilioApiConfig, cache: ContentCache = memoryContentCache()) {
     this.client = createTwilioClient(config);
     this.#from = config.from;
+    this.#statusCallback = config.statusCallback;
     this.#cache = cache;
     this.#accountSid = config.accountSid;
   }
@@ -119,7 +126,7 @@ export class TwilioWhatsAppApi {
    */
   async send(to: string, message: WhatsAppMessage, from?: string): Promise<SendResult> {
     try {
-      const sender = this.#from.startsWith("MG") ? { messagingServiceSid: this.#from, ...(from ? { from } : {}) } : { from: from ?? this.#from };
+      const sender = this.#sender(from);
       let created;
       if (message.kind === "text") {
         created = await this.client.messages.create({ ...sender, to, body: message.body });
@@ -129,9 +136,30 @@ export class TwilioWhatsAppApi {
         const contentSid = await this.contentSid(message.template);
         created = await this.client.messages.create({ ...sender, to, contentSid, contentVariables: JSON.stringify(message.variables) });
       }
-      return { ok: true, platformId: created.sid };
+      return { ok: true, platformId: created.sid, ...(created.status ? { status: created.status } : {}) };
     } catch (error) {
       return twilioFailure(error);
     }
+  }
+
+  /** Sends an approved Content template (outside the 24-hour window too): its SID and placeholder values, no Body. */
+  async sendTemplate(to: string, template: ApprovedTemplate, from?: string): Promise<SendResult> {
+    try {
+      const created = await this.client.messages.create({
+        ...this.#sender(from),
+        to,
+        contentSid: template.contentSid,
+        ...(template.variables && Object.keys(template.variables).length ? { contentVariables: JSON.stringify(template.variables) } : {}),
+      });
+      return { ok: true, platformId: created.sid, ...(created.status ? { status: created.status } : {}) };
+    } catch (error) {
+      return twilioFailure(error);
+    }
+  }
+
+  /** Who sends, and where Twilio reports the message's statuses. */
+  #sender(from?: string) {
+    const sender = this.#from.startsWith("MG") ? { messagingServiceSid: this.#from, ...(from ? { from } : {}) } : { from: from ?? this.#from };
+    return { ...sender, ...(this.#statusCallback ? { statusCallback: this.#statusCallback } : {}) };
   }
 }

@@ -2,7 +2,7 @@
 // and sending wired into one ChannelAdapter.
 import twilio from "twilio";
 import * as C from "@caplo/shared/channels";
-import type { AdapterCapabilities, ChannelAdapter, SendOptions, WebhookRequest } from "../adapter.ts";
+import type { AdapterCapabilities, ApprovedTemplate, ChannelAdapter, SendOptions, WebhookRequest } from "../adapter.ts";
 import { type ContentCache, TwilioWhatsAppApi, type TwilioApiConfig } from "./api.ts";
 import { renderWhatsApp, type WhatsAppMessage } from "./format.ts";
 import { parseTwilio } from "./parse.ts";
@@ -40,8 +40,14 @@ export function twilioValidator(authToken: string): TwilioSignatureValidator {
     twilio.validateRequest(authToken, signature, url, params, twilio.getSignatureAlgorithm(settings));
 }
 
+/** The number the customer wrote to, when it is one (a sender of this account): the reply comes from it. */
+function ownNumber(options: SendOptions): string | undefined {
+  return options.account?.startsWith("whatsapp:+") ? options.account : undefined;
+}
+
 export function createWhatsAppAdapter(config: WhatsAppAdapterConfig): ChannelAdapter<WhatsAppMessage> & { api: TwilioWhatsAppApi } {
-  const api = new TwilioWhatsAppApi(config, config.contentCache);
+  // Delivery statuses come back to the webhook URL itself, signed over exactly that URL.
+  const api = new TwilioWhatsAppApi({ ...config, statusCallback: config.statusCallback ?? config.publicUrl }, config.contentCache);
   const validate = twilioValidator(config.authToken);
   return {
     platform: "whatsapp",
@@ -51,7 +57,7 @@ export function createWhatsAppAdapter(config: WhatsAppAdapterConfig): ChannelAda
     handshake: () => null,
     parse: parseTwilio,
     render: renderWhatsApp,
-    // The reply comes from the number the customer wrote to, when it is one (a sender of this account).
-    send: (to: string, message: WhatsAppMessage, options: SendOptions) => api.send(to, message, options.account?.startsWith("whatsapp:+") ? options.account : undefined),
+    send: (to: string, message: WhatsAppMessage, options: SendOptions) => api.send(to, message, ownNumber(options)),
+    sendTemplate: (to: string, template: ApprovedTemplate, options: SendOptions) => api.sendTemplate(to, template, ownNumber(options)),
   };
 }

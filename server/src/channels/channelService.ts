@@ -101,7 +101,7 @@ export class ChannelService {
       publicUrl: options.publicUrl?.replace(/\/$/, ""),
       retryFirstMs: this.#drainRetry.first,
     });
-    this.#inbound = new InboundProcessor(glue, this.#sender, new DeliveryStatuses(glue));
+    this.#inbound = new InboundProcessor(glue, this.#sender, new DeliveryStatuses(glue, this.#sender));
   }
 
   /** The webhook handler of one platform: `(req, rawBody) → {status, headers, body}`. */

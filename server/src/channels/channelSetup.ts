@@ -8,7 +8,8 @@ import { createWhatsAppAdapter, WHATSAPP_CAPABILITIES } from "@caplo/adapters/wh
 import type { ChannelCapabilities } from "@caplo/shared/channel";
 import { ChannelService, type Retention } from "./channelService.ts";
 import { storeContentCache } from "./contentCache.ts";
-import { EnginePort, type EngineView } from "./enginePort.ts";
+import { currentStatus } from "./deliveryStatus.ts";
+import { EnginePort, type DeliveryView, type EngineView } from "./enginePort.ts";
 import type { ChannelAgentConfig, InboxStore, OutboxRecord, Platform, TeamAlerts } from "./ports.ts";
 import { registerChannelRoutes, type RouteRegistry } from "./routes.ts";
 import { SqliteInboxStore } from "./sqliteInboxStore.ts";
@@ -41,6 +42,24 @@ function undeliveredFor(failures: OutboxRecord[]) {
     if (out.length === 200) break;
   }
   return out;
+}
+
+function deliveryView(record: OutboxRecord): DeliveryView {
+  const statuses = record.statuses ?? [];
+  const current = currentStatus(statuses);
+  return {
+    seq: record.seq,
+    part: record.part,
+    channel: record.platform,
+    state: record.state,
+    ...(current ? { status: current.status } : {}),
+    ...(record.platformId ? { platformId: record.platformId } : {}),
+    attempts: record.attempts,
+    ...(record.code ? { code: record.code } : {}),
+    ...(record.message ? { message: record.message } : {}),
+    at: record.at,
+    statuses,
+  };
 }
 
 export interface MountedChannels {
@@ -101,6 +120,8 @@ export async function mountChannels(options: {
   registerChannelRoutes(options.gateway, service, platforms);
   // The team's follow-up list shows the messages that never reached their customer.
   const removeSource = options.engine.addUndeliveredSource?.(async () => undeliveredFor(await store.listFailures()));
+  // The team API shows on each outbound event how it went out and what the platform reported since.
+  const removeDeliveries = options.engine.addDeliverySource?.(async (conversationId) => (await store.listOutbox(conversationId)).map(deliveryView));
   await service.resume(await store.listBindings());
   service.startPruning();
   service.startSweeping(options.sweepMs ?? 5_000);
@@ -110,6 +131,7 @@ export async function mountChannels(options: {
     platforms,
     close: () => {
       removeSource?.();
+      removeDeliveries?.();
       service.close();
       store.close();
     },

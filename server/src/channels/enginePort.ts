@@ -26,6 +26,8 @@ export interface EngineView {
   addUndeliveredSource?(
     source: () => Promise<Array<{ conversationId: string; channel: string; code: string; message: string; at: number }>>,
   ): () => void;
+  /** The team API shows each event's delivery statuses from here (optional, as above). */
+  addDeliverySource?(source: (conversationId: string) => Promise<DeliveryView[]>): () => void;
   conversation(conversationId: string): Promise<{ agent: string } | undefined>;
   /** Stored events with seq > after, in order, at most `limit`. */
   eventsAfter(conversationId: string, after: number, limit: number): Promise<Array<{ seq: number; message: Outbound }>>;
@@ -37,6 +39,21 @@ const CATCH_UP_EVENTS = 1000;
 
 const portResult = (result: { ok: true } | { ok: false; error: { code: string; message: string } }): PortResult =>
   result.ok ? result : { ok: false, code: result.error.code, message: result.error.message };
+
+/** One part of an outbound event as sent on a channel, with its delivery statuses (the engine's DeliveryRecord). */
+export interface DeliveryView {
+  seq: number;
+  part: number;
+  channel: string;
+  state: "sent" | "failed";
+  status?: string;
+  platformId?: string;
+  attempts: number;
+  code?: string;
+  message?: string;
+  at: number;
+  statuses: Array<{ status: string; at: number; errorCode?: number }>;
+}
 
 /** A note recording that a message never reached the customer: for the team, never sent on a channel. */
 export function isUndeliveredNote(message: Outbound): boolean {

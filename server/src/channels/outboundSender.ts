@@ -212,6 +212,7 @@ export class OutboundSender {
     const windowOpen = age <= adapter.capabilities.windowMs;
     const mayTag = binding.platform !== "whatsapp" && fromTeam && age <= META_HUMAN_AGENT_WINDOW_MS;
     let alerted = false;
+    let refusedForWindow = false;
     for (let i = 0; i < messages.length; i++) {
       const part = firstPart + i;
       const done = await this.#glue.store.getOutbox(binding.platform, binding.conversationId, seq, part);
@@ -227,7 +228,7 @@ export class OutboundSender {
         continue;
       }
       if (!windowOpen && !mayTag) {
-        if (typeof message === "object" && message !== null && (message as { kind?: string }).kind === "action") continue;
+        if (isAction(message)) continue;
         const text =
           binding.platform === "whatsapp"
             ? "Not sent: more than 24 hours since the customer's last message, so WhatsApp allows no free-form reply (Twilio 63016)."
@@ -238,19 +239,25 @@ export class OutboundSender {
           this.#glue.recordUndelivered(binding.platform, binding.conversationId, `${text}${quoteOf(message)}`);
         }
         alerted = true;
+        refusedForWindow = true;
         continue;
       }
+      const started = this.#glue.now();
       const { result, attempts } = await sendWithRetry(
         () => adapter.send(binding.externalId, message, { fromTeam, windowOpen, ...(binding.account ? { account: binding.account } : {}) }),
         this.#options.retry,
         ...(this.#options.sleep ? [this.#options.sleep] : []),
       );
       if (result.ok) {
-        const record: OutboxRecord = { ...base, state: "sent", attempts, platformId: result.platformId, at: this.#glue.now() };
+        // `at` is when the send began: a Meta read watermark covers every message sent at or before it.
+        const record: OutboxRecord = { ...base, state: "sent", attempts, platformId: result.platformId, at: started };
         this.#unrecorded.set(partKey, record);
         await this.#glue.store.recordOutbox(record);
         this.#unrecorded.delete(partKey);
+        // A typing indicator is nothing whose delivery is reported.
+        if (!isAction(message) && result.platformId) await this.#glue.store.recordStatus(binding.platform, result.platformId, { status: result.status ?? "sent", at: this.#glue.now() });
       } else {
+        if (result.code === "outside_window") refusedForWindow = true;
         await this.#glue.store.recordOutbox({ ...base, state: "failed", attempts, code: result.code, message: result.message, at: this.#glue.now() });
         const alert: TeamAlert = { platform: binding.platform, conversationId: binding.conversationId, code: result.code, message: `Not delivered after ${attempts} attempt(s): ${result.message}` };
         this.#glue.alerts.alert(alert);
@@ -258,7 +265,53 @@ export class OutboundSender {
         this.#glue.recordUndelivered(binding.platform, binding.conversationId, `${why} (${result.code}${result.platformCode ? ` ${result.platformCode}` : ""}).${quoteOf(message)}`);
       }
     }
+    if (refusedForWindow) await this.sendOutsideWindowTemplate(binding, seq);
   }
+
+  /**
+   * The 24-hour window refused a reply (our own check, the platform's refusal, or a status callback with
+   * 63016): where the agent declares an approved template for the channel (agent.yaml
+   * `channels.whatsapp.outsideWindowTemplate`), that template goes out instead — once since the customer's
+   * last message, however many replies the window refuses meanwhile — so the customer can write back and
+   * reopen the window. It is kept as part TEMPLATE_PART of the refused event, and the team is told.
+   * Call it inside the conversation's send order (inOrder).
+   */
+  async sendOutsideWindowTemplate(staleBinding: Binding, seq: number): Promise<void> {
+    const { platform, conversationId } = staleBinding;
+    const adapter = this.#glue.adapter(platform);
+    if (!adapter.sendTemplate) return;
+    const template = (await this.#glue.port.agentConfig(conversationId))?.channels[platform]?.outsideWindowTemplate;
+    if (!template) return;
+    const binding = (await this.#glue.store.findBinding(staleBinding)) ?? staleBinding;
+    const sentSince = (await this.#glue.store.listOutbox(conversationId)).some((r) => r.part === TEMPLATE_PART && r.state === "sent" && r.at >= binding.lastInboundAt);
+    if (sentSince) return;
+    // On PostgreSQL this claims the part for this node: another node subscribed to the conversation skips it.
+    if (await this.#glue.store.getOutbox(platform, conversationId, seq, TEMPLATE_PART)) return;
+    const base = { platform, conversationId, seq, part: TEMPLATE_PART };
+    const started = this.#glue.now();
+    const { result, attempts } = await sendWithRetry(
+      () => adapter.sendTemplate!(binding.externalId, template, { fromTeam: false, windowOpen: false, ...(binding.account ? { account: binding.account } : {}) }),
+      this.#options.retry,
+      ...(this.#options.sleep ? [this.#options.sleep] : []),
+    );
+    if (result.ok) {
+      const message = `Sent the approved template ${template.contentSid} instead, so the customer can write back and reopen the 24-hour window.`;
+      await this.#glue.store.recordOutbox({ ...base, state: "sent", attempts, code: "outside_window_template", message, platformId: result.platformId, at: started });
+      await this.#glue.store.recordStatus(platform, result.platformId, { status: result.status ?? "sent", at: this.#glue.now() });
+      this.#glue.alerts.alert({ platform, conversationId, code: "outside_window_template", message });
+    } else {
+      const message = `The approved template ${template.contentSid} could not be sent either (${result.code}${result.platformCode ? ` ${result.platformCode}` : ""}): ${result.message}`;
+      await this.#glue.store.recordOutbox({ ...base, state: "failed", attempts, code: "template_failed", message, at: this.#glue.now() });
+      this.#glue.alerts.alert({ platform, conversationId, code: "template_failed", message });
+    }
+  }
+}
+
+/** The part of a refused event that the outside-window template is kept as (the disclosure is -1, messages 0 on). */
+export const TEMPLATE_PART = -2;
+
+function isAction(message: unknown): boolean {
+  return typeof message === "object" && message !== null && (message as { kind?: string }).kind === "action";
 }
 
 /** The start of an undelivered message's text, so the team sees which message it was. */

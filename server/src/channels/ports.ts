@@ -142,6 +142,18 @@ export interface OpenQuestion {
 
 export type OutboxState = "sent" | "failed";
 
+/**
+ * One delivery status a platform reported about a part we sent (Twilio's status callbacks: queued, sent,
+ * delivered, read, failed, undelivered; Meta's delivery and read receipts), or the platform's answer to the
+ * send itself. `at` is when it happened as far as we know: the platform's timestamp, else when we heard it.
+ */
+export interface DeliveryStatus {
+  status: string;
+  at: number;
+  /** The platform's error code of a failure (Twilio 63016, 30008…). */
+  errorCode?: number;
+}
+
 export interface OutboxRecord {
   platform: Platform;
   conversationId: string;
@@ -153,6 +165,8 @@ export interface OutboxRecord {
   message?: string;
   platformId?: string;
   at: number;
+  /** What the platform reported about this part so far, oldest first (filled by listOutbox only). */
+  statuses?: DeliveryStatus[];
 }
 
 /** Durable state of the channel glue. Every method is atomic on its own. */
@@ -198,6 +212,13 @@ export interface InboxStore {
   /** Permanent failures, newest first: what the team sees. */
   listFailures(): Promise<OutboxRecord[]>;
   markFailedByPlatformId(platformId: string, code: string, message: string): Promise<OutboxRecord | undefined>;
+  /**
+   * Keeps one delivery status of the part the platform knows as `platformId`, once per status (a repeated
+   * callback is kept once): true when new. It is kept even before the part's own record is stored.
+   */
+  recordStatus(platform: Platform, platformId: string, status: DeliveryStatus): Promise<boolean>;
+  /** Every outbox record of a conversation, by seq and part, each with its delivery statuses. */
+  listOutbox(conversationId: string): Promise<OutboxRecord[]>;
 
   getContentSid(hash: string): Promise<string | undefined>;
   putContentSid(hash: string, sid: string): Promise<void>;

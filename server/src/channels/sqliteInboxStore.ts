@@ -9,6 +9,7 @@ import type {
   InboxState,
   InboxStore,
   OpenQuestion,
+  DeliveryStatus,
   OutboxRecord,
   Platform,
 } from "./ports.ts";
@@ -69,6 +70,14 @@ CREATE TABLE IF NOT EXISTS channel_outbox (
 );
 CREATE INDEX IF NOT EXISTS channel_outbox_platform_id ON channel_outbox (platform_id);
 CREATE INDEX IF NOT EXISTS channel_outbox_state_at ON channel_outbox (state, at);
+CREATE TABLE IF NOT EXISTS channel_status (
+  platform TEXT NOT NULL,
+  platform_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  error_code INTEGER,
+  PRIMARY KEY (platform, platform_id, status)
+);
 CREATE TABLE IF NOT EXISTS channel_content (
   hash TEXT PRIMARY KEY,
   content_sid TEXT NOT NULL
@@ -208,10 +217,15 @@ export class SqliteInboxStore implements InboxStore {
   }
 
   async prune(before: number): Promise<{ inbox: number; outbox: number }> {
-    return this.db.transaction(() => ({
-      inbox: this.db.prepare(`DELETE FROM channel_inbox WHERE state IN ('done', 'failed') AND received_at < ?`).run(before).changes,
-      outbox: this.db.prepare(`DELETE FROM channel_outbox WHERE state = 'sent' AND at < ?`).run(before).changes,
-    }))();
+    return this.db.transaction(() => {
+      const pruned = {
+        inbox: this.db.prepare(`DELETE FROM channel_inbox WHERE state IN ('done', 'failed') AND received_at < ?`).run(before).changes,
+        outbox: this.db.prepare(`DELETE FROM channel_outbox WHERE state = 'sent' AND at < ?`).run(before).changes,
+      };
+      // Statuses go with their part; one about no part of ours (another sender on the number) ages out alone.
+      this.db.prepare(`DELETE FROM channel_status WHERE at < ? AND NOT EXISTS (SELECT 1 FROM channel_outbox o WHERE o.platform = channel_status.platform AND o.platform_id = channel_status.platform_id)`).run(before);
+      return pruned;
+    })();
   }
 
   async findBinding(key: BindingKey): Promise<Binding | undefined> {
@@ -338,6 +352,22 @@ export class SqliteInboxStore implements InboxStore {
            code = excluded.code, message = excluded.message, platform_id = excluded.platform_id, at = excluded.at`,
       )
       .run(record.platform, record.conversationId, record.seq, record.part, record.state, record.attempts, record.code ?? null, record.message ?? null, record.platformId ?? null, record.at);
+  }
+
+  async recordStatus(platform: Platform, platformId: string, status: DeliveryStatus): Promise<boolean> {
+    const result = this.db
+      .prepare(`INSERT OR IGNORE INTO channel_status (platform, platform_id, status, at, error_code) VALUES (?, ?, ?, ?, ?)`)
+      .run(platform, platformId, status.status, status.at, status.errorCode ?? null);
+    return result.changes === 1;
+  }
+
+  async listOutbox(conversationId: string): Promise<OutboxRecord[]> {
+    const rows = this.db.prepare(`SELECT * FROM channel_outbox WHERE conversation_id = ? ORDER BY seq, part`).all(conversationId) as OutboxDbRow[];
+    const statuses = this.db.prepare(`SELECT status, at, error_code FROM channel_status WHERE platform = ? AND platform_id = ? ORDER BY at, rowid`);
+    return rows.map((r) => {
+      const found = r.platform_id ? (statuses.all(r.platform, r.platform_id) as Array<{ status: string; at: number; error_code: number | null }>) : [];
+      return { ...outbox(r), statuses: found.map((x) => ({ status: x.status, at: x.at, ...(x.error_code !== null ? { errorCode: x.error_code } : {}) })) };
+    });
   }
 
   async listFailures(): Promise<OutboxRecord[]> {

@@ -7,7 +7,7 @@
 // node that claimed an event is lost (its lease ran out, or a survivor took it over and removed it), the next
 // node that drains the inbox claims the event again. INBOUND_CLAIM_MS bounds a claim even of a live node.
 import pg from "pg";
-import type { Binding, BindingKey, ButtonRef, InboxRow, InboxState, InboxStore, OpenQuestion, OutboxRecord, Platform } from "../channels/ports.ts";
+import type { Binding, BindingKey, ButtonRef, DeliveryStatus, InboxRow, InboxState, InboxStore, OpenQuestion, OutboxRecord, Platform } from "../channels/ports.ts";
 import { migrateOnce, SCHEMA_NAME_PATTERN, type Migration } from "./migrationLock.ts";
 import { NodeLeases } from "./nodeLeases.ts";
 
@@ -85,6 +85,21 @@ CREATE INDEX channel_outbox_state_at ON channel_outbox (state, at);
 CREATE TABLE channel_content (
   hash TEXT PRIMARY KEY,
   content_sid TEXT NOT NULL
+);
+`,
+  },
+  {
+    version: 2,
+    name: "delivery statuses of sent parts",
+    sql: `
+CREATE TABLE channel_status (
+  id BIGSERIAL,
+  platform TEXT NOT NULL,
+  platform_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  at BIGINT NOT NULL,
+  error_code INTEGER,
+  PRIMARY KEY (platform, platform_id, status)
 );
 `,
   },
@@ -238,6 +253,10 @@ export class PostgresInboxStore implements InboxStore {
   async prune(before: number): Promise<{ inbox: number; outbox: number }> {
     const inbox = await this.#pool.query(`DELETE FROM channel_inbox WHERE state IN ('done', 'failed') AND received_at < $1`, [before]);
     const sent = await this.#pool.query(`DELETE FROM channel_outbox WHERE state IN ('sent', 'sending') AND at < $1`, [before]);
+    await this.#pool.query(
+      `DELETE FROM channel_status WHERE at < $1 AND NOT EXISTS (SELECT 1 FROM channel_outbox o WHERE o.platform = channel_status.platform AND o.platform_id = channel_status.platform_id)`,
+      [before],
+    );
     return { inbox: inbox.rowCount ?? 0, outbox: sent.rowCount ?? 0 };
   }
 
@@ -379,6 +398,30 @@ export class PostgresInboxStore implements InboxStore {
          code = EXCLUDED.code, message = EXCLUDED.message, platform_id = EXCLUDED.platform_id, at = EXCLUDED.at, lease_until = NULL`,
       [record.platform, record.conversationId, record.seq, record.part, record.state, record.attempts, record.code ?? null, record.message ?? null, record.platformId ?? null, record.at],
     );
+  }
+
+  async recordStatus(platform: Platform, platformId: string, status: DeliveryStatus): Promise<boolean> {
+    const result = await this.#pool.query(
+      `INSERT INTO channel_status (platform, platform_id, status, at, error_code) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (platform, platform_id, status) DO NOTHING`,
+      [platform, platformId, status.status, status.at, status.errorCode ?? null],
+    );
+    return result.rowCount === 1;
+  }
+
+  async listOutbox(conversationId: string): Promise<OutboxRecord[]> {
+    const rows = await this.#q(`SELECT * FROM channel_outbox WHERE conversation_id = $1 ORDER BY seq, part`, [conversationId]);
+    const statuses = await this.#q(
+      `SELECT s.platform, s.platform_id, s.status, s.at, s.error_code FROM channel_status s
+       JOIN channel_outbox o ON o.platform = s.platform AND o.platform_id = s.platform_id
+       WHERE o.conversation_id = $1 ORDER BY s.at, s.id`,
+      [conversationId],
+    );
+    return rows.map((r) => ({
+      ...outbox(r),
+      statuses: statuses
+        .filter((x) => x.platform === r.platform && r.platform_id !== null && x.platform_id === r.platform_id)
+        .map((x) => ({ status: String(x.status), at: Number(x.at), ...(x.error_code !== null ? { errorCode: Number(x.error_code) } : {}) })),
+    }));
   }
 
   async listFailures(): Promise<OutboxRecord[]> {

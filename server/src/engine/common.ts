@@ -47,6 +47,26 @@ export type InboundSource = { sourceId: string };
 export type UndeliveredMessage = { conversationId: string; channel: string; code: string; message: string; at: number };
 
 /**
+ * How one part of an outbound event went out on a messaging channel, as the team API shows it on the event:
+ * sent or failed, the platform's id of it, and every delivery status the platform reported, with its time.
+ */
+export type DeliveryRecord = {
+  seq: number;
+  /** 0 on for the event's messages, -1 the automated-assistant notice before it, -2 an outside-window template. */
+  part: number;
+  channel: string;
+  state: "sent" | "failed";
+  /** The furthest status reached (queued, sent, delivered, read, failed, undelivered), when the platform said any. */
+  status?: string;
+  platformId?: string;
+  attempts: number;
+  code?: string;
+  message?: string;
+  at: number;
+  statuses: Array<{ status: string; at: number; errorCode?: number }>;
+};
+
+/**
  * What a step of a turn has produced but not stored yet (the model's reply, a read's results). It is
  * stored, in one transaction, before anything else happens: the next tool call, model call, ledger
  * change or customer-visible event. Nothing in it has been sent or shown yet.

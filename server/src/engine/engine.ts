@@ -9,7 +9,7 @@ import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ChannelCapabilities } from "@caplo/shared";
 import type { ConsoleSessionStore, ConversationRecord, HandoffNotice, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
-import { fail, randomId, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
+import { fail, randomId, type DeliveryRecord, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
 import type { ReplyDelta } from "./replyStream.ts";
 import { EngineCore, type EngineOptions } from "./core.ts";
@@ -24,7 +24,7 @@ import { TurnRecovery } from "./turnRecovery.ts";
 import { Writes } from "./writes.ts";
 import { workspaceOf } from "./release.ts";
 
-export { FILES_PATH, HANDOFF_TOOL, INTERRUPTED_NOTE, UNDELIVERED_NOTE_PREFIX, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
+export { FILES_PATH, HANDOFF_TOOL, INTERRUPTED_NOTE, UNDELIVERED_NOTE_PREFIX, type DeliveryRecord, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 export type { EngineOptions } from "./core.ts";
 export { TRANSCRIPT_CACHE_MAX_CHARS } from "./transcriptCache.ts";
 
@@ -384,5 +384,15 @@ export class Engine {
   /** Messages that never reached their customer, newest first. */
   undelivered(): Promise<UndeliveredMessage[]> {
     return this.core.team.undelivered();
+  }
+
+  /** Registers where a conversation's sends on a messaging channel and their delivery statuses are kept. */
+  addDeliverySource(source: (conversationId: string) => Promise<DeliveryRecord[]>): () => void {
+    return this.core.team.addDeliverySource(source);
+  }
+
+  /** How the conversation's outbound events went out on its messaging channel, with their delivery statuses. */
+  deliveries(conversationId: string): Promise<DeliveryRecord[]> {
+    return this.core.team.deliveries(conversationId);
   }
 }

@@ -6,12 +6,13 @@ import type { ConversationRecord } from "../store/store.ts";
 import type { WriteChange, WriteRecord } from "./ledger.ts";
 import { customerText, modelNote } from "./outcomeText.ts";
 import { changedWrite } from "./writePolicy.ts";
-import { fail, randomId, UNDELIVERED_NOTE_PREFIX, type EngineResult, type UndeliveredMessage } from "./common.ts";
+import { fail, randomId, UNDELIVERED_NOTE_PREFIX, type DeliveryRecord, type EngineResult, type UndeliveredMessage } from "./common.ts";
 import { EnginePart } from "./core.ts";
 import type { AgentRelease } from "./release.ts";
 
 export class TeamActions extends EnginePart {
   private readonly undeliveredSources = new Set<() => Promise<UndeliveredMessage[]>>();
+  private readonly deliverySources = new Set<(conversationId: string) => Promise<DeliveryRecord[]>>();
 
   async handOff(conversation: ConversationRecord, release: AgentRelease, reason: string | undefined): Promise<void> {
     const destination = release.config.channels[conversation.channel]?.handoff;
@@ -133,6 +134,18 @@ export class TeamActions extends EnginePart {
   addUndeliveredSource(source: () => Promise<UndeliveredMessage[]>): () => void {
     this.undeliveredSources.add(source);
     return () => this.undeliveredSources.delete(source);
+  }
+
+  /** Registers where a conversation's sends on a messaging channel and their delivery statuses are kept (a channel store). */
+  addDeliverySource(source: (conversationId: string) => Promise<DeliveryRecord[]>): () => void {
+    this.deliverySources.add(source);
+    return () => this.deliverySources.delete(source);
+  }
+
+  /** How the conversation's outbound events went out on its messaging channel, by seq and part. */
+  async deliveries(conversationId: string): Promise<DeliveryRecord[]> {
+    const lists = await Promise.all([...this.deliverySources].map((source) => source(conversationId)));
+    return lists.flat().sort((a, b) => a.seq - b.seq || a.part - b.part);
   }
 
   /** Messages that never reached their customer, newest first. */

@@ -7,7 +7,7 @@
 // in a header and an Origin of this server's own (sessions.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
-import type { Engine } from "../engine/engine.ts";
+import type { DeliveryRecord, Engine } from "../engine/engine.ts";
 import { HANDOFF_QUEUE_PATTERN } from "@caplo/shared";
 import type { ConversationRecord, HandoffNotice, WriteRecord } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "./http.ts";
@@ -59,6 +59,32 @@ function followUpView(write: WriteRecord) {
     checks: write.checkCount,
     result: write.result,
     updatedAt: new Date(write.updatedAt).toISOString(),
+  };
+}
+
+/**
+ * How one outbound event went out on a messaging channel: its furthest status over its message parts (the
+ * least advanced one: an event is read when every part of it is), and each part with its status history.
+ */
+function deliveryView(parts: DeliveryRecord[]) {
+  const iso = (at: number) => new Date(at).toISOString();
+  const messages = parts.filter((p) => p.part >= 0);
+  const order = ["failed", "undelivered", "queued", "accepted", "sending", "sent", "delivered", "read"];
+  const least = messages.some((p) => p.state === "failed") ? "failed" : messages.map((p) => p.status ?? "sent").sort((a, b) => order.indexOf(a) - order.indexOf(b))[0];
+  return {
+    channel: parts[0]!.channel,
+    ...(least ? { status: least } : {}),
+    parts: parts.map((p) => ({
+      part: p.part,
+      state: p.state,
+      ...(p.status ? { status: p.status } : {}),
+      ...(p.platformId ? { platformId: p.platformId } : {}),
+      attempts: p.attempts,
+      ...(p.code ? { code: p.code } : {}),
+      ...(p.message ? { message: p.message } : {}),
+      at: iso(p.at),
+      statuses: p.statuses.map((s) => ({ status: s.status, at: iso(s.at), ...(s.errorCode !== undefined ? { errorCode: s.errorCode } : {}) })),
+    })),
   };
 }
 
@@ -158,7 +184,16 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       const after = Number(new URL(req.url ?? "/", "http://gateway").searchParams.get("after") ?? "0");
       if (!Number.isInteger(after) || after < 0) return sendError(res, 400, { code: "after_invalid", path: "after", message: "after is a whole number of at least 0" });
       const events = await engine.eventsAfter(conversation.id, after, 1000);
-      sendJson(res, 200, { conversation: conversationView(conversation), events: events.map((event) => ({ seq: event.seq, at: new Date(event.at).toISOString(), message: event.message })) });
+      // An outbound event sent on a messaging channel carries how it went out and what the platform reported since.
+      const deliveries = new Map<number, DeliveryRecord[]>();
+      for (const record of await engine.deliveries(conversation.id)) deliveries.set(record.seq, [...(deliveries.get(record.seq) ?? []), record]);
+      sendJson(res, 200, {
+        conversation: conversationView(conversation),
+        events: events.map((event) => {
+          const parts = deliveries.get(event.seq);
+          return { seq: event.seq, at: new Date(event.at).toISOString(), message: event.message, ...(parts ? { delivery: deliveryView(parts) } : {}) };
+        }),
+      });
     }),
   );
   routes.add(
