@@ -25,7 +25,7 @@ import {
   type PackageVersion,
   type Release,
 } from "@caplo/shared";
-import { connectRemote, listRemoteTools, newReview, publishRemote, type RemoteVersion } from "../../server/src/remote/index.ts";
+import { connectRemote, listRemoteTools, newReview, publishRemote, remoteTargetKind, type RemoteVersion } from "../../server/src/remote/index.ts";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
 import { runPublish } from "../../server/src/cli/agent.ts";
 import { Engine } from "../../server/src/engine/engine.ts";
@@ -185,7 +185,7 @@ describe("an agent release pins a remote version", () => {
     if (!published.release) throw new Error(published.err.join("\n"));
     release = published.release;
     pinned = release.packages[0]!;
-    runner = new CaploToolRunner({ allowPrivateRemote: true });
+    runner = new CaploToolRunner({ targetKinds: [remoteTargetKind({ allowPrivateNetwork: true })] });
     await runner.load(pinned);
   });
   afterAll(async () => runner?.close());
@@ -299,7 +299,7 @@ describe("an agent release pins a remote version", () => {
   it("a version file changed after publishing, or another version at the pinned path, is refused at load", async () => {
     const altered = join(dir, "altered.json");
     writeFileSync(altered, readFileSync(streamable.file, "utf8").replace(base, base.replace("/mcp", "/other")));
-    const fresh = new CaploToolRunner({ allowPrivateRemote: true });
+    const fresh = new CaploToolRunner({ targetKinds: [remoteTargetKind({ allowPrivateNetwork: true })] });
     await expect(fresh.load({ ...pinned, dir: altered })).rejects.toMatchObject({ code: "remote_version_altered" });
     const other = await publishBank(base, "bank2");
     await expect(fresh.load({ ...pinned, dir: other.file })).rejects.toMatchObject({ code: "remote_version_mismatch" });
@@ -308,7 +308,7 @@ describe("an agent release pins a remote version", () => {
   });
 
   it("without the operator's allowance a loopback http version is refused at call time", async () => {
-    const strict = new CaploToolRunner({ allowPrivateRemote: false });
+    const strict = new CaploToolRunner({ targetKinds: [remoteTargetKind({ allowPrivateNetwork: false })] });
     await strict.load(pinned);
     const result = await strict.call({ packageVersionId: pinned.id, tool: "balance", args: { account: "main" }, context: context("strict") });
     expect(result).toMatchObject({ isError: true });
@@ -323,7 +323,7 @@ describe("a version reviewed over SSE", () => {
     expect(sse.version.transport).toBe("sse");
     const published = await publishAgent(sse.file, ["oldbank/balance", "oldbank/transfer"]);
     if (!published.release) throw new Error(published.err.join("\n"));
-    const runner = new CaploToolRunner({ allowPrivateRemote: true });
+    const runner = new CaploToolRunner({ targetKinds: [remoteTargetKind({ allowPrivateNetwork: true })] });
     try {
       await runner.load(published.release.packages[0]!);
       streamablePostsToSse = 0;
@@ -351,7 +351,7 @@ describe("a conversation uses the remote tools through the engine", () => {
     const release = published.release;
     const store = new SqliteStore(join(dir, "engine.db"));
     await store.migrate();
-    const runner = new CaploToolRunner({ allowPrivateRemote: true });
+    const runner = new CaploToolRunner({ targetKinds: [remoteTargetKind({ allowPrivateNetwork: true })] });
     const model = new ScriptedModel([
       { when: "balance", replies: [{ toolCalls: [{ name: "ledger__balance", args: { account: "main" } }] }, { text: "{{tool}}" }] },
       { when: "send", replies: [{ toolCalls: [{ name: "ledger__transfer", args: { to: "Ana", amount: "25.00", mode: "now" } }] }] },

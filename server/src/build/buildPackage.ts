@@ -21,6 +21,10 @@ export type BuildOptions = {
   allowWeakSandbox?: boolean;
   /** Where the frozen copy is kept: default the package's own .caplo/versions (never shipped itself). */
   versionsDir?: string;
+  /** The Node 24 binary (CAPLO_NODE24); default runtime/node24 of this repository. */
+  node?: string;
+  /** false: no control group for the listing process (CAPLO_CGROUPS=off); default: one where they work. */
+  cgroups?: boolean;
 };
 
 /** The versions folder a package's own builds use unless told otherwise. */
@@ -61,6 +65,8 @@ export async function buildPackage(dir: string, options: BuildOptions = {}): Pro
     manifest,
     ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
     ...(options.allowWeakSandbox && { allowWeakSandbox: true }),
+    ...(options.node !== undefined && { node: options.node }),
+    ...(options.cgroups !== undefined && { cgroups: options.cgroups }),
   });
   if (!listing.ok) return { ok: false, errors: [{ code: listing.code, path: listing.code === "entry_invalid" ? "entry" : "", message: listing.message }] };
 

@@ -29,6 +29,10 @@ export type ListingOptions = {
   memoryMb?: number;
   /** `caplo tool test` with CAPLO_SANDBOX=weak only (see chooseSandbox). */
   allowWeakSandbox?: boolean;
+  /** The Node 24 binary (CAPLO_NODE24); default runtime/node24 of this repository. */
+  node?: string;
+  /** false: no control group (CAPLO_CGROUPS=off). */
+  cgroups?: boolean;
 };
 
 /** Largest tools/list answer the build accepts: one message, and every page together. */
@@ -38,7 +42,7 @@ export const LISTED_TOOLS_MAX = 1000;
 const LISTING_PAGES_MAX = 100;
 
 export async function listTools(packageDir: string, options: ListingOptions = {}): Promise<ListedTools | ListingFailure> {
-  const node = findNode24();
+  const node = findNode24(options.node);
   if (!node.ok) return { ok: false, code: "entry_invalid", message: node.message };
   const sandbox = chooseSandbox(options.allowWeakSandbox ?? false);
   if (sandbox.mode === "unavailable") return { ok: false, code: "sandbox_unavailable", message: `the package's code is never run outside the sandbox, and ${sandbox.note}` };
@@ -53,7 +57,7 @@ export async function listTools(packageDir: string, options: ListingOptions = {}
   const bundle = await ensureHostBundle(node.path);
   const host = bundle.ok ? bundle.bundle.launcher : HOST_MODULE;
   const manifestArg = bundle.ok && options.manifest ? [JSON.stringify({ type: options.manifest.type, entry: options.manifest.entry, secrets: options.manifest.secrets ?? [] })] : [];
-  const cgroups = sandbox.mode === "isolated" && memoryLimitKind().kind === "cgroup";
+  const cgroups = sandbox.mode === "isolated" && options.cgroups !== false && memoryLimitKind().kind === "cgroup";
   let child: PackageProcess | undefined;
   try {
     child = await PackageProcess.start({

@@ -1,5 +1,8 @@
 // `caplo agent validate|publish|schema`: check an agent.yaml, publish it as an immutable release pinned
 // to built package versions, and print the JSON Schema of agent.yaml.
+import { buildSettings } from "../app/runnerSettings.ts";
+import type { BuildOptions } from "../build/buildPackage.ts";
+import { readConfig } from "../config/index.ts";
 import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { AGENT_NAME_PATTERN, TOOL_REF_PATTERN, type AgentIssue, type Release } from "@caplo/shared";
@@ -184,10 +187,16 @@ export async function runPublish(args: string[], io: Io, env: Record<string, str
     return 1;
   }
 
+  // A package folder is built here: with the runner's settings (CAPLO_NODE24, CAPLO_CGROUPS), read once.
+  const read = readConfig(env);
+  if (!read.ok) {
+    for (const error of read.errors) io.err(`caplo agent publish: ${error.path}: ${error.message} [${error.code}]`);
+    return 2;
+  }
   const versions: unknown[] = [];
   let failed = false;
   for (const source of parsed.packages) {
-    const version = await loadVersion(source);
+    const version = await loadVersion(source, buildSettings(read.config));
     if (version.ok) versions.push(version.version);
     else {
       failed = true;
@@ -221,7 +230,7 @@ export async function runPublish(args: string[], io: Io, env: Record<string, str
 }
 
 /** A package folder is built now; a .json file is a version `caplo tool build` already recorded. */
-export async function loadVersion(source: string): Promise<{ ok: true; version: unknown } | { ok: false; issues: AgentIssue[] }> {
+export async function loadVersion(source: string, settings: Pick<BuildOptions, "node" | "cgroups"> = {}): Promise<{ ok: true; version: unknown } | { ok: false; issues: AgentIssue[] }> {
   if (source.endsWith(".json")) {
     try {
       const data: unknown = JSON.parse(await readFile(source, "utf8"));
@@ -237,7 +246,7 @@ export async function loadVersion(source: string): Promise<{ ok: true; version: 
   }
   // Loaded only when a folder is given: the build pulls in the MCP SDK and the Node 24 host.
   const { buildPackage } = await import("../build/index.ts");
-  const built = await buildPackage(source);
+  const built = await buildPackage(source, settings);
   return built.ok ? { ok: true, version: built.version } : { ok: false, issues: built.errors };
 }
 

@@ -10,6 +10,7 @@ import { createRelease } from "../agents/release.ts";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
 import type { ToolRunner } from "../runner/api.ts";
 import { loadScript } from "../model/scriptFile.ts";
+import { SETTINGS } from "../config/index.ts";
 import { help, parseServeArgs, startServe } from "./serve.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "caplo-serve-"));
@@ -35,6 +36,16 @@ describe("options", () => {
     for (const word of ["--port", "--host", "--db", "--releases", "--agent", "--script", "--widget-dir", "CAPLO_TEAM_MEMBERS", "CAPLO_NODE_ID", "CAPLO_DATABASE_URL", "CAPLO_SECRET_"]) {
       expect(help).toContain(word);
     }
+  });
+
+  it("--help lists every setting the configuration schema gives caplo serve, with its flag", () => {
+    const names = SETTINGS.filter(({ meta }) => meta.commands.includes("serve"));
+    expect(names.length).toBeGreaterThan(40);
+    for (const { meta } of names) {
+      expect(help, meta.name).toContain(`  ${meta.name} (`);
+      if (meta.flag && !meta.flag.endsWith("(demo)")) expect(help, meta.flag).toContain(`  ${meta.flag} (`);
+    }
+    expect(help).not.toContain("`");
   });
 
   it("a script file that is not valid is refused with the path of the problem", async () => {

@@ -7,6 +7,7 @@ import { isPostgres, readServeChannels, startServer, type ServeError, type Serve
 import { webhookUrls } from "../channels/channelSetup.ts";
 import { uniqueNodeId } from "../cluster/clusterNode.ts";
 import { parseSetting } from "../config/index.ts";
+import { flagsHelp, settingsHelp } from "../config/help.ts";
 import { parseTeamMembers } from "../gateway/teamMembers.ts";
 
 // The server's start is the composition root's; these names stay for the tests that start servers.
@@ -18,71 +19,15 @@ Starts the Caplo server: the widget's WebSocket at /v1/ws, the widget's files (/
 /schemas/*.json, /healthz, /readyz and the team API (/v1/team/...), with each agent's latest release.
 
 Options (each has an environment variable; a flag wins):
-  --port N            port to listen on (CAPLO_PORT, default 8080; 0 picks a free one)
-  --host ADDR         address to listen on (CAPLO_HOST, default 127.0.0.1)
-  --db PATH|URL       the store: a SQLite file, or a postgres:// URL (CAPLO_DATABASE_URL, else CAPLO_DB,
-                      default .caplo/caplo.db)
-  --releases DIR      where \`caplo agent publish\` keeps releases (CAPLO_RELEASES_DIR, default .caplo/releases)
-  --agent NAME        serve this agent's latest release; repeat for more (CAPLO_AGENTS, comma-separated;
-                      required)
-  --script FILE       rules for the scripted model, JSON (CAPLO_SCRIPT); used when no OpenAI-compatible
-                      model is configured (OPENAI_API_KEY / OPENAI_BASE_URL / CAPLO_MODEL)
-  --widget-dir DIR    the widget's build (CAPLO_WIDGET_DIR, default widget/dist)
-  --check-channels    check the messaging channels' settings and agents, print the webhook URLs to enter
-                      on each platform, and exit without starting (0: ready, 1: a problem, printed)
+${flagsHelp("serve")}
+  --check-channels
+      check the messaging channels' settings and agents, print the webhook URLs to enter on each platform,
+      and exit without starting (0: ready, 1: a problem, printed)
 
-Environment only:
-  CAPLO_TEAM_MEMBERS  the team API's members, each with a token of their own: name=sha256:<hex of the
-                      token>, comma-separated (caplo team token NAME makes one); without any the team
-                      API answers 503. The old shared CAPLO_TEAM_TOKEN is refused.
-  CAPLO_NODE_ID       this node's id; with a postgres:// store default <host>-<pid>-<random> (unique per
-                      process), with SQLite the host name (its restart recovers its own running writes)
-  CAPLO_NODE_LEASE_MS with a postgres:// store: this node's liveness lease (default 15000, 1000 to 600000);
-                      a node silent this long is taken over by another, which recovers its running writes
-  CAPLO_REDIS_URL     share conversation events between nodes through Redis (else PostgreSQL
-                      LISTEN/NOTIFY with a postgres:// store, else in-process)
-  CAPLO_BUS_POLL_MS   how often a degraded bus reads the store instead (default 1000)
-  CAPLO_WEBHOOKS_PER_SECOND  webhook requests accepted per second per platform on this node (default 50,
-                      burst twice that); more get 429 with Retry-After (Meta retries them; Twilio only
-                      with connection overrides on the webhook URL, docs/operators-multi-node.md)
-  CAPLO_SECRET_<NAME> the value of workspace secret NAME (tool secrets, HS256 identity keys)
-  CAPLO_TWILIO_*, CAPLO_META_*, CAPLO_INSTAGRAM_*, CAPLO_MESSENGER_*  messaging channels
-                      (docs/channels.md); webhooks at /webhooks/<platform>; CAPLO_<PLATFORM>_AGENTS maps
-                      each number/page/account to an agent, CAPLO_<PLATFORM>_AGENT for the rest (default:
-                      the first)
-  CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1  local development only: remote MCP versions may be reached over
-                      http and at loopback or private addresses (never set it in production)
-  CAPLO_SANDBOX=weak  refused: the weak sandbox is for caplo tool test only; serve runs packages only in
-                      the isolated one (Linux namespaces, as root) and says which at start
-  CAPLO_PUBLIC_URL    this server's public address as browsers reach it: the widget app's sockets come from
-                      its origin (besides the address serve listens on; the Host header is never trusted),
-                      signed webhook URLs, and files sent to messaging customers (https; without it a file
-                      is not sent and the customer is told)
-  CAPLO_TRUSTED_PROXIES  proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names
-                      the widget client's address for the per-address limits (default none: the socket's peer)
-  CAPLO_WIDGET_SOCKETS_PER_ADDRESS  open widget sockets per client address on this node (default 30;
-                      an IPv6 client counts by its /64); more are told too_many_connections and closed (1013)
-  CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE  new widget conversations per client address per minute on this
-                      node (default 20); more are told too_many_conversations and closed (1013)
-  CAPLO_WIDGET_HELLO_TIMEOUT_SECONDS  a widget socket that says no hello this long is closed (4408; default 10)
-  CAPLO_CHANNELS_DB   the channels' SQLite state (default: channels.db beside --db); with a postgres:// store
-                      the channels' state is in PostgreSQL, shared by every node
-  CAPLO_STATUS_CHECK_BASE_MS  gap before a write's first status check (default 5000; each next doubles)
-  CAPLO_PROPOSAL_TTL_SECONDS  how long a proposed write waits for the customer's decision before it expires
-                      (default 3600, 60 to 86400)
-  CAPLO_TRANSCRIPT_BUDGET_CHARS  characters of the conversation sent to the model per step at most
-                      (default 48000, 2000 to 2000000; the instructions always go in full)
-  CAPLO_INVOCATION_LOG  file keeping each tool call's record and log lines (default invocations.jsonl
-                      beside --db; with postgres://, .caplo/invocations.jsonl on each node); read it with
-                      \`caplo tool logs --db PATH\`. CAPLO_INVOCATION_LOG_MAX_MB bounds it (default 64)
-  CAPLO_FILE_RETENTION_DAYS   days a delivered file's bytes are kept (default 30, 1 to 3650); after that a
-                      download answers 410 file_expired, and the conversation still shows the file
-  CAPLO_FILE_SCAN_CLAMD       clamd's Unix socket (INSTREAM): every file a tool returns is scanned after the
-                      built-in checks; a threat or a scanner error means it is not delivered
-  CAPLO_FILE_SCAN_COMMAND     instead, an executable given each file on stdin (exit 0 clean, 1 threat)
-  CAPLO_HANDOFF_WEBHOOK_URL    where a handoff notice goes when the agent hands a conversation to its
-                      queue (https; http only to this machine); CAPLO_HANDOFF_WEBHOOK_URL_<QUEUE> for one
-                      queue; signed with CAPLO_HANDOFF_WEBHOOK_SECRET (at least 32 characters)
+Environment: every setting caplo serve reads (docs/operators/configuration.md has the same, from the same
+schema). CAPLO_SANDBOX=weak is refused: the weak sandbox is for caplo tool test only.
+
+${settingsHelp("serve")}
 `;
 
 /** Flags and environment into options, or the first problem. */

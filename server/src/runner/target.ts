@@ -2,7 +2,7 @@
 // version, and its Session a connected MCP client with call routing. The runner's one call path works on
 // these only; package processes (toolRunner.ts) and remote servers (remote/remoteTarget.ts) implement them.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { BuiltTool } from "@caplo/shared";
+import type { BuiltTool, PackageVersion } from "@caplo/shared";
 import type { CallRoute } from "./packageProcess.ts";
 
 /** What a call needs from wherever the tools run: a connected MCP client and call routing. */
@@ -30,4 +30,13 @@ export type Target = {
   /** Checked once the session is open, before the tool is called: a refusal message, or undefined to call it. */
   beforeCall?: (session: Session, tool: string, timeoutMs: number) => Promise<string | undefined>;
   close: () => Promise<void>;
+};
+
+/**
+ * Another kind of target, registered with the runner by the composition root (remote MCP server versions,
+ * remote/remoteTarget.ts): which version ids it loads, and the target it makes of one, or why it cannot.
+ */
+export type TargetKind = {
+  loads: (versionId: string) => boolean;
+  load: (version: PackageVersion) => Promise<{ ok: true; target: Target } | { ok: false; error: { code: string; path: string; message: string } }>;
 };

@@ -37,7 +37,7 @@ import { ensureHostBundle } from "./hostBundle.ts";
 import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
 import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "./outcomeMapping.ts";
 import type { CallRoute } from "./packageProcess.ts";
-import type { Session, Target } from "./target.ts";
+import type { Session, Target, TargetKind } from "./target.ts";
 
 export type { Session, Target } from "./target.ts";
 import { ProcessPool } from "./processPool.ts";
@@ -46,8 +46,6 @@ import { validateAgainst } from "./schemaValidator.ts";
 import { resultBytes } from "./resultSize.ts";
 import { makeRedactor } from "./secretRedaction.ts";
 import { checkFrozen } from "../build/frozenVersion.ts";
-import { isRemoteVersionId, loadPinnedRemote } from "../remote/remotePin.ts";
-import { remoteTarget } from "../remote/remoteTarget.ts";
 
 /** An error the runner reports by code (for load and configuration problems; calls return results). */
 export class RunnerError extends Error {
@@ -61,7 +59,7 @@ export class RunnerError extends Error {
 }
 
 export type RunnerOptions = {
-  /** Node 24 binary; default runtime/node24 of this repository (the server passes CAPLO_NODE24). */
+  /** Node 24 binary; default runtime/node24 of this repository (the server passes CAPLO_NODE24; a missing one is node24_missing at load). */
   node?: string;
   /**
    * Run untrusted packages without namespaces (permission model and proxy only, as an unprivileged user)
@@ -99,10 +97,10 @@ export type RunnerOptions = {
   /** The operator's file scanner (clamd or a command; see fileScanner.ts): a file it does not call clean is not delivered. */
   fileScanner?: FileScanner;
   /**
-   * Operator-only, for local development and tests: remote MCP versions may be reached over http and at
-   * loopback or private addresses (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK=1). Never the default.
+   * Other kinds of targets than package versions, registered by the composition root: remote MCP server
+   * versions (remote/remoteTarget.ts remoteTargetKind; app/runnerSettings.ts). The runner imports none of them.
    */
-  allowPrivateRemote?: boolean;
+  targetKinds?: readonly TargetKind[];
 };
 
 const STUCK_PING_MS = 1000;
@@ -197,17 +195,16 @@ export class CaploToolRunner implements ToolRunner {
 
   async load(version: PackageVersion): Promise<void> {
     if (this.targets.has(version.id)) return;
-    if (isRemoteVersionId(version.id)) return this.loadRemote(version);
+    const kind = this.options.targetKinds?.find((candidate) => candidate.loads(version.id));
+    if (kind) return this.loadKind(kind, version);
     if (this.sandboxMode === "unavailable") throw new RunnerError("sandbox_unavailable", this.sandboxNote);
     // A version runs only from its frozen copy, and only while that copy still holds exactly its files:
     // an edited, added or removed file (or a package folder given instead of the copy) runs nothing.
     const frozen = checkFrozen(version.dir, version.contentHash);
     if (frozen) throw new RunnerError(frozen.code, `${version.id}: ${frozen.message}`, frozen.path);
-    const node = this.options.node ?? (() => {
-      const found = findNode24();
-      if (!found.ok) throw new RunnerError(found.code, found.message);
-      return found.path;
-    })();
+    const found = findNode24(this.options.node);
+    if (!found.ok) throw new RunnerError(found.code, found.message);
+    const node = found.path;
     const host = await this.host(node);
     const processOptions = () => ({
       label: version.id,
@@ -261,12 +258,11 @@ export class CaploToolRunner implements ToolRunner {
    * hold the pinned tools. Nothing is connected yet: the authorization header comes with each call's
    * secrets, so the first call connects (over the reviewed transport).
    */
-  private async loadRemote(version: PackageVersion): Promise<void> {
-    const pinned = await loadPinnedRemote(version);
-    if (!pinned.ok) throw new RunnerError(pinned.error.code, pinned.error.message, pinned.error.path);
-    const allowPrivateNetwork = this.options.allowPrivateRemote ?? false;
+  private async loadKind(kind: TargetKind, version: PackageVersion): Promise<void> {
+    const loaded = await kind.load(version);
+    if (!loaded.ok) throw new RunnerError(loaded.error.code, loaded.error.message, loaded.error.path);
     if (this.targets.has(version.id)) return;
-    this.targets.set(version.id, remoteTarget(pinned.version, { ...(allowPrivateNetwork && { allowPrivateNetwork }) }));
+    this.targets.set(version.id, loaded.target);
   }
 
   /** The host module (and preload) packages run with; see RunnerOptions.hostModule. */
