@@ -1,7 +1,7 @@
 // The loader fetches the app ahead of the click without costing the host page (issue #21), in real
 // Chromium: nothing of the app before the page's load event, the app fetched once the browser is idle
-// after it (or at once when the visitor points at the launcher), no socket until the visitor wants the
-// chat; and the gateway's compressed responses decode to the built files' bytes.
+// after it (or at once when the visitor points at the launcher), no socket before the visitor points at
+// the launcher and no hello (no conversation) before the visitor presses it; and the gateway's compressed responses decode to the built files' bytes.
 import { readFileSync, statSync } from "node:fs";
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -52,7 +52,7 @@ describe("the loader fetches the app ahead of the click", () => {
   });
   afterAll(() => context?.close());
 
-  test("not before the page's load event; after it, when idle: the app renders hidden and opens no socket until the visitor clicks", async () => {
+  test("not before the page's load event; after it, when idle: the app renders hidden, opens its socket on hover and says hello on the click", async () => {
     const { page, appRequests, release } = await pageWithHeldLoad(context);
     const launcher = page.getByRole("button", { name: "Open chat" });
     await launcher.waitFor();
@@ -69,16 +69,22 @@ describe("the loader fetches the app ahead of the click", () => {
     expect(appRequests.map((r) => new URL(r.url()).pathname)).toEqual(
       expect.arrayContaining(["/widget/app.html", expect.stringMatching(/^\/widget\/assets\/app-.*\.js$/), expect.stringMatching(/^\/widget\/assets\/app-.*\.css$/)]),
     );
-    // The rendered app waits: pointing at the launcher still connects nothing.
-    await launcher.hover();
+    // The rendered app waits with no socket; pointing at the launcher opens one but says no hello (no conversation).
     await idlePassed(page);
     expect(server.connections).toBe(connectionsBefore);
+    const hellos = () => server.frames.filter((f) => f.t === "hello").length;
+    const hellosBefore = hellos();
+    await launcher.hover();
+    await expect.poll(() => server.connections).toBe(connectionsBefore + 1);
+    await idlePassed(page);
+    expect(hellos()).toBe(hellosBefore);
     expect(await page.locator("[data-caplo] div[role=dialog]").isVisible()).toBe(false);
 
     const fetched = appRequests.length;
     await launcher.click();
     await app.getByText("Hi! I can look up your orders").waitFor();
-    expect(server.connections).toBe(connectionsBefore + 1);
+    expect(hellos()).toBe(hellosBefore + 1);
+    expect(server.connections).toBe(connectionsBefore + 1); // the hello went on the socket the hover opened
     expect(appRequests.length).toBe(fetched); // the click fetched nothing more
     await expect(app.locator("#caplo-input").evaluate((el) => el === document.activeElement)).resolves.toBe(true);
     await page.close();

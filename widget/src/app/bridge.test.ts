@@ -26,6 +26,7 @@ describe("host page messages", () => {
     expect(at("identify")).toBeNull();
     expect(at({ caplo: 1, type: "init", resume: "tok" })).toEqual({ type: "init", resume: "tok" });
     expect(at({ caplo: 1, type: "init", resume: 5 })).toEqual({ type: "init", resume: null });
+    expect(at({ caplo: 1, type: "warm", extra: "ignored" })).toEqual({ type: "warm" });
   });
 });
 
@@ -44,8 +45,14 @@ describe("page panel messages", () => {
 describe("iframe parameters", () => {
   test("the browser's ancestor origin wins over the origin the URL claims; bad values fall back", () => {
     const p = readParams("?agent=shop&origin=https%3A%2F%2Fevil.example&locale=sl&color=%23ff0000", "https://shop.example", "en-US");
-    expect(p).toEqual({ agent: "shop", parentOrigin: "https://shop.example", locale: "sl", color: "#ff0000", theme: null });
+    expect(p).toEqual({ agent: "shop", parentOrigin: "https://shop.example", locale: "sl", color: "#ff0000", theme: null, preload: false });
     const bad = readParams("?agent=%3Cx%3E&origin=javascript%3Aalert(1)&locale=%3Cb%3E&color=red;background:url(x)", undefined, "de-AT");
-    expect(bad).toEqual({ agent: "", parentOrigin: null, locale: "de-AT", color: null, theme: null });
+    expect(bad).toEqual({ agent: "", parentOrigin: null, locale: "de-AT", color: null, theme: null, preload: false });
+  });
+
+  test("preload=1 (the loader made the frame ahead of a click) and nothing else marks a preloaded frame", () => {
+    expect(readParams("?agent=shop&preload=1", undefined, "en").preload).toBe(true);
+    expect(readParams("?agent=shop&preload=true", undefined, "en").preload).toBe(false);
+    expect(readParams("?agent=shop", undefined, "en").preload).toBe(false);
   });
 });

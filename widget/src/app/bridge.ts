@@ -10,7 +10,9 @@ export type HostCommand =
   | { type: "open"; focus: boolean }
   | { type: "close" }
   /** The loader's answer to ready: the resume token it keeps in the host page's own storage, if any. */
-  | { type: "init"; resume: string | null };
+  | { type: "init"; resume: string | null }
+  /** The visitor points at the launcher: open the socket now (no hello, so no conversation, until init). */
+  | { type: "warm" };
 export type AppNotice =
   | { type: "ready" }
   /** Keep this resume token in the host page's storage (an iframe's own storage is often blocked). */
@@ -31,7 +33,7 @@ export function readHostCommand(event: MessageEvent, parent: Window | null, pare
   if (mark !== 1) return null;
   if (type === "identify") return typeof token === "string" && token.length > 0 && token.length <= TOKEN_MAX ? { type, token } : null;
   if (type === "open") return { type, focus: focus !== false };
-  if (type === "close") return { type };
+  if (type === "close" || type === "warm") return { type };
   if (type === "init") return { type, resume: typeof resume === "string" && resume.length <= 512 ? resume : null };
   return null;
 }

@@ -210,6 +210,8 @@ export class Connection {
   }
 
   private scheduleRetry(): void {
+    // Preconnected and the line went (the gateway's hello timeout): nothing to resume; start() opens a new one.
+    if (!this.helloAllowed) return;
     this.attempt += 1;
     const wait = backoff(this.attempt, this.options.random);
     const now = (this.options.now ?? Date.now)();

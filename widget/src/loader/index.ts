@@ -113,6 +113,7 @@ function start(script: HTMLScriptElement): void {
   /** The visitor wants the chat (opened it, or pressed the launcher): the app may connect. */
   let wanted = false;
   let initSent = false;
+  let warmed = false;
   /** The app's frame never said ready: the notice stays (a reload tries again). */
   let failed = false;
   let isOpen = false;
@@ -214,6 +215,15 @@ function start(script: HTMLScriptElement): void {
     panel.appendChild(frame);
     render();
   }
+  /**
+   * The visitor points at or focuses the launcher: the frame is made, and its app opens its socket without
+   * saying hello (no conversation starts; the gateway closes it after its hello timeout if no click follows).
+   */
+  function warm(): void {
+    makeFrame();
+    warmed = true;
+    if (ready && !initSent) post({ type: "warm" });
+  }
   /** The visitor wants the chat: the frame is made if it is not yet, and the app connects once it is ready. */
   function want(): void {
     wanted = true;
@@ -254,7 +264,7 @@ function start(script: HTMLScriptElement): void {
       if (wanted) {
         initSent = true;
         post({ type: "init", resume: read(resumeKey) });
-      }
+      } else if (warmed) post({ type: "warm" });
       flush();
     } else if (message.type === "persist" && typeof message.resume === "string" && message.resume.length <= 512) {
       write(resumeKey, message.resume);
@@ -270,10 +280,10 @@ function start(script: HTMLScriptElement): void {
     }
   });
   launcher.addEventListener("click", () => (isOpen ? close() : open()));
-  // Pointing at or focusing the launcher fetches the app at once; pressing it also lets it connect, a few
-  // dozen milliseconds before the click.
-  launcher.addEventListener("pointerenter", makeFrame);
-  launcher.addEventListener("focus", makeFrame);
+  // Pointing at or focusing the launcher fetches the app at once and opens its socket; pressing it also
+  // says hello, a few dozen milliseconds before the click.
+  launcher.addEventListener("pointerenter", warm);
+  launcher.addEventListener("focus", warm);
   launcher.addEventListener("pointerdown", want);
   shadow.addEventListener("keydown", (event) => {
     if ((event as KeyboardEvent).key === "Escape") close();

@@ -155,6 +155,8 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
         // Kept until the connection is ready (the chat may still be loading): the latest token wins.
         identity.current = command.token;
         sendIdentify();
+      } else if (command.type === "warm") {
+        if (!started) conn.preconnect();
       } else if (command.type === "open" && command.focus) input.current?.focus();
     };
     window.addEventListener("message", onMessage);
