@@ -17,6 +17,7 @@ export const COMMANDS: Record<string, Command> = {
   "team token": { summary: "Make a team member's API token and its CAPLO_TEAM_MEMBERS entry", load: () => import("./team.ts") },
   "tool init": { summary: "Create a tool package (function or MCP) that builds as written", load: () => import("./tool-init.ts") },
   "tool build": { summary: "Build a tool package and print its frozen version, or every error", load: () => import("./tool-build.ts") },
+  "tool gc": { summary: "Remove old frozen package versions that no release pins", load: () => import("./tool-gc.ts") },
   "tool test": { summary: "Run a tool package's fixtures through the sandboxed runner", load: () => import("./tool-test.ts") },
   "tool dev": { summary: "Start a package's src/stdio.ts on Node 24 for local MCP clients", load: () => import("./tool-dev.ts") },
   "tool logs": { summary: "Show an invocation's log lines (from caplo tool test)", load: () => import("./tool-logs.ts") },
