@@ -2,27 +2,13 @@
 // is newer than every source it uses (console/src, the widget's components it reuses, its config). Browser
 // test files and the bench share one build; a lock lets one build while the others wait.
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { consoleBuildStale } from "../../server/src/demo/demo.ts";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-function newest(dir: string): number {
-  return readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
-    const path = join(dir, entry.name);
-    return Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }, 0);
-}
-
-/** Whether console/dist is missing or older than its sources. */
-export function consoleBuildStale(root = ROOT): boolean {
-  const built = join(root, "console", "dist", "index.html");
-  if (!existsSync(built)) return true;
-  const sources = Math.max(newest(join(root, "console", "src")), newest(join(root, "widget", "src", "app")), statSync(join(root, "console", "vite.config.ts")).mtimeMs);
-  return statSync(built).mtimeMs < sources;
-}
 
 export async function buildConsole(): Promise<void> {
   if (!consoleBuildStale()) return;

@@ -236,6 +236,25 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     await snap("receipt-address");
   }, 180_000);
 
+  test("the printed team console address and token sign the demo member in, and the walk's conversation is in the inbox with its writes", async () => {
+    const consoleUrl = /The team console:\s+(http:\/\/\S+)/.exec(demo.output())?.[1];
+    const token = /sign in as demo with the token\s+(\S+)/.exec(demo.output())?.[1];
+    expect(consoleUrl).toMatch(/\/console$/);
+    expect(token).toMatch(/^demo-[A-Za-z0-9_-]{24}$/);
+    const team = await (await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 900 } })).newPage();
+    await team.goto(consoleUrl!);
+    await team.getByLabel("Your team token").fill(token!);
+    await team.getByRole("button", { name: "Sign in" }).click();
+    await team.getByText("Signed in as").waitFor();
+    const conversation = team.locator("a.conversation").first();
+    await conversation.click();
+    await team.getByRole("tab", { name: /Writes \(\d+\)/ }).click();
+    await team.locator(".ledger").first().waitFor();
+    expect(await team.locator(".ledger").count()).toBeGreaterThan(1);
+    await team.screenshot({ path: `${ARTIFACTS}${String(++shot).padStart(2, "0")}-team-console.png` });
+    await team.context().close();
+  });
+
   test("Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops the demo and its tool processes, with exit code 0", async () => {
     const pid = demo.child.pid!;
     const code = await demo.stop();

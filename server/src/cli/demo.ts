@@ -77,7 +77,10 @@ export async function run(args: string[]): Promise<number> {
   }
   if (!stopRequested) {
     console.log(`\n  Caplo demo shop is running. Open:  ${started.demo.url}`);
-    console.log(`  The documentation:                ${started.demo.gatewayUrl}/docs/\n`);
+    console.log(`  The documentation:                ${started.demo.gatewayUrl}/docs/`);
+    console.log(`  The team console:                 ${started.demo.consoleUrl}`);
+    console.log(`    sign in as ${started.demo.member} with the token   ${started.demo.token}`);
+    console.log("    (a new token each start; it works only for this demo)\n");
     console.log("  Press Ctrl-C to stop.");
     await new Promise<void>((resolve) => {
       wake = resolve;

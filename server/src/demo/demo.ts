@@ -17,6 +17,7 @@ import { buildPackage, contentHash, type BuildOptions } from "../build/index.ts"
 import { packageVersionSchema } from "@caplo/shared";
 import { startServer, type RunningServer } from "../app/server.ts";
 import { buildSettings, runnerSettings } from "../app/runnerSettings.ts";
+import { teamMember } from "../gateway/teamMembers.ts";
 import { readConfig } from "../config/index.ts";
 import { modelFromEnv } from "../model/config.ts";
 import type { ToolRunner } from "../runner/api.ts";
@@ -29,7 +30,8 @@ export const ROOT = join(import.meta.dirname, "..", "..", "..");
 export const DEMO_AGENT_FILE = join(ROOT, "examples", "demo", "agent.yaml");
 const WIDGET_DIR = join(ROOT, "widget");
 
-export type RunningDemo = { url: string; gatewayUrl: string; shopUrl: string; close: () => Promise<void> };
+/** `consoleUrl`: the team console; `member` and `token`: the demo team member who signs in there (a new token each start). */
+export type RunningDemo = { url: string; gatewayUrl: string; shopUrl: string; consoleUrl: string; member: string; token: string; close: () => Promise<void> };
 type Log = (line: string) => void;
 const fail = (code: string, path: string, message: string) => ({ ok: false as const, error: { code, path, message } });
 
@@ -40,6 +42,9 @@ function newest(dir: string): number {
     return Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
   }, 0);
 }
+
+/** The demo's team member, who signs in to the console. */
+export const DEMO_MEMBER = "demo";
 
 /** Whether widget/dist is missing or older than the widget's sources (src/ and vite.config.ts). */
 export function widgetBuildStale(widgetDir = WIDGET_DIR): boolean {
@@ -64,6 +69,30 @@ export async function buildWidget(log: Log, widgetDir = WIDGET_DIR): Promise<Dem
   }
   if (widgetBuildStale(widgetDir)) return { code: "widget_build_failed", path: join(shown, "dist"), message: `the widget build produced no ${join(shown, "dist", "widget.js")} newer than its sources` };
   log("  widget: built");
+}
+
+/** Whether console/dist is missing or older than its sources (console/src, the widget components it reuses, its config). */
+export function consoleBuildStale(root = ROOT): boolean {
+  const built = join(root, "console", "dist", "index.html");
+  if (!existsSync(built)) return true;
+  const sources = Math.max(newest(join(root, "console", "src")), newest(join(root, "widget", "src", "app")), statSync(join(root, "console", "vite.config.ts")).mtimeMs);
+  return statSync(built).mtimeMs < sources;
+}
+
+/** Builds the team console with Vite when its build is missing or stale. */
+export async function buildConsole(log: Log): Promise<DemoError | undefined> {
+  if (!consoleBuildStale()) return void log("  console: up to date (console/dist)");
+  log("  console: building console/dist (npx vite build -c console/vite.config.ts) ...");
+  const vite = join(ROOT, "node_modules", "vite", "bin", "vite.js");
+  if (!existsSync(vite)) return { code: "build_tool_missing", path: vite, message: "Vite is not installed: run `npm install` first, then `npm start` again" };
+  try {
+    await promisify(execFile)(process.execPath, [vite, "build", "-c", "console/vite.config.ts"], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+  } catch (error) {
+    const text = String((error as { stderr?: string }).stderr ?? error).trim().split("\n").slice(-5).join("\n");
+    return { code: "console_build_failed", path: "console/", message: `the team console did not build; run \`npx vite build -c console/vite.config.ts\` to see why:\n${text}` };
+  }
+  if (consoleBuildStale()) return { code: "console_build_failed", path: "console/dist", message: "the console build produced no console/dist/index.html newer than its sources" };
+  log("  console: built");
 }
 
 /** Built demo package versions, by package content and build code, so a second start builds nothing. */
@@ -218,7 +247,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   // The widget (Vite) and the packages (each a short Node 24 run) build side by side: on a first start
   // the slower of the two sets the wait, not their sum.
   const started = Date.now();
-  const [widgetProblem, built] = await Promise.all([buildWidget(log), buildPackages(packages.dirs, log, signal, buildSettings(read.config))]);
+  const [widgetProblem, built] = await Promise.all([buildWidget(log).then(async (problem) => problem ?? (await buildConsole(log))), buildPackages(packages.dirs, log, signal, buildSettings(read.config))]);
   if (widgetProblem) return failed(widgetProblem);
   if (!built.ok) return failed(built.error);
   if (signal?.aborted) return failed(interrupted);
@@ -289,6 +318,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
     return failed(interrupted);
   }
   let server: RunningServer;
+  const token = `demo-${randomBytes(18).toString("base64url")}`;
   try {
     const started = await startServer(
       {
@@ -299,6 +329,8 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
         agents: [agent.name],
         script: scriptFile,
         widgetDir: join(WIDGET_DIR, "dist"),
+        // The demo team member signs in to the console with this start's token (printed with the console's address).
+        teamMembers: [teamMember(DEMO_MEMBER, token)],
         nodeId: "demo",
         statusCheckBaseMs: options.statusCheckBaseMs,
         env,
@@ -324,5 +356,5 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
 
   page.configure({ gatewayUrl, agent: agent.name, identitySecret, issuer: String(agent.identity?.issuer ?? ""), audience: String(agent.identity?.audience ?? ""), offline });
   log(offline ? 'Model: the offline demo model (no OPENAI_API_KEY set). It understands the demo\'s phrases: type "help" in the chat.' : "Model: the configured OpenAI-compatible model.");
-  return { ok: true, demo: { url: `${page.url}/`, gatewayUrl, shopUrl: shop.shop.url, close: closeAll } };
+  return { ok: true, demo: { url: `${page.url}/`, gatewayUrl, shopUrl: shop.shop.url, consoleUrl: `${gatewayUrl}/console`, member: DEMO_MEMBER, token, close: closeAll } };
 }
