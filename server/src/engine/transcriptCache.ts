@@ -5,7 +5,7 @@ import type { ModelMessage } from "../model/model.ts";
 import type { ConversationRecord, TranscriptEntry } from "../store/store.ts";
 import { RECENT_CONVERSATIONS } from "./common.ts";
 import { EnginePart } from "./core.ts";
-import { messageCost, windowStart } from "./transcriptWindow.ts";
+import { messageCost, TranscriptWindowIndex, windowStart } from "./transcriptWindow.ts";
 
 /**
  * The transcript cache, by message cost (messageCost, about characters): a conversation's copy is cut back to
@@ -24,6 +24,9 @@ type CachedTranscript = { lastSeq: number; messages: ModelMessage[]; dropped: nu
 export class TranscriptCache extends EnginePart {
   /** The model transcript of recently active conversations (the store stays the truth; see transcriptOf). */
   private readonly transcripts = new Map<string, CachedTranscript>();
+
+  /** The window index of each held transcript array (appended to in place; a cut or a reload makes a new array and index). */
+  private readonly windows = new WeakMap<readonly ModelMessage[], TranscriptWindowIndex>();
 
   /** The cost of every cached transcript together (bounded by TRANSCRIPT_CACHE_MAX_CHARS). */
   private transcriptChars = 0;
@@ -110,6 +113,17 @@ export class TranscriptCache extends EnginePart {
     this.holdTranscript(held, entries.map((entry) => entry.message));
     this.cacheTranscript(conversation.id, held);
     return { messages: held.messages, earlier: held.dropped };
+  }
+
+  /**
+   * What of the conversation's transcript the model is sent (transcriptWindow of what transcriptOf gives),
+   * found from the held copy's window index: a step's cost does not grow with the conversation.
+   */
+  async windowOf(conversation: ConversationRecord, budgetChars: number): Promise<ModelMessage[]> {
+    const { messages, earlier } = await this.transcriptOf(conversation);
+    let index = this.windows.get(messages);
+    if (!index) this.windows.set(messages, (index = new TranscriptWindowIndex()));
+    return index.window(messages, budgetChars, earlier);
   }
 
   private async reloadTranscript(conversationId: string): Promise<{ messages: readonly ModelMessage[]; earlier: number }> {

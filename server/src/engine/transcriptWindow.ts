@@ -9,7 +9,7 @@
 //     a marker saying so;
 //   - when anything older is left out, a system note at the start says how many messages were.
 import { parseSetting, TRANSCRIPT_BUDGET_DEFAULT_CHARS } from "../config/index.ts";
-import type { ModelMessage } from "../model/model.ts";
+import type { ModelMessage, ModelToolCall } from "../model/model.ts";
 
 export { TRANSCRIPT_BUDGET_DEFAULT_CHARS, TRANSCRIPT_BUDGET_MAX_CHARS, TRANSCRIPT_BUDGET_MIN_CHARS } from "../config/index.ts";
 
@@ -114,6 +114,74 @@ export function transcriptWindow(messages: readonly ModelMessage[], budgetChars 
     : [{ role: "system", content: `[${messages.length + earlier - count} earlier message(s) of this conversation are not shown here, to keep within the context budget.]` }];
   for (let unit = kept.length - 1; unit >= 0; unit--) for (const message of kept[unit]!) sent.push(message);
   return sent;
+}
+
+/**
+ * The window of a transcript held in memory and appended to, found without reading the window message by
+ * message: each unit's cost is added up once, as its messages arrive (`starts`: where each unit begins,
+ * `before[k]`: what the units before unit k cost), so a step finds where its window starts by binary
+ * search over the units, and sends one slice. The answer is exactly transcriptWindow's; the rare
+ * transcripts it does not cover (a newest unit over the budget, which is clipped, or a tool result that
+ * answers no call inside the window) are given to transcriptWindow itself.
+ */
+export class TranscriptWindowIndex {
+  private messages: readonly ModelMessage[] | undefined;
+  private indexed = 0;
+  private starts: number[] = [];
+  private before: number[] = [];
+  private lastCost = 0;
+  private lastCalls: readonly ModelToolCall[] | undefined;
+  /** The index of the latest tool result that belongs to no unit (-1: none). */
+  private lastOrphan = -1;
+
+  /** transcriptWindow(messages, budgetChars, earlier), for `messages` that only grow at the end between calls (a new array starts over). */
+  window(messages: readonly ModelMessage[], budgetChars: number, earlier = 0): ModelMessage[] {
+    this.catchUp(messages);
+    const units = this.starts.length;
+    if (units === 0 || this.lastCost > budgetChars) return transcriptWindow(messages, budgetChars, earlier);
+    // The oldest unit from which every unit to the newest fits the budget (what the units cost from k on falls as k grows).
+    const last = units - 1;
+    const from = (k: number) => this.before[last]! - this.before[k]! + this.lastCost;
+    let low = 0;
+    let high = last;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (from(middle) <= budgetChars) high = middle;
+      else low = middle + 1;
+    }
+    const start = this.starts[low]!;
+    if (this.lastOrphan >= start) return transcriptWindow(messages, budgetChars, earlier);
+    const sent: ModelMessage[] = low === 0 && earlier === 0 ? [] : [{ role: "system", content: `[${start + earlier} earlier message(s) of this conversation are not shown here, to keep within the context budget.]` }];
+    for (let index = start; index < messages.length; index++) sent.push(messages[index]!);
+    return sent;
+  }
+
+  private catchUp(messages: readonly ModelMessage[]): void {
+    if (messages !== this.messages || messages.length < this.indexed) {
+      this.messages = messages;
+      this.indexed = 0;
+      this.starts = [];
+      this.before = [];
+      this.lastCost = 0;
+      this.lastCalls = undefined;
+      this.lastOrphan = -1;
+    }
+    for (let index = this.indexed; index < messages.length; index++) {
+      const message = messages[index]!;
+      if (message.role === "tool") {
+        // A result joins the unit of the call it answers (unitAt); one with no such call is sent with no unit.
+        const toolCallId = message.toolCallId;
+        if (this.lastCalls?.some((call) => call.id === toolCallId)) this.lastCost += messageCost(message);
+        else this.lastOrphan = index;
+        continue;
+      }
+      this.before.push(this.starts.length === 0 ? 0 : this.before.at(-1)! + this.lastCost);
+      this.starts.push(index);
+      this.lastCost = messageCost(message);
+      this.lastCalls = message.role === "assistant" && message.toolCalls?.length ? message.toolCalls : undefined;
+    }
+    this.indexed = messages.length;
+  }
 }
 
 /** CAPLO_TRANSCRIPT_BUDGET_CHARS, the default when unset, or the problem (size it to your model's context: about 4 characters a token). */

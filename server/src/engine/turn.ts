@@ -11,7 +11,6 @@ import { FILES_PATH, HANDED_OFF_NOTE, HANDOFF_TOOL, progressEvent, randomId, ste
 import { EnginePart } from "./core.ts";
 import { modelParameters, projectResult } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool } from "./release.ts";
-import { transcriptWindow } from "./transcriptWindow.ts";
 import { handoffReason } from "./handoff.ts";
 
 /**
@@ -81,9 +80,8 @@ export class Turns extends EnginePart {
           this.core.log("warn", "a turn no longer owed by this node stops", { conversationId: conversation.id, owedTurn: current.owedTurn });
           return;
         }
-        const transcript = await this.core.transcripts.transcriptOf(current);
         const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
-        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...transcriptWindow(transcript.messages, this.core.transcriptBudget(), transcript.earlier)];
+        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...(await this.core.transcripts.windowOf(current, this.core.transcriptBudget()))];
         let text = "";
         const calls: ModelToolCall[] = [];
         let failed: string | undefined;

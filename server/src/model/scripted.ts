@@ -91,8 +91,8 @@ export class ScriptedModel implements Model {
 
   async *stream(request: ModelRequest): AsyncIterable<ModelStreamPart> {
     const { reply, groups } = this.reply(request.messages);
-    const lastTool = [...request.messages].reverse().find((message) => message.role === "tool");
-    const lastUser = [...request.messages].reverse().find((message) => message.role === "user");
+    const lastTool = request.messages.findLast((message) => message.role === "tool");
+    const lastUser = request.messages.findLast((message) => message.role === "user");
     const byTool = reply?.cases?.find((entry) => matches(entry.tool, lastTool?.content ?? ""));
     const text = (byTool?.text ?? reply?.text ?? "")
       .replaceAll("{{tool}}", lastTool?.content ?? "")
