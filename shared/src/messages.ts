@@ -167,6 +167,10 @@ const editsSchema = z.preprocess(
   z.record(z.string(), z.string().max(L.OPTION_VALUE_MAX)),
 );
 
+/** A visitor's rating of one of the agent's replies (thumbs up or down). */
+export const RATINGS = ["up", "down"] as const;
+export type Rating = (typeof RATINGS)[number];
+
 /** What a customer does, from any channel. Only `confirm` from the customer's own client runs a write. */
 export const inboundSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("message"), text: z.string().min(1).max(4000) }),

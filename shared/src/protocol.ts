@@ -1,7 +1,7 @@
 // The widget ⇄ gateway WebSocket protocol, version 1. Every frame is one of these schemas; the gateway
 // validates each inbound frame and answers a bad one with an error frame, keeping the connection.
 import { z } from "zod";
-import { inboundSchema, outboundSchema } from "./messages.ts";
+import { inboundSchema, outboundSchema, RATINGS } from "./messages.ts";
 
 export const PROTOCOL_VERSION = 1;
 
@@ -36,6 +36,8 @@ export const clientFrameSchema = z.discriminatedUnion("t", [
   z.object({ t: z.literal("ping") }),
   /** Stop the reply the agent is writing now: the text so far is kept as the reply, nothing more is asked of the model. */
   z.object({ t: z.literal("stop"), ref: z.string().max(64) }),
+  /** Rate the agent's reply stored as event `seq` of this conversation; a later rate replaces it, `null` takes it back. */
+  z.object({ t: z.literal("rate"), ref, seq: z.int().min(1), rating: z.enum(RATINGS).nullable() }),
 ]);
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 

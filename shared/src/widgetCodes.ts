@@ -43,6 +43,7 @@ export const ACTION_ERROR_CODES = {
   edit_invalid: { when: "an edit breaks the tool's input schema, is not a string, or is keyed `__proto__`, `constructor` or `prototype` (at any depth): nothing runs", advice: "fix" },
   question_not_open: { when: "an answer to a question that is not open on this server", advice: "none" },
   question_expired: { when: "an answer that came after the question's wait ran out (the tool went on without it): nothing was done with it", advice: "none" },
+  not_rateable: { when: "a rate of an event that is not one of the agent's replies in this conversation (`path` is `seq`)", advice: "fix" },
   answer_invalid: { when: "an answer that does not fit the question (`path` names the field)", advice: "fix" },
   identity_not_configured: { when: "identify for an agent that does not verify customers", advice: "stop" },
   token_malformed: { when: "the identity token is not a JWT", advice: "stop" },

@@ -395,6 +395,52 @@ describe("origins", () => {
   });
 });
 
+describe("ratings of the agent's replies", () => {
+  it("the visitor rates a reply of their own conversation, changes it and takes it back; the team sees the rating on the event and a count per conversation", async () => {
+    const c = await client();
+    const welcome = await c.hello("shop-agent");
+    c.send({ t: "in", ref: "m1", event: { type: "message", text: "hello" } });
+    const reply = await c.waitFor(isEvent("text", (message) => message.from === "agent"));
+    const customer = c.events().find((event) => event.message.type === "text" && event.message.from === "customer")!;
+    const headers = { authorization: "Bearer team-secret-token" };
+    const team = async () => {
+      const events = (await (await fetch(`${stack.base}/v1/team/conversations/${welcome.conversationId}/events`, { headers })).json()) as {
+        conversation: { ratings: { up: number; down: number } };
+        events: { seq: number; rating?: string }[];
+      };
+      const listed = (await (await fetch(`${stack.base}/v1/team/conversations`, { headers })).json()) as { conversations: { id: string; ratings: unknown }[] };
+      return { rating: events.events.find((event) => event.seq === reply.seq)?.rating, counts: events.conversation.ratings, listed: listed.conversations.find((conversation) => conversation.id === welcome.conversationId)?.ratings };
+    };
+
+    c.send({ t: "rate", ref: "r1", seq: reply.seq, rating: "down" });
+    await c.waitFor(isT("ack", (frame) => frame.ref === "r1"));
+    expect(await team()).toEqual({ rating: "down", counts: { up: 0, down: 1 }, listed: { up: 0, down: 1 } });
+    c.send({ t: "rate", ref: "r2", seq: reply.seq, rating: "up" });
+    await c.waitFor(isT("ack", (frame) => frame.ref === "r2"));
+    expect(await team()).toEqual({ rating: "up", counts: { up: 1, down: 0 }, listed: { up: 1, down: 0 } });
+
+    // Only the agent's replies: the visitor's own message, an event that does not exist, a bad value.
+    c.send({ t: "rate", ref: "r3", seq: customer.seq, rating: "down" });
+    expect(await c.waitFor(isT("error", (frame) => frame.ref === "r3"))).toMatchObject({ code: "not_rateable", path: "seq" });
+    c.send({ t: "rate", ref: "r4", seq: 9999, rating: "down" });
+    expect(await c.waitFor(isT("error", (frame) => frame.ref === "r4"))).toMatchObject({ code: "not_rateable", path: "seq" });
+    c.send({ t: "rate", ref: "r5", seq: reply.seq, rating: "meh" });
+    expect(await c.waitFor(isT("error", (frame) => frame.ref === "r5"))).toMatchObject({ code: "frame_invalid", path: "rating" });
+    c.send({ t: "rate", ref: "r6", seq: 0, rating: "up" });
+    expect(await c.waitFor(isT("error", (frame) => frame.ref === "r6"))).toMatchObject({ code: "frame_invalid", path: "seq" });
+    // Another conversation's visitor cannot rate this one's reply: the seq is read in their own conversation.
+    const other = await client();
+    await other.hello("shop-agent");
+    other.send({ t: "rate", ref: "o1", seq: reply.seq, rating: "down" });
+    expect(await other.waitFor(isT("error", (frame) => frame.ref === "o1"))).toMatchObject({ code: "not_rateable" });
+    expect(await team()).toEqual({ rating: "up", counts: { up: 1, down: 0 }, listed: { up: 1, down: 0 } });
+
+    c.send({ t: "rate", ref: "r7", seq: reply.seq, rating: null });
+    await c.waitFor(isT("ack", (frame) => frame.ref === "r7"));
+    expect(await team()).toEqual({ rating: undefined, counts: { up: 0, down: 0 }, listed: { up: 0, down: 0 } });
+  });
+});
+
 describe("resume", () => {
   it("reconnecting with the resume token and the last seq delivers exactly the missed events, in order", async () => {
     const c = await client();

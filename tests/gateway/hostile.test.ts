@@ -100,7 +100,7 @@ describe("refs on error frames", () => {
     c.send({ t: "in", ref: "big", event: { type: "message", text: "x".repeat(40_000) } });
     expect(await c.waitFor(answerTo("big"))).toMatchObject({ code: "frame_too_large" });
     c.send({ t: "launch", ref: "l1" });
-    expect(await c.waitFor(answerTo("l1"))).toEqual({ t: "error", code: "frame_invalid", path: "t", ref: "l1", message: 'unknown frame type "launch": a client sends one of hello, in, identify, ping, stop' });
+    expect(await c.waitFor(answerTo("l1"))).toEqual({ t: "error", code: "frame_invalid", path: "t", ref: "l1", message: 'unknown frame type "launch": a client sends one of hello, in, identify, ping, stop, rate' });
     c.send({ t: "in", ref: "e1", event: { type: "refund" } });
     expect(await c.waitFor(answerTo("e1"))).toMatchObject({ code: "frame_invalid", path: "event.type", message: 'unknown event type "refund": one of message, confirm, decline, answer' });
     c.send({ t: "in", ref: "e2", event: { type: "message" } });

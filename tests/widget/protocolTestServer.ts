@@ -166,6 +166,7 @@ main{padding:24px;max-width:720px} button{all:unset} iframe{border:10px solid re
         return send({ t: "ack", ref: frame.ref });
       }
       if (frame.t === "stop") return send({ t: "ack", ref: frame.ref });
+      if (frame.t === "rate") return send({ t: "ack", ref: frame.ref });
       const event = frame.event;
       if (event.type === "confirm" || event.type === "decline") {
         const proposal = conversation.proposals.get(event.proposalId);

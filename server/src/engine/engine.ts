@@ -4,10 +4,10 @@
 // cache, a turn, turn recovery, writes, status checks, open questions and team actions. Every ledger
 // transition is stored (compare-and-set) before it is acted on; the pure rules live in writePolicy.ts
 // and presentation.ts.
-import type { CallSubject, Inbound, Outbound } from "@caplo/shared";
+import type { CallSubject, Inbound, Outbound, Rating } from "@caplo/shared";
 import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ChannelCapabilities } from "@caplo/shared";
-import type { ConsoleSessionStore, ConversationRecord, HandoffNotice, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
+import type { ConsoleSessionStore, ConversationRecord, EventRating, HandoffNotice, RatingCounts, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
 import { fail, randomId, type DeliveryRecord, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
@@ -176,6 +176,32 @@ export class Engine {
     if (owner !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
     this.core.replies.stop(conversationId);
     return { ok: true };
+  }
+
+  /**
+   * The conversation's owner rates one of the agent's replies (the stored event `seq`, an agent's text), or
+   * takes the rating back with `null`; a later rating replaces the earlier one.
+   */
+  async rate(conversationId: string, ownerId: string, seq: number, rating: Rating | null): Promise<EngineResult> {
+    const owner = await this.ownerOf(conversationId);
+    if (owner === undefined) return fail("conversation_not_found", "conversationId", "no such conversation");
+    if (owner !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
+    const [event] = await this.core.store.listEvents(conversationId, seq - 1, 1);
+    if (!event || event.seq !== seq || event.message.type !== "text" || event.message.from !== "agent") {
+      return fail("not_rateable", "seq", `event ${seq} is not one of the agent's replies in this conversation`);
+    }
+    await this.core.store.rateEvent(conversationId, seq, rating, this.core.now());
+    return { ok: true };
+  }
+
+  /** A conversation's ratings of the agent's replies, by event seq (for the team). */
+  ratings(conversationId: string): Promise<EventRating[]> {
+    return this.core.store.listRatings(conversationId);
+  }
+
+  /** How many replies of each conversation are rated up and down (for the team's list). */
+  ratingCounts(conversationIds: readonly string[]): Promise<Map<string, RatingCounts>> {
+    return this.core.store.countRatings(conversationIds);
   }
 
   onTyping(listener: (conversationId: string, on: boolean) => void): () => void {

@@ -230,6 +230,13 @@ export class Connection {
         else if (!answer.acked) this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
         return;
       }
+      case "rate": {
+        if (!this.conversationId || !this.ownerId) return this.error("not_started", "say hello first", { ref: frame.ref });
+        const result = await this.deps.engine.rate(this.conversationId, this.ownerId, frame.seq, frame.rating);
+        if (result.ok) this.send({ t: "ack", ref: frame.ref });
+        else this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
+        return;
+      }
       case "stop": {
         if (!this.conversationId || !this.ownerId) return this.error("not_started", "say hello first", { ref: frame.ref });
         const result = await this.deps.engine.stopReply(this.conversationId, this.ownerId);

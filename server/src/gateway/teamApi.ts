@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { DeliveryRecord, Engine } from "../engine/engine.ts";
 import { HANDOFF_QUEUE_PATTERN } from "@caplo/shared";
-import type { ConversationRecord, HandoffNotice, WriteRecord } from "../store/store.ts";
+import type { ConversationRecord, HandoffNotice, RatingCounts, WriteRecord } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "./http.ts";
 import { authenticateMember, type TeamMember } from "./teamMembers.ts";
 import type { EvalService } from "../eval/evalService.ts";
@@ -34,7 +34,8 @@ export type ConsoleAuth = { sessions: ConsoleSessions; ownOrigins: () => Readonl
 
 export type TeamHandler = (req: IncomingMessage, res: ServerResponse, params: Record<string, string>, member: TeamMember) => void | Promise<void>;
 
-function conversationView(conversation: ConversationRecord) {
+/** The conversation as the team lists it; `ratings`: how many of the agent's replies the visitor rated up and down. */
+function conversationView(conversation: ConversationRecord, ratings: RatingCounts = { up: 0, down: 0 }) {
   return {
     id: conversation.id,
     agent: conversation.agent,
@@ -43,6 +44,7 @@ function conversationView(conversation: ConversationRecord) {
     verified: conversation.subject !== null,
     createdAt: new Date(conversation.createdAt).toISOString(),
     lastSeq: conversation.lastSeq,
+    ratings,
   };
 }
 
@@ -172,7 +174,8 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       if (queue !== null && !HANDOFF_QUEUE_PATTERN.test(queue)) return sendError(res, 400, { code: "queue_invalid", path: "queue", message: "a queue name: lowercase letters, digits and dashes, starting with a letter" });
       const conversations = await engine.listConversations({ ...(queue !== null ? { handoff: true } : handoff !== null && { handoff: handoff === "1" || handoff === "true" }), limit: 200 });
       const listed = queue === null ? conversations : conversations.filter((conversation) => conversation.handoff?.queue === queue);
-      sendJson(res, 200, { conversations: listed.map(conversationView) });
+      const ratings = await engine.ratingCounts(listed.map((conversation) => conversation.id));
+      sendJson(res, 200, { conversations: listed.map((conversation) => conversationView(conversation, ratings.get(conversation.id))) });
     }),
   );
   routes.add(
@@ -187,11 +190,16 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       // An outbound event sent on a messaging channel carries how it went out and what the platform reported since.
       const deliveries = new Map<number, DeliveryRecord[]>();
       for (const record of await engine.deliveries(conversation.id)) deliveries.set(record.seq, [...(deliveries.get(record.seq) ?? []), record]);
+      // Each rated reply carries the visitor's rating as it stands (the latest one given).
+      const ratings = new Map((await engine.ratings(conversation.id)).map((rated) => [rated.seq, rated.rating]));
+      const counts = { up: 0, down: 0 };
+      for (const rating of ratings.values()) counts[rating] += 1;
       sendJson(res, 200, {
-        conversation: conversationView(conversation),
+        conversation: conversationView(conversation, counts),
         events: events.map((event) => {
           const parts = deliveries.get(event.seq);
-          return { seq: event.seq, at: new Date(event.at).toISOString(), message: event.message, ...(parts ? { delivery: deliveryView(parts) } : {}) };
+          const rating = ratings.get(event.seq);
+          return { seq: event.seq, at: new Date(event.at).toISOString(), message: event.message, ...(parts ? { delivery: deliveryView(parts) } : {}), ...(rating && { rating }) };
         }),
       });
     }),

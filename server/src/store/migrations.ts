@@ -215,6 +215,21 @@ CREATE TABLE team_notes (
 CREATE INDEX team_notes_conversation ON team_notes (conversation_id, at);
 `;
 
+/**
+ * Visitors' ratings of the agent's replies, one per event (a later rating replaces it): kept beside the
+ * append-only events, keyed by the event they rate.
+ */
+const eventRatings = (bigint: string) => `
+CREATE TABLE event_ratings (
+  conversation_id TEXT NOT NULL,
+  seq ${bigint} NOT NULL,
+  rating TEXT NOT NULL,
+  at ${bigint} NOT NULL,
+  PRIMARY KEY (conversation_id, seq),
+  FOREIGN KEY (conversation_id, seq) REFERENCES events (conversation_id, seq)
+);
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
@@ -224,6 +239,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 6, name: "turns owed to customer inputs", sql: owedTurns("INTEGER") },
   { version: 7, name: "workspaces, workspace secrets, team members, audit", sql: workspaces("BLOB", "INTEGER", "TEXT", "") },
   { version: 8, name: "console sessions and team notes", sql: consoleTables("INTEGER") },
+  { version: 9, name: "ratings of the agent's replies", sql: eventRatings("INTEGER") },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
@@ -234,4 +250,5 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 6, name: "turns owed to customer inputs", sql: owedTurns("BIGINT") },
   { version: 7, name: "workspaces, workspace secrets, team members, audit", sql: workspaces("BYTEA", "BIGINT", "JSONB", " REFERENCES workspaces (id)") },
   { version: 8, name: "console sessions and team notes", sql: consoleTables("BIGINT") },
+  { version: 9, name: "ratings of the agent's replies", sql: eventRatings("BIGINT") },
 ];

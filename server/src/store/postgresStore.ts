@@ -1,7 +1,7 @@
 // The Store on PostgreSQL (pg), for running several gateway nodes: the same interface and contract as
 // SQLite; ledger compare-and-set under a row lock, status checks claimed with FOR UPDATE SKIP LOCKED.
 import pg from "pg";
-import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
+import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, Rating } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
@@ -21,6 +21,8 @@ import type {
   NewConversation,
   NewWrite,
   ProposedWrite,
+  EventRating,
+  RatingCounts,
   Store,
   StoredEvent,
   TranscriptEntry,
@@ -262,6 +264,32 @@ export class PostgresStore implements Store {
   async listEvents(conversationId: string, after: number, limit = 1000): Promise<StoredEvent[]> {
     const rows = await this.q("SELECT * FROM events WHERE conversation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", [conversationId, after, limit]);
     return rows.map(toEvent);
+  }
+
+  async rateEvent(conversationId: string, seq: number, rating: Rating | null, at: number): Promise<void> {
+    if (rating === null) await this.q("DELETE FROM event_ratings WHERE conversation_id = $1 AND seq = $2", [conversationId, seq]);
+    else
+      await this.q(
+        "INSERT INTO event_ratings (conversation_id, seq, rating, at) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation_id, seq) DO UPDATE SET rating = excluded.rating, at = excluded.at",
+        [conversationId, seq, rating, at],
+      );
+  }
+
+  async listRatings(conversationId: string): Promise<EventRating[]> {
+    const rows = await this.q("SELECT seq, rating, at FROM event_ratings WHERE conversation_id = $1 ORDER BY seq", [conversationId]);
+    return rows.map((row) => ({ seq: Number(row.seq), rating: row.rating as Rating, at: Number(row.at) }));
+  }
+
+  async countRatings(conversationIds: readonly string[]): Promise<Map<string, RatingCounts>> {
+    const counts = new Map<string, RatingCounts>();
+    if (conversationIds.length === 0) return counts;
+    const rows = await this.q("SELECT conversation_id, rating, COUNT(*) AS n FROM event_ratings WHERE conversation_id = ANY($1) GROUP BY conversation_id, rating", [[...conversationIds]]);
+    for (const row of rows) {
+      const entry = counts.get(String(row.conversation_id)) ?? { up: 0, down: 0 };
+      entry[row.rating as Rating] = Number(row.n);
+      counts.set(String(row.conversation_id), entry);
+    }
+    return counts;
   }
 
   async appendTranscript(conversationId: string, message: ModelMessage, at: number): Promise<TranscriptEntry> {

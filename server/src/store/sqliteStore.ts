@@ -10,7 +10,7 @@
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound } from "@caplo/shared";
+import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, Rating } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { parseSetting } from "../config/index.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
@@ -31,6 +31,8 @@ import type {
   NewConversation,
   NewWrite,
   ProposedWrite,
+  EventRating,
+  RatingCounts,
   Store,
   StoredEvent,
   TranscriptEntry,
@@ -202,6 +204,36 @@ export class SqliteStore implements Store {
   async listEvents(conversationId: string, after: number, limit = 1000): Promise<StoredEvent[]> {
     const rows = this.sql("SELECT * FROM events WHERE conversation_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(conversationId, after, limit) as Row[];
     return rows.map(toEvent);
+  }
+
+  async rateEvent(conversationId: string, seq: number, rating: Rating | null, at: number): Promise<void> {
+    if (rating === null) this.sql("DELETE FROM event_ratings WHERE conversation_id = ? AND seq = ?").run(conversationId, seq);
+    else
+      this.sql("INSERT INTO event_ratings (conversation_id, seq, rating, at) VALUES (?, ?, ?, ?) ON CONFLICT (conversation_id, seq) DO UPDATE SET rating = excluded.rating, at = excluded.at").run(
+        conversationId,
+        seq,
+        rating,
+        at,
+      );
+  }
+
+  async listRatings(conversationId: string): Promise<EventRating[]> {
+    const rows = this.sql("SELECT seq, rating, at FROM event_ratings WHERE conversation_id = ? ORDER BY seq").all(conversationId) as Row[];
+    return rows.map((row) => ({ seq: Number(row.seq), rating: row.rating as Rating, at: Number(row.at) }));
+  }
+
+  async countRatings(conversationIds: readonly string[]): Promise<Map<string, RatingCounts>> {
+    const counts = new Map<string, RatingCounts>();
+    if (conversationIds.length === 0) return counts;
+    const rows = this.sql(
+      `SELECT conversation_id, rating, COUNT(*) AS n FROM event_ratings WHERE conversation_id IN (SELECT value FROM json_each(?)) GROUP BY conversation_id, rating`,
+    ).all(JSON.stringify(conversationIds)) as Row[];
+    for (const row of rows) {
+      const entry = counts.get(String(row.conversation_id)) ?? { up: 0, down: 0 };
+      entry[row.rating as Rating] = Number(row.n);
+      counts.set(String(row.conversation_id), entry);
+    }
+    return counts;
   }
 
   async appendTranscript(conversationId: string, message: ModelMessage, at: number): Promise<TranscriptEntry> {

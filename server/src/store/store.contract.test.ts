@@ -109,6 +109,27 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     expect(await store.ping()).toBe(true);
   });
 
+  it("a rating is kept per event, replaced by a later one and removed by null; counts are per conversation", async () => {
+    const a = await conversation();
+    const b = await conversation();
+    for (const c of [a, b]) for (let i = 1; i <= 3; i++) await store.appendEvent(c.id, text(`${c.id} ${i}`), i);
+    await store.rateEvent(a.id, 1, "down", 10);
+    await store.rateEvent(a.id, 1, "up", 11);
+    await store.rateEvent(a.id, 2, "down", 12);
+    await store.rateEvent(a.id, 3, "up", 13);
+    await store.rateEvent(a.id, 3, null, 14);
+    await store.rateEvent(b.id, 2, "down", 15);
+    expect(await store.listRatings(a.id)).toEqual([
+      { seq: 1, rating: "up", at: 11 },
+      { seq: 2, rating: "down", at: 12 },
+    ]);
+    const counts = await store.countRatings([a.id, b.id, "no-such-conversation"]);
+    expect(Object.fromEntries(counts)).toEqual({ [a.id]: { up: 1, down: 1 }, [b.id]: { up: 0, down: 1 } });
+    expect((await store.countRatings([])).size).toBe(0);
+    // Only a stored event can be rated.
+    await expect(store.rateEvent(a.id, 99, "up", 16)).rejects.toThrow();
+  });
+
   it("events get seq 1, 2, 3 per conversation, independently of other conversations", async () => {
     const a = await conversation();
     const b = await conversation();

@@ -1,7 +1,7 @@
 // The Store interface: append-only conversation events, the model transcript and the write ledger.
 // Every change is one transaction, committed before the engine acts on it; ledger transitions are
 // conditional (compare-and-set on the current state), so two confirms of one proposal run it once.
-import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, StepUp } from "@caplo/shared";
+import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, Rating, StepUp } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import type { NewWrite, WriteChange, WriteExpectation, WriteRecord, WriteTransition } from "../engine/ledger.ts";
 
@@ -59,6 +59,9 @@ export type NewConversation = Omit<ConversationRecord, "lastSeq" | "lastTranscri
 };
 
 export type StoredEvent = { conversationId: string; seq: number; at: number; message: Outbound };
+/** A visitor's rating of the event `seq` (one of the agent's replies), as it stands: the latest one given. */
+export type EventRating = { seq: number; rating: Rating; at: number };
+export type RatingCounts = { up: number; down: number };
 export type TranscriptEntry = { conversationId: string; seq: number; at: number; message: ModelMessage };
 
 /**
@@ -156,6 +159,12 @@ export interface Store {
   appendEvent(conversationId: string, message: Outbound, at: number): Promise<StoredEvent>;
   /** Events with seq > after, in order. */
   listEvents(conversationId: string, after: number, limit?: number): Promise<StoredEvent[]>;
+  /** Rate the stored event `seq` (replacing an earlier rating of it); `null` removes the rating. The caller checks the event is rateable. */
+  rateEvent(conversationId: string, seq: number, rating: Rating | null, at: number): Promise<void>;
+  /** A conversation's ratings, by event seq. */
+  listRatings(conversationId: string): Promise<EventRating[]>;
+  /** How many of each conversation's replies are rated up and down (a conversation with none is absent). */
+  countRatings(conversationIds: readonly string[]): Promise<Map<string, RatingCounts>>;
 
   appendTranscript(conversationId: string, message: ModelMessage, at: number): Promise<TranscriptEntry>;
   /** Transcript entries with seq > after (default 0: all), in order. */
