@@ -72,7 +72,7 @@ describe("docs/widget-protocol.md", () => {
   it("every code the engine or the identity check returns for a widget's action is a listed code", () => {
     const listed = new Set(Object.keys({ ...GATEWAY_ERROR_CODES, ...ACTION_ERROR_CODES }));
     // Codes of the team API, settings and background work: they never answer a widget's frame.
-    const notForWidgets = new Set(["conversation_held", "conversation_not_held", "not_checkable", "not_running", "channel_identity_invalid", "file_retention_invalid", "handoff_secret_invalid", "handoff_webhook_invalid", "handoff_webhook_missing", "proposal_ttl_invalid", "transcript_budget_invalid", "identity_key_invalid", "identity_secret_missing", "identity_secret_weak", "write_blocked"]);
+    const notForWidgets = new Set(["conversation_held", "conversation_not_held", "not_checkable", "not_running", "channel_identity_invalid", "file_retention_invalid", "handoff_secret_invalid", "handoff_webhook_invalid", "handoff_webhook_missing", "proposal_ttl_invalid", "transcript_budget_invalid", "identity_key_invalid", "identity_secret_missing", "identity_secret_weak", "write_blocked", "write_not_found", "write_not_follow_up", "write_changed"]);
     const files = (dir: string): string[] => readdirSync(dir).flatMap((name) => (statSync(join(dir, name)).isDirectory() ? files(join(dir, name)) : name.endsWith(".ts") && !name.endsWith(".test.ts") ? [join(dir, name)] : []));
     const returned = new Set<string>();
     for (const file of [...files(join(ROOT, "server", "src", "engine")), ...files(join(ROOT, "server", "src", "identity"))]) {
