@@ -7,8 +7,9 @@
 //   page load   bytes on the wire until the load event, the host page's blocking time (long tasks over
 //               50 ms on its main thread until 2 s after the app's prefetch), the load event's time;
 //   open        after the load event and the idle prefetch (the visitor reads the page first), the click on
-//               the launcher (pointerdown) → the input usable: the panel shown, the message box painted
-//               and focused; and → ready: the greeting shown and the connection up (Send works).
+//               the launcher (its click event; Playwright's click moves the mouse onto it, presses and
+//               releases at once) → the input usable: the panel shown, the message box focused and painted
+//               (two animation frames after); and → ready: the greeting shown and the connection up (Send works).
 // Throttling is set through CDP on the page and, once it exists, on the app's own frame (a separate
 // renderer: site isolation): Emulation.setCPUThrottlingRate 4, Network.emulateNetworkConditions with
 // Lighthouse's slow 4G (150 ms round trip, 1.6 Mbit/s down, 750 kbit/s up).
@@ -58,7 +59,7 @@ const PROBE = `(() => {
   }
   window.__long = [];
   new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push(e.duration); }).observe({ type: "longtask", buffered: true });
-  document.addEventListener("pointerdown", (e) => { window.__down = performance.timeOrigin + e.timeStamp; }, true);
+  document.addEventListener("click", (e) => { window.__click = performance.timeOrigin + e.timeStamp; }, true);
 })();`;
 
 interface Load {
@@ -119,12 +120,13 @@ async function open(context: BrowserContext, page: Page, condition: Condition): 
   await throttle(await context.newCDPSession(frame), condition);
   await page.locator("[data-caplo] button").click();
   await frame.waitForFunction(() => (window as unknown as { __ready?: number }).__ready, undefined, { timeout: 30_000 });
-  const down = await page.evaluate(() => (window as unknown as { __down: number }).__down);
+  // From the click event (the button released), as a visitor's click is timed; the press came before it.
+  const click = await page.evaluate(() => (window as unknown as { __click: number }).__click);
   const { usable, ready } = await frame.evaluate(() => {
     const w = window as unknown as { __usable: number; __ready: number };
     return { usable: w.__usable, ready: w.__ready };
   });
-  return { usable: usable - down, ready: ready - down };
+  return { usable: usable - click, ready: ready - click };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
