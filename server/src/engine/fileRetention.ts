@@ -3,7 +3,7 @@
 // delivered; downloading it afterwards answers 410 Gone with `file_expired` (gateway.ts). Purging is
 // idempotent (only files not yet purged), so several nodes may run it at once.
 import { FILE_RETENTION_DEFAULT_DAYS, parseSetting } from "../config/index.ts";
-import type { Store } from "../store/store.ts";
+import type { FilePort } from "../store/store.ts";
 
 export { FILE_RETENTION_DEFAULT_DAYS, FILE_RETENTION_MAX_DAYS, FILE_RETENTION_MIN_DAYS } from "../config/index.ts";
 export const DAY_MS = 24 * 60 * 60 * 1000;
@@ -18,7 +18,7 @@ export function readFileRetention(env: Record<string, string | undefined>): { ok
 }
 
 export type FileRetentionOptions = {
-  store: Store;
+  store: FilePort;
   retentionMs?: number;
   now?: () => number;
   everyMs?: number;

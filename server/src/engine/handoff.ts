@@ -8,7 +8,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import { HANDOFF_QUEUE_PATTERN, type ChannelKind } from "@caplo/shared";
 import { HANDOFF_SECRET_MIN } from "../config/index.ts";
-import type { ConversationRecord, HandoffNotice, Store } from "../store/store.ts";
+import type { ConversationRecord, HandoffNotice, HandoffOutboxPort } from "../store/store.ts";
 
 export { HANDOFF_SECRET_MIN } from "../config/index.ts";
 
@@ -122,7 +122,7 @@ export interface HandoffNotifier {
 }
 
 export type HandoffDeliveryOptions = {
-  store: Store;
+  store: HandoffOutboxPort;
   webhooks: HandoffWebhooks;
   now?: () => number;
   retryBaseMs?: number;

@@ -4,7 +4,7 @@
 // expiry is a compare-and-set (proposed → expired) in the store: on several nodes sweeping at once, exactly
 // one wins each proposal, and only the winner tells the customer's review card and the model.
 import { parseSetting, PROPOSAL_TTL_DEFAULT_SECONDS } from "../config/index.ts";
-import type { Store } from "../store/store.ts";
+import type { WriteLedgerPort } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
 
 /**
@@ -38,7 +38,7 @@ export function writeExpired(write: Pick<WriteRecord, "state" | "createdAt" | "u
 }
 
 export type ProposalSweepOptions = {
-  store: Store;
+  store: WriteLedgerPort;
   now: () => number;
   ttlMs: number;
   /** Expire one proposal (compare-and-set, then tell); returns whether this call did it. */

@@ -26,7 +26,7 @@ import type {
 } from "./api.ts";
 import type { EgressEvent } from "./egressProxy.ts";
 import { parseResolveOverrides, type ResolveOverride } from "./egressRule.ts";
-import { callClock } from "./callClock.ts";
+import { callClock, type CallClock } from "./callClock.ts";
 import { elicitationHandler } from "./elicitationPolicy.ts";
 import { extractFiles, scanFiles, undeliveredFiles } from "./fileExtraction.ts";
 import type { FileScanner } from "./fileScanner.ts";
@@ -362,62 +362,41 @@ export class CaploToolRunner implements ToolRunner {
       }
     }
 
-    const controller = new AbortController();
-    // The call's running time, paused while the visitor answers one of its questions.
-    const clock = callClock(timeoutMs, () => controller.abort(new Error("timeout")));
-    const deadline = clock.deadline();
-    const onOuterAbort = () => controller.abort(new Error("cancelled"));
-    request.signal?.addEventListener("abort", onOuterAbort, { once: true });
-    const route: CallRoute = {
+    const invoked = await this.invoke(session, CallToolResultSchema, {
       invocationId,
-      onLog: (line) => {
-        callLog.push(line);
-      },
-      onEgress: (event: EgressEvent) => {
-        if (!event.allowed) {
-          callLog.push({ level: "warn", message: `egress refused: ${event.refusal?.message ?? event.host}`, data: { code: event.refusal?.code, host: event.host, port: event.port }, at: new Date().toISOString() });
-        }
-      },
-      ...(request.elicit && policy.effect === "read" && {
-        onElicit: elicitationHandler(request.elicit, policy.elicitation, clock, (line) => callLog.push(line)),
+      timeoutMs,
+      ...(request.signal && { signal: request.signal }),
+      route: (clock) => ({
+        invocationId,
+        onLog: (line) => {
+          callLog.push(line);
+        },
+        onEgress: (event: EgressEvent) => {
+          if (!event.allowed) {
+            callLog.push({ level: "warn", message: `egress refused: ${event.refusal?.message ?? event.host}`, data: { code: event.refusal?.code, host: event.host, port: event.port }, at: new Date().toISOString() });
+          }
+        },
+        ...(request.elicit && policy.effect === "read" && {
+          onElicit: elicitationHandler(request.elicit, policy.elicitation, clock, (line) => callLog.push(line)),
+        }),
       }),
-    };
-    const secrets = Object.fromEntries(target.secretNames.filter((name) => name in request.context.secrets).map((name) => [name, request.context.secrets[name]!]));
-    const meta: CallMeta = {
-      ...this.contextMeta(request.context, target, deadline, secrets, policy.subject !== undefined),
-      ...(isWrite && request.context.idempotencyKey !== undefined && { idempotencyKey: request.context.idempotencyKey }),
-      canElicit: route.onElicit !== undefined,
-    };
-    if (!isWrite) delete meta.idempotencyKey;
-    session.routes.set(invocationId, route);
-    let raw: Awaited<ReturnType<Client["request"]>> | undefined;
-    let failure: string | undefined;
-    try {
-      raw = await session.client.request(
-        { method: "tools/call", params: { name: tool.name, arguments: args as Record<string, unknown>, _meta: { [CALL_META_KEY]: meta } } },
-        CallToolResultSchema,
-        // The clock aborts the call; the SDK's own timeout is a backstop that cannot know of a visitor's
-        // wait, so a call that may ask one has none that could cut it.
-        { signal: controller.signal, timeout: route.onElicit ? MAX_TIMER_MS : timeoutMs + 1000 },
-      );
-    } catch (error) {
-      if (controller.signal.aborted && (controller.signal.reason as Error | undefined)?.message === "timeout") {
-        failure = `The tool timed out after ${policy.timeoutSeconds} seconds.`;
-        // Before answering: a process stuck for good (a blocked thread) is replaced, so the next call
-        // does not land on it (at most STUCK_PING_MS more).
-        await session.recover();
-      } else if (controller.signal.aborted) failure = "The call was cancelled.";
-      else {
-        const ended = session.exitReason?.();
-        failure = `The tool failed: ${describeError(error)}${ended ? ` (its process ${ended})` : ""}`;
-      }
-    } finally {
-      clock.stop();
-      request.signal?.removeEventListener("abort", onOuterAbort);
-      session.routes.delete(invocationId);
-      this.pool.notify();
+      request: (deadline, route) => {
+        const meta: CallMeta = {
+          ...this.contextMeta(request.context, target, deadline, policy.subject !== undefined),
+          ...(isWrite && request.context.idempotencyKey !== undefined && { idempotencyKey: request.context.idempotencyKey }),
+          canElicit: route.onElicit !== undefined,
+        };
+        if (!isWrite) delete meta.idempotencyKey;
+        return { method: "tools/call", params: { name: tool.name, arguments: args as Record<string, unknown>, _meta: { [CALL_META_KEY]: meta } } };
+      },
+    });
+    if (!invoked.ok) {
+      if (invoked.why === "timeout") return fail(`The tool timed out after ${policy.timeoutSeconds} seconds.`);
+      if (invoked.why === "cancelled") return fail("The call was cancelled.");
+      const ended = session.exitReason?.();
+      return fail(`The tool failed: ${describeError(invoked.error)}${ended ? ` (its process ${ended})` : ""}`);
     }
-    if (failure !== undefined || !raw) return fail(failure ?? "The tool returned nothing.");
+    const raw = invoked.raw;
 
     const result = raw as { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean; _meta?: Record<string, unknown> };
     const isError = result.isError === true;
@@ -454,8 +433,50 @@ export class CaploToolRunner implements ToolRunner {
     });
   }
 
-  /** The per-call context in `_meta`. The verified customer goes only to tools that declare subject. */
-  private contextMeta(context: CallContextInput, target: Target, deadline: Date, secrets: Record<string, string>, withSubject: boolean): CallMeta {
+  /**
+   * The one way a call and a status check reach a target: routed by invocation id, timed by a clock that
+   * stops while the visitor answers one of the call's questions, cancelled with the caller's signal, and a
+   * server stuck for good recovered after a timeout (before the answer, so the next call does not land on it).
+   */
+  private async invoke<S extends typeof CallToolResultSchema | ReturnType<typeof ResultSchema.passthrough>>(
+    session: Session,
+    schema: S,
+    options: {
+      invocationId: string;
+      timeoutMs: number;
+      signal?: AbortSignal;
+      route: (clock: CallClock) => CallRoute;
+      request: (deadline: Date, route: CallRoute) => { method: string; params: Record<string, unknown> };
+    },
+  ): Promise<{ ok: true; raw: Awaited<ReturnType<Client["request"]>> } | { ok: false; why: "timeout" | "cancelled" | "failed"; error: unknown }> {
+    const controller = new AbortController();
+    const clock = callClock(options.timeoutMs, () => controller.abort(new Error("timeout")));
+    const onOuterAbort = () => controller.abort(new Error("cancelled"));
+    options.signal?.addEventListener("abort", onOuterAbort, { once: true });
+    const route = options.route(clock);
+    session.routes.set(options.invocationId, route);
+    try {
+      // The clock aborts the call; the SDK's own timeout is a backstop that cannot know of a visitor's
+      // wait, so a call that may ask one has none that could cut it.
+      const raw = await session.client.request(options.request(clock.deadline(), route), schema, { signal: controller.signal, timeout: route.onElicit ? MAX_TIMER_MS : options.timeoutMs + 1000 });
+      return { ok: true, raw };
+    } catch (error) {
+      if (!controller.signal.aborted) return { ok: false, why: "failed", error };
+      const timedOut = (controller.signal.reason as Error | undefined)?.message === "timeout";
+      // A process stuck for good (a blocked thread) is replaced (at most STUCK_PING_MS more).
+      if (timedOut) await session.recover();
+      return { ok: false, why: timedOut ? "timeout" : "cancelled", error };
+    } finally {
+      clock.stop();
+      options.signal?.removeEventListener("abort", onOuterAbort);
+      session.routes.delete(options.invocationId);
+      this.pool.notify();
+    }
+  }
+
+  /** The per-call context in `_meta`: the secrets the target may receive, and the verified customer only for tools that declare subject. */
+  private contextMeta(context: CallContextInput, target: Target, deadline: Date, withSubject: boolean): CallMeta {
+    const secrets = Object.fromEntries(target.secretNames.filter((name) => name in context.secrets).map((name) => [name, context.secrets[name]!]));
     return {
       invocationId: context.invocationId,
       deadline: deadline.toISOString(),
@@ -504,47 +525,34 @@ export class CaploToolRunner implements ToolRunner {
     const capabilities = session.client.getServerCapabilities()?.experimental ?? {};
     const statusCapability = Object.keys(OPERATION_STATUS_CAPABILITY)[0]!;
     if (!(statusCapability in capabilities)) return record({ outcome: "unknown", reason: "the server does not advertise operation status" });
-    const timeoutMs = tool.policy.timeoutSeconds * 1000;
-    const deadline = new Date(Date.now() + timeoutMs);
-    const secrets = Object.fromEntries(target.secretNames.filter((name) => name in request.context.secrets).map((name) => [name, request.context.secrets[name]!]));
-    const meta = { ...this.contextMeta(request.context, target, deadline, secrets, tool.policy.subject !== undefined), canElicit: false };
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error("timeout")), timeoutMs);
-    const onOuterAbort = () => controller.abort(new Error("cancelled"));
-    request.signal?.addEventListener("abort", onOuterAbort, { once: true });
-    session.routes.set(request.context.invocationId, {
-      invocationId: request.context.invocationId,
-      onLog: (line) => {
-        callLog.push(line);
-      },
-      onEgress: () => undefined,
-    });
-    try {
-      const raw = await session.client.request(
-        {
-          method: STATUS_METHOD,
-          params: { name: tool.name, ...(request.operationRef !== undefined && { operationRef: request.operationRef }), _meta: { [CALL_META_KEY]: meta } },
+    const invocationId = request.context.invocationId;
+    const invoked = await this.invoke(session, ResultSchema.passthrough(), {
+      invocationId,
+      timeoutMs: tool.policy.timeoutSeconds * 1000,
+      ...(request.signal && { signal: request.signal }),
+      route: () => ({
+        invocationId,
+        onLog: (line) => {
+          callLog.push(line);
         },
-        ResultSchema.passthrough(),
-        { signal: controller.signal, timeout: timeoutMs + 1000 },
-      );
-      const result = raw as { content?: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean; _meta?: Record<string, unknown> };
-      const text = textOf(Array.isArray(result.content) ? result.content : []);
-      // A status answer may also carry the outcome at its top level ({ version, outcome, ... }).
-      const answerMeta = result._meta?.[EFFECT_META_KEY] !== undefined ? result._meta : "outcome" in result ? { [EFFECT_META_KEY]: result } : result._meta;
-      return record(mapStatusResult({ isError: result.isError === true, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(answerMeta && { meta: answerMeta }) }));
-    } catch (error) {
-      if (controller.signal.aborted) {
-        await session.recover();
-        return record({ outcome: "unknown", reason: (controller.signal.reason as Error).message === "timeout" ? "the status check timed out" : "the status check was cancelled" });
-      }
-      return record({ outcome: "unknown", reason: `the status check failed: ${describeError(error)}` });
-    } finally {
-      clearTimeout(timer);
-      request.signal?.removeEventListener("abort", onOuterAbort);
-      session.routes.delete(request.context.invocationId);
-      this.pool.notify();
+        onEgress: () => undefined,
+      }),
+      request: (deadline) => {
+        const meta = { ...this.contextMeta(request.context, target, deadline, tool.policy.subject !== undefined), canElicit: false };
+        return { method: STATUS_METHOD, params: { name: tool.name, ...(request.operationRef !== undefined && { operationRef: request.operationRef }), _meta: { [CALL_META_KEY]: meta } } };
+      },
+    });
+    if (!invoked.ok) {
+      if (invoked.why === "failed") return record({ outcome: "unknown", reason: `the status check failed: ${describeError(invoked.error)}` });
+      // A cancelled check may have left the server busy too: the next one finds it responsive.
+      if (invoked.why === "cancelled") await session.recover();
+      return record({ outcome: "unknown", reason: invoked.why === "timeout" ? "the status check timed out" : "the status check was cancelled" });
     }
+    const result = invoked.raw as { content?: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean; _meta?: Record<string, unknown> };
+    const text = textOf(Array.isArray(result.content) ? result.content : []);
+    // A status answer may also carry the outcome at its top level ({ version, outcome, ... }).
+    const answerMeta = result._meta?.[EFFECT_META_KEY] !== undefined ? result._meta : "outcome" in result ? { [EFFECT_META_KEY]: result } : result._meta;
+    return record(mapStatusResult({ isError: result.isError === true, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(answerMeta && { meta: answerMeta }) }));
   }
 
   async close(): Promise<void> {

@@ -249,3 +249,57 @@ export interface Store {
   addTeamNote(note: TeamNote): Promise<void>;
   listTeamNotes(conversationId: string): Promise<TeamNote[]>;
 }
+
+// The store's narrow ports: what each part that keeps state needs of it, so a part names only its own
+// (HandoffDelivery the handoff outbox, FileRetention the files, ProposalSweep the write ledger). Both
+// stores implement every port by implementing Store; store.contract.test.ts runs the Store's contract
+// (so every port's methods) on SQLite and on PostgreSQL. Not yet: a contract suite of its own per port.
+
+/** The conversation log: conversations, their customer-visible events and transcript, and the turns they owe. */
+export type ConversationLogPort = Pick<
+  Store,
+  | "createConversation"
+  | "getConversation"
+  | "findConversationByResume"
+  | "rotateResumeHash"
+  | "findConversationByExternal"
+  | "setSubject"
+  | "setHandoff"
+  | "setCapabilities"
+  | "listConversations"
+  | "appendEvent"
+  | "listEvents"
+  | "appendTranscript"
+  | "listTranscript"
+  | "append"
+  | "finishTurn"
+  | "listOwedTurns"
+  | "claimOwedTurns"
+>;
+
+/** The write ledger: writes, their compare-and-set changes with what announces them, status checks and expiry. */
+export type WriteLedgerPort = Pick<
+  Store,
+  | "insertWrite"
+  | "proposeWrite"
+  | "getWrite"
+  | "listWrites"
+  | "transitionWrite"
+  | "changeWrite"
+  | "listTransitions"
+  | "claimDueChecks"
+  | "nextCheckAt"
+  | "recoverRunning"
+  | "listFollowUps"
+  | "listExpiredProposals"
+  | "listExpiredStepUps"
+>;
+
+/** Delivered files and their retention. */
+export type FilePort = Pick<Store, "putFile" | "getFile" | "purgeFiles">;
+
+/** The handoff outbox: notices for the team's webhook, stored before they are sent, claimed per attempt. */
+export type HandoffOutboxPort = Pick<Store, "insertHandoffNotice" | "claimDueHandoffNotices" | "recordHandoffAttempt" | "listHandoffNotices">;
+
+/** Inbound platform events accepted once by their source id. */
+export type InboundEventPort = Pick<Store, "claimInboundSource" | "pruneInboundSources">;
