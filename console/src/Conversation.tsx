@@ -117,9 +117,10 @@ function History({ data }: { data: ConversationRecord }) {
   const rows = useMemo(() => rowsOf(entries), [entries]);
   const logRef = useRef<HTMLDivElement>(null);
   useEffect(() => {
-    const el = logRef.current;
-    if (el) el.scrollTop = el.scrollHeight;
-  }, [entries.length]);
+    // The tab panel scrolls (the log inside it grows): new events show at the bottom.
+    const panel = logRef.current?.closest(".tab-panel");
+    if (panel) panel.scrollTop = panel.scrollHeight;
+  }, [entries.length, data.notes.length]);
   return (
     <div class="history">
       <WidgetContext.Provider value={READ_ONLY}>

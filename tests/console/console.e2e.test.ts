@@ -182,6 +182,9 @@ describe("the inbox", () => {
     expect(await handed.textContent()).toContain("web");
     expect(await handed.textContent()).toContain("not verified");
     expect(await ana.locator(`a.conversation[data-id="${conversationOf.unknown}"]`).textContent()).toContain("1 unknown write");
+    // Answered conversations are not waiting (a reply, a card, a result answers the customer).
+    expect(await ana.locator(`a.conversation[data-id="${conversationOf.greeter}"]`).textContent()).not.toContain("waiting");
+    expect(await ana.locator(`a.conversation[data-id="${conversationOf.unknown}"]`).textContent()).not.toContain("waiting");
     expect(await axe(ana)).toEqual([]);
     await snap(ana, "inbox");
     await ana.getByRole("button", { name: "Handed off" }).click();

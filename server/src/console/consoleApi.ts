@@ -63,7 +63,8 @@ function summary(conversation: ConversationRecord, events: StoredEvent[], writes
   const texts = events.filter((event) => event.message.type === "text" || event.message.type === "handoff" || event.message.type === "outcome");
   const last = texts.at(-1);
   const lastCustomer = [...events].reverse().find((event) => event.message.type === "text" && event.message.from === "customer");
-  const answeredAfter = lastCustomer && events.some((event) => event.seq > lastCustomer.seq && event.message.type === "text" && (event.message.from === "team" || (event.message.from === "agent" && !conversation.handoff)));
+  // Answered: anything after it but progress and the customer's own words (a reply, a review card, a result, a team message).
+  const answeredAfter = lastCustomer && events.some((event) => event.seq > lastCustomer.seq && event.message.type !== "progress" && !(event.message.type === "text" && event.message.from === "customer"));
   // Waiting: handed off and not yet taken (since the handoff), or the customer's last message still unanswered.
   const waitingSince = conversation.handoff?.state === "requested" ? conversation.handoff.at : lastCustomer && !answeredAfter ? lastCustomer.at : null;
   return {
