@@ -104,6 +104,17 @@ const CHECKS: Check[] = [
     },
   },
   {
+    pattern: /^(CAPLO_AGENTS=\S+ )?docker (build -t caplo \.|volume create caplo-data|run .+ caplo( agent publish .+)?|compose -f deploy\/compose\.yaml .+)$/,
+    how: "no Docker daemon where the tests run: tests/deploy/deployFiles.test.ts checks the Dockerfile and deploy/compose.yaml these commands use (user, volume, services, settings)",
+    check: (command) => {
+      expect(existsSync(join(ROOT, "Dockerfile"))).toBe(true);
+      expect(existsSync(join(ROOT, "tests", "deploy", "deployFiles.test.ts"))).toBe(true);
+      if (command.includes("deploy/compose.yaml")) expect(existsSync(join(ROOT, "deploy", "compose.yaml"))).toBe(true);
+      const publish = / agent publish (.+)$/.exec(command)?.[1];
+      if (publish) expect(words(publish).filter((word) => word.startsWith("--"))).toEqual(["--packages"]);
+    },
+  },
+  {
     pattern: /^npm start$/,
     how: "its script is `caplo demo`, whose --help a runnable block runs and which tests/demo/demo.e2e.test.ts starts and walks through in Chromium",
     check: () => {

@@ -1,7 +1,8 @@
 // Vitest's global setup for `npm test`: finds PostgreSQL, Redis and Chromium for the tests, or starts
 // them from npm packages when the machine has none, so the suite passes on a bare machine with only
 // Node 20 and npm. What it found is printed once and handed on through tests/support/services.ts's
-// variables. To try the bare-machine path on a machine that has the services:
+// variables. Chromium is started once for the whole run (a browser server every test process connects to:
+// a launch costs seconds on a loaded machine, a connection a fraction of one). To try the bare-machine path on a machine that has the services:
 //   CAPLO_TEST_DATABASE_URL=embedded CAPLO_TEST_CHROMIUM=npm CAPLO_TEST_REDIS_URL=path npm test
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -21,6 +22,7 @@ export default async function setup(): Promise<Stop> {
     found.push(await postgres(stops));
     found.push(await redis(stops));
     found.push(await chromium());
+    found.push(await browserServer(stops));
   } catch (error) {
     await stopAll(stops);
     throw error;
@@ -136,6 +138,17 @@ async function chromium(): Promise<string> {
   const { default: packaged } = await import("@sparticuz/chromium");
   process.env.CAPLO_TEST_CHROMIUM = await packaged.executablePath();
   return `Chromium from the @sparticuz/chromium package at ${process.env.CAPLO_TEST_CHROMIUM}`;
+}
+
+/** One Chromium for every browser test of the run; each test process connects and opens contexts of its own. */
+async function browserServer(stops: Stop[]): Promise<string> {
+  if (process.env.CAPLO_TEST_CHROMIUM_WS) return "the browser server at CAPLO_TEST_CHROMIUM_WS";
+  const { chromium } = await import("playwright-core");
+  const { CHROMIUM_ARGS } = await import("./services.ts");
+  const server = await chromium.launchServer({ executablePath: process.env.CAPLO_TEST_CHROMIUM!, args: CHROMIUM_ARGS });
+  stops.push(() => server.close());
+  process.env.CAPLO_TEST_CHROMIUM_WS = server.wsEndpoint();
+  return "one browser server for every browser test";
 }
 
 function freePort(): Promise<number> {

@@ -4,6 +4,7 @@
 //   CAPLO_TEST_DATABASE_URL  a PostgreSQL database the tests may create schemas in
 //   CAPLO_TEST_REDIS_URL     a Redis server the tests may use (unset: Redis tests are skipped, and say why)
 //   CAPLO_TEST_CHROMIUM      the Chromium executable playwright-core drives
+//   CAPLO_TEST_CHROMIUM_WS   a browser server of that Chromium (launchServer) the browser tests connect to
 // A test file run alone (without the global setup) gets the machine's own services, as before.
 import { execFileSync } from "node:child_process";
 
@@ -41,6 +42,12 @@ export const REDIS_SKIP_REASON =
 
 /** The Chromium executable the browser tests drive. */
 export const CHROMIUM_PATH = process.env.CAPLO_TEST_CHROMIUM ?? "/usr/bin/chromium";
+
+/** The flags this environment needs: headless, no setuid sandbox (root in a container), nothing phoning home. */
+export const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"];
+
+/** The run's shared browser server (set by the global setup), or undefined: then each test launches its own. */
+export const CHROMIUM_WS: string | undefined = process.env.CAPLO_TEST_CHROMIUM_WS || undefined;
 
 export function onPath(command: string): boolean {
   try {

@@ -1,12 +1,12 @@
-// Shared by the widget's browser test and benchmark: build the widget once, and launch the machine's
-// Chromium headless with the flags this environment needs.
+// Shared by the browser tests and the widget benchmark: build the widget once, and connect to the run's
+// Chromium (or launch the machine's headless with the flags this environment needs).
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { chromium, type Browser } from "playwright-core";
-import { CHROMIUM_PATH } from "../support/services.ts";
+import { chromium, type Browser, type Download } from "playwright-core";
+import { CHROMIUM_ARGS, CHROMIUM_PATH, CHROMIUM_WS } from "../support/services.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -53,11 +53,21 @@ async function build(): Promise<void> {
   if (!existsSync(`${ROOT}widget/dist/widget.js`) || !existsSync(`${ROOT}widget/dist/app.html`)) throw new Error("widget build produced no files");
 }
 
+/**
+ * A browser for a test file: a connection to the run's shared Chromium when the global setup started one
+ * (closing it closes this connection's contexts and pages, not the browser), else a Chromium of its own
+ * (a test file run without the global setup, the widget benchmark).
+ */
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-  });
+  if (CHROMIUM_WS) return chromium.connect(CHROMIUM_WS);
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+}
+
+/** A download's bytes (download.path() exists only for a browser this process launched, not a connected one). */
+export async function downloadedBytes(download: Download): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of await download.createReadStream()) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
 }
 
 export const ARTIFACTS = fileURLToPath(new URL("../artifacts/widget/", import.meta.url));

@@ -12,8 +12,8 @@ import type { ScriptedRule } from "../../server/src/model/scripted.ts";
 import { CANCEL } from "../engine/support/harness.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
 import { startStack, type Stack } from "../gateway/support/stack.ts";
-import { ARTIFACTS, buildWidget, launchChromium } from "./browser.ts";
-import { mkdirSync, readFileSync } from "node:fs";
+import { ARTIFACTS, buildWidget, downloadedBytes, launchChromium } from "./browser.ts";
+import { mkdirSync } from "node:fs";
 import { FileRetention } from "../../server/src/engine/fileRetention.ts";
 
 const RULES: ScriptedRule[] = [
@@ -114,7 +114,7 @@ describe("widget with the real gateway and scripted model", () => {
     await link.waitFor();
     const [download] = await Promise.all([page.waitForEvent("download"), link.click()]);
     expect(download.suggestedFilename()).toBe(`${ORDERS.applied}.pdf`);
-    expect(readFileSync(await download.path()).toString("latin1")).toContain(`invoice ${ORDERS.applied}`);
+    expect((await downloadedBytes(download)).toString("latin1")).toContain(`invoice ${ORDERS.applied}`);
     expect(await app().getByRole("alert").count()).toBe(0);
 
     // The retention sweep as `caplo serve` runs it, here with a period that has already passed.

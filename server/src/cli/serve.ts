@@ -48,7 +48,7 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   const last = (name: string) => values[name]?.at(-1);
   // The weak sandbox (no namespaces: raw network, links followed) is for a tool author's caplo tool test.
   if (env.CAPLO_SANDBOX === "weak") {
-    return { ok: false, error: { code: "sandbox_weak_refused", path: "CAPLO_SANDBOX", message: "CAPLO_SANDBOX=weak is for caplo tool test only: caplo serve runs packages only in the isolated sandbox (Linux namespaces, as root); unset it" } };
+    return { ok: false, error: { code: "sandbox_weak_refused", path: "CAPLO_SANDBOX", message: "CAPLO_SANDBOX=weak is for caplo tool test only: caplo serve runs packages only in the isolated sandbox (Linux namespaces; a user namespace when not root); unset it" } };
   }
   // What the options need now is read here by its setting's schema (a flag's value by the same one); the
   // rest of the configuration is read once when the server starts (startServe).

@@ -1,6 +1,6 @@
 // The runner's scratch folder for sandbox roots and egress sockets: one per runner process
 // (caplo-runner-<pid>-*), so that folders left by a runner that died can be found and removed safely.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -16,11 +16,19 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Removes the scratch folders of runner processes that no longer exist. */
+/** Removes the scratch folders of runner processes that no longer exist (only root removes another user's). */
 export function sweepStaleRuntimeDirs(): void {
+  const uid = process.getuid?.();
   for (const name of readdirSync(tmpdir())) {
     const pid = Number(/^caplo-runner-([0-9]+)-/.exec(name)?.[1]);
-    if (pid && pid !== process.pid && !alive(pid)) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    if (!pid || pid === process.pid || alive(pid)) continue;
+    const path = join(tmpdir(), name);
+    try {
+      if (uid !== undefined && uid !== 0 && lstatSync(path).uid !== uid) continue;
+      rmSync(path, { recursive: true, force: true });
+    } catch {
+      // Gone meanwhile, or not ours to remove: it is not in the way of this runner's own folder.
+    }
   }
 }
 

@@ -14,9 +14,19 @@ export type SandboxMode = "isolated" | "weak";
 
 export type IsolationProbe = { available: true } | { available: false; reason: string };
 
-const UNSHARE_FLAGS = ["--net", "--mount", "--pid", "--fork", "--ipc", "--uts", "--propagation", "private", "--kill-child=SIGKILL"];
 /** The unprivileged user the package runs as inside the sandbox (nobody). */
 const SANDBOX_UID = 65534;
+/**
+ * Started as root: namespaces of the machine's root, and the package runs as nobody. Started as another
+ * user (a container's non-root user): a user namespace of its own first (--map-root-user: the runner's
+ * user is root inside it and may mount there), and as that namespace has no other user to change to, the
+ * package keeps the runner's uid with every capability dropped (empty bounding and inheritable sets, no
+ * new privileges): it cannot mount, remount or leave the chroot, and what it can reach is the same
+ * read-only root. docs/runner.md says what differs (cgroups only where delegated).
+ */
+const ROOTLESS = process.getuid?.() !== 0;
+const UNSHARE_FLAGS = [...(ROOTLESS ? ["--user", "--map-root-user"] : []), "--net", "--mount", "--pid", "--fork", "--ipc", "--uts", "--propagation", "private", "--kill-child=SIGKILL"];
+const DROP = ROOTLESS ? "--inh-caps=-all --bounding-set=-all" : `--reuid=${SANDBOX_UID} --regid=${SANDBOX_UID} --clear-groups`;
 /** util-linux setpriv, bound into the sandbox's root to drop privileges there. */
 const SETPRIV = "/usr/bin/setpriv";
 /** The launcher's shell (outside the root; the package never runs it). */
@@ -71,7 +81,9 @@ while [ "$1" != "--" ]; do bind "$1"; shift; done; shift
 if [ "$EG" != "-" ]; then mount --bind "$EG" "$R${SANDBOX_EGRESS_DIR}"; fi
 mount -t proc -o nosuid,nodev,noexec proc "$R/proc"
 for d in null zero random urandom; do : > "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
-mount -o remount,ro "$R"
+# The root's mount read-only (in a user namespace only the mount's own flag may change: bind,ro).
+mount -o remount,ro "$R" 2>/dev/null || mount -o remount,bind,ro "$R"
+if [ -w "$R" ]; then echo "sandbox: the root is still writable" >&2; exit 1; fi
 # The UTS namespace starts with the host's name: the package sees its own.
 if command -v hostname >/dev/null; then hostname caplo-sandbox; fi
 # The shell exports variables of its own (PWD: the runner's folder, PATH, SHLVL): the package gets
@@ -82,7 +94,7 @@ done
 # setpriv drops to the unprivileged user (real, effective and saved ids, no groups, no new privileges)
 # and only then sets the parent-death signal, which a change of user would clear: if the runner's
 # launcher dies, the package dies with it.
-exec chroot "$R" ${SETPRIV} --reuid=${SANDBOX_UID} --regid=${SANDBOX_UID} --clear-groups --no-new-privs --pdeathsig=KILL "$@"`;
+exec chroot "$R" ${SETPRIV} ${DROP} --no-new-privs --pdeathsig=KILL "$@"`;
 
 let probed: IsolationProbe | undefined;
 
