@@ -1,5 +1,6 @@
 // Every recorded webhook body in __fixtures__ parses to the channel event it stands for: texts, taps, list
-// replies, media, delivery statuses (WhatsApp's 63016 included) and Messenger echoes, which are skipped.
+// replies, media, delivery statuses (WhatsApp's 63016 and read, Messenger's delivery and read, Instagram's
+// messaging_seen) and Messenger echoes, which are skipped.
 import { describe, expect, it } from "vitest";
 import { parseMeta } from "./meta/parse.ts";
 import { fixture } from "./testkit.ts";
@@ -27,6 +28,12 @@ describe("recorded webhook fixtures", () => {
     expect(json("messenger-postback.json", "page")).toMatchObject({ ok: true, events: [{ messageId: "m_AbCdEf0123456789-pb", payload: "c1.AAAAAAAAAAAAAAAAAAAAAA" }] });
     expect(json("messenger-delivery.json", "page")).toMatchObject({ ok: true, events: [{ kind: "status", status: "delivered", about: "m_sent0001" }] });
     expect(json("messenger-echo.json", "page")).toEqual({ ok: true, events: [] });
+    // message_reads names no message: its watermark covers every one sent before it.
+    expect(json("messenger-read.json", "page")).toMatchObject({ ok: true, events: [{ kind: "status", status: "read", about: "", watermark: 1764700008500, from: "7000000000000001", to: "105000000000001" }] });
+  });
+  it("Instagram messaging_seen names the read message by its mid; a WhatsApp read status callback", () => {
+    expect(json("instagram-read.json", "instagram")).toMatchObject({ ok: true, events: [{ kind: "status", status: "read", about: "aWdfZAG1faXRlbToxOklHTWVzc2FnZAUlEOjE3ODQxNDAwMDAwMDAwMDAx" }] });
+    expect(form("whatsapp-status-read.form")).toMatchObject({ ok: true, events: [{ kind: "status", status: "read", about: "SM77777777777777777777777777777777", messageId: "SM77777777777777777777777777777777:read" }] });
   });
   it("Instagram: text, quick reply and postback; a Messenger body on the Instagram endpoint is refused", () => {
     expect(json("instagram-text.json", "instagram")).toMatchObject({ ok: true, events: [{ kind: "message", from: "1780000000000001", text: "Where is my order SO-1002?" }] });
