@@ -7,6 +7,7 @@ import type { ChannelCapabilities, Outbound, OutboundOf } from "@caplo/shared";
 import { Engine } from "../../../server/src/engine/engine.ts";
 import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../../server/src/engine/release.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
+import { StartStack } from "../../../server/src/app/stack.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
 import { InMemoryMcpRunner } from "./inMemoryMcpRunner.ts";
 import { createShopServer, ShopBackend, shopVersion } from "./shopTools.ts";
@@ -29,10 +30,12 @@ export type HarnessOptions = {
 export async function engineHarness(options: HarnessOptions) {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "caplo-engine-"));
   const clock = { now: Date.parse("2026-03-01T10:00:00.000Z") };
-  const store = new SqliteStore(join(dir, "caplo.db"));
+  // Started on the composition root's start/stop stack (app/stack.ts): stopped last-first.
+  const stack = new StartStack();
+  const store = stack.push("store", new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
   await store.migrate();
   const backend = options.backend ?? new ShopBackend();
-  const runner = new InMemoryMcpRunner({ shop: () => createShopServer(backend) });
+  const runner = stack.push("runner", new InMemoryMcpRunner({ shop: () => createShopServer(backend) }), (started) => started.close());
   const release = releaseFromVersions({
     agent: "shop-agent",
     instructions: "You help customers of the shop.",
@@ -42,6 +45,7 @@ export async function engineHarness(options: HarnessOptions) {
   });
   const model = new ScriptedModel(options.rules, { fallback: "I can help with orders." });
   const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), now: () => clock.now, statusCheckBaseMs: 1000, nodeId: "node-test", ...(options.elicitTimeoutMs !== undefined && { elicitTimeoutMs: options.elicitTimeoutMs }), ...(options.progressShownAfterMs !== undefined && { progressShownAfterMs: options.progressShownAfterMs }) });
+  stack.push("engine", engine, (started) => started.stop());
   await engine.start({ scheduler: false });
   const conversation = await engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: options.capabilities ?? WEB, ownerId: "owner-1" });
 
@@ -73,9 +77,7 @@ export async function engineHarness(options: HarnessOptions) {
       return engine.runDueChecks();
     },
     close: async () => {
-      await engine.stop();
-      await runner.close();
-      await store.close();
+      await stack.stopAll();
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };

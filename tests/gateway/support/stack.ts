@@ -9,6 +9,7 @@ import { Gateway, type GatewayOptions } from "../../../server/src/gateway/index.
 import type { Model } from "../../../server/src/model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
 import { teamMember } from "../../../server/src/gateway/teamMembers.ts";
+import { StartStack } from "../../../server/src/app/stack.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
 import { CANCEL } from "../../engine/support/harness.ts";
 import { InMemoryMcpRunner } from "../../engine/support/inMemoryMcpRunner.ts";
@@ -39,10 +40,13 @@ export type StackOptions = {
 
 export async function startStack(options: StackOptions = {}) {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "caplo-gateway-"));
-  const store = new SqliteStore(join(dir, "caplo.db"));
+  // Started on the composition root's start/stop stack (app/stack.ts): stopped last-first, and a start
+  // that fails part way leaves nothing running.
+  const stack = new StartStack();
+  const store = stack.push("store", new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
   await store.migrate();
   const backend = new ShopBackend(options.backendFile);
-  const runner = new InMemoryMcpRunner({ shop: () => createShopServer(backend) });
+  const runner = stack.push("runner", new InMemoryMcpRunner({ shop: () => createShopServer(backend) }), (started) => started.close());
   const version = shopVersion();
   const releases = new StaticReleases(
     options.releases?.(version) ?? [
@@ -59,6 +63,7 @@ export async function startStack(options: StackOptions = {}) {
     checkPollMs: options.checkPollMs ?? 1000,
     nodeId: options.nodeId ?? "test-node",
   });
+  stack.push("engine", engine, (started) => started.stop());
   await engine.start();
   // Tests and benchmarks open many sockets from 127.0.0.1: the per-address limits are tested on their own.
   const gateway = new Gateway({
@@ -69,6 +74,7 @@ export async function startStack(options: StackOptions = {}) {
     ...options.gateway,
   });
   const address = await gateway.listen(0, "127.0.0.1");
+  stack.push("gateway", gateway, (listening) => listening.close());
   const base = `http://127.0.0.1:${address.port}`;
   return {
     dir,
@@ -81,10 +87,7 @@ export async function startStack(options: StackOptions = {}) {
     base,
     wsUrl: `ws://127.0.0.1:${address.port}/v1/ws`,
     close: async () => {
-      await gateway.close();
-      await engine.stop();
-      await runner.close();
-      await store.close();
+      await stack.stopAll();
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
