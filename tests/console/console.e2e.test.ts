@@ -334,12 +334,17 @@ describe("agents, tools and numbers", () => {
   });
 
   test("numbers: conversations per day, handoff rate, writes by outcome, follow-up backlog, ratings", async () => {
+    // A customer rates the agent's reply up (the widget's thumbs), kept with the event.
+    const reply = customers.greeter!.frames.find(isEvent("text", (m) => m.from === "agent")) as unknown as { seq: number };
+    customers.greeter!.send({ t: "rate", ref: "rate-1", seq: reply.seq, rating: "up" });
+    await expect.poll(async () => (await stack.engine.ratings(conversationOf.greeter!)).length).toBe(1);
     await ana.goto(`${stack.base}/console#/numbers`);
     const tiles = ana.locator(".tile");
     await tiles.first().waitFor();
     expect(await tiles.filter({ hasText: "Conversations" }).locator("strong").textContent()).toBe("3");
     expect(await tiles.filter({ hasText: "Handoff rate" }).locator("strong").textContent()).toBe("33 %");
     expect(await tiles.filter({ hasText: "Follow-up backlog" }).locator("strong").textContent()).toBe("0");
+    expect(await tiles.filter({ hasText: "Answers rated up" }).locator("strong").textContent()).toBe("1");
     const outcomes = await ana.locator("table").last().textContent();
     expect(outcomes).toContain("not applied1");
     expect(outcomes).toContain("proposed1");

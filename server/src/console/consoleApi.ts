@@ -270,15 +270,14 @@ async function numbers(engine: Engine, days: number) {
     perDay.set(day, (perDay.get(day) ?? 0) + 1);
     const [events, writes] = await Promise.all([engine.eventsAfter(conversation.id, 0, 1000), engine.writes(conversation.id)]);
     if (conversation.handoff || events.some((event) => event.message.type === "handoff")) handedOff++;
-    for (const event of events) {
-      // Ratings of answers, where the widget stores them with the events (thumbs up or down).
-      const rating = (event.message as { type: string; rating?: unknown }).type === "rating" ? (event.message as { rating?: unknown }).rating : undefined;
-      if (rating === "up") up++;
-      if (rating === "down") down++;
-    }
     for (const write of writes) {
       byOutcome[write.state] = (byOutcome[write.state] ?? 0) + 1;
     }
+  }
+  // Answers rated up or down by customers (the widget's thumbs, kept per event by the engine).
+  for (const counts of (await engine.ratingCounts(conversations.map((conversation) => conversation.id))).values()) {
+    up += counts.up;
+    down += counts.down;
   }
   return {
     days,
