@@ -97,6 +97,18 @@ describe("widget with the real gateway and scripted model", () => {
     expect(stack.backend.applications.some((a) => a.args.orderId === ORDERS.rejected)).toBe(false);
     await page.screenshot({ path: `${ARTIFACTS}gateway-04-declined.png` });
 
+    // Thumbs under a reply: the visitor changes their rating; the team sees the latest one.
+    const reply = app().locator(".row.side-agent", { hasText: "Done: your order is cancelled." });
+    await reply.getByRole("button", { name: "Not a helpful answer", exact: true }).click();
+    await reply.getByRole("button", { name: "Helpful answer", exact: true }).click();
+    await reply.locator("button[aria-pressed='true'][aria-label='Helpful answer']").waitFor();
+    expect(await reply.getByRole("button", { name: "Helpful answer", exact: true }).getAttribute("aria-pressed")).toBe("true");
+    expect(await reply.getByRole("button", { name: "Not a helpful answer", exact: true }).getAttribute("aria-pressed")).toBe("false");
+    const team = { authorization: "Bearer team-secret-token" };
+    const rated = async () => ((await (await fetch(`${stack.base}/v1/team/conversations`, { headers: team })).json()) as { conversations: { ratings: { up: number; down: number } }[] }).conversations[0]?.ratings;
+    await expect.poll(rated).toEqual({ up: 1, down: 0 });
+    await page.screenshot({ path: `${ARTIFACTS}gateway-04b-rated.png` });
+
     await page.reload();
     await page.getByRole("button", { name: "Open chat" }).click();
     await app().getByText("Done: your order is cancelled.").waitFor();

@@ -2,7 +2,7 @@
 // remembering what was already used, and opening a page panel. One context, so components stay small.
 import { createContext } from "preact";
 import { useContext } from "preact/hooks";
-import type { Inbound } from "@caplo/shared";
+import type { Inbound, Rating, WidgetAgent } from "@caplo/shared";
 import { en, type Strings } from "./i18n.ts";
 
 export interface WidgetApi {
@@ -13,6 +13,11 @@ export interface WidgetApi {
    * false when it could not go out (not connected) and the card stays usable.
    */
   act: (id: string, value: string, event: Inbound, label?: string) => boolean;
+  /**
+   * Rates the agent's reply stored as event `seq` (null takes the rating back); false when it could not go
+   * out. Absent where replies are not rated (the team console shows the widget's rows too).
+   */
+  rate?: (seq: number, rating: Rating | null) => boolean;
   /** Sends a visitor text message, shown at once as in flight. */
   say: (text: string) => boolean;
   used: Record<string, string>;
@@ -31,6 +36,8 @@ export interface WidgetApi {
   latestStepUp: string | null;
   /** What the visitor tapped, by the message it sent: a choice's label instead of the ids in its reply. */
   labels: Record<string, string>;
+  /** The site owner's map tile source (agent.yaml widget.mapTiles): the map layout draws a real map with it. */
+  mapTiles?: WidgetAgent["mapTiles"];
   /** Names the visitor was shown for ids: `key\u0000value` → the title of the result item that had that value. */
   names: Record<string, string>;
 }

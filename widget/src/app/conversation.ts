@@ -31,6 +31,9 @@ export interface Streaming {
   text: string;
 }
 
+/** Used-map keys under which the visitor's rating of a reply is kept, by its event seq. */
+export const RATING_PREFIX = "rate:";
+
 /** Why the host page's identity token was refused, as a code the app turns into a plain sentence. */
 export type VerifyProblem = "expired" | "invalid" | "unavailable";
 

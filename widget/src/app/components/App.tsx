@@ -4,7 +4,7 @@ import type { ClientFrame, Inbound, ServerFrame } from "@caplo/shared";
 import { useEffect, useLayoutEffect, useMemo, useReducer, useRef, useState } from "preact/hooks";
 import { notifyHost, readHostCommand } from "../bridge.ts";
 import { Connection } from "../connection.ts";
-import { initialState, reduce, rowsOf, runningLabels, settledIds, type ConversationState } from "../conversation.ts";
+import { initialState, RATING_PREFIX, reduce, rowsOf, runningLabels, settledIds, type ConversationState } from "../conversation.ts";
 import { useWidget, WidgetContext, type WidgetApi } from "../context.ts";
 import { clampText, MESSAGE_MAX } from "../format.ts";
 import { fill, pickStrings } from "../i18n.ts";
@@ -257,6 +257,13 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
       }
       return true;
     },
+    rate: (seq, rating) => {
+      const ref = nextRef();
+      if (!connection.current?.send({ t: "rate", ref, seq, rating })) return false;
+      // Kept with what the visitor used (so a reload shows it); refused, it is taken back.
+      dispatch({ type: "use", id: `${RATING_PREFIX}${seq}`, value: rating ?? "", ref });
+      return true;
+    },
     say: (text) => {
       const body = text.slice(0, MESSAGE_MAX);
       const ref = nextRef();
@@ -273,6 +280,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     latestStepUp,
     labels,
     names,
+    mapTiles: state.agent?.mapTiles,
   };
 
   const status = statusLine(state, running, t);

@@ -3,9 +3,10 @@
 // prompts before the visitor's first message. The log is one polite live region: nothing in it is a
 // live region of its own (nested live regions are read twice or not at all).
 import type { Ref } from "preact";
+import type { Rating } from "@caplo/shared";
 import { useMemo } from "preact/hooks";
 import { markdownToHtml } from "../markdown.ts";
-import type { ConversationState, Row } from "../conversation.ts";
+import { RATING_PREFIX, type ConversationState, type Row } from "../conversation.ts";
 import { useWidget } from "../context.ts";
 import { clampText } from "../format.ts";
 import { fill, type Strings } from "../i18n.ts";
@@ -76,6 +77,7 @@ export function Log({ state, rows, logRef, liveAfter, onScroll }: LogProps) {
             ) : (
               <Message message={m} />
             )}
+            {m.type === "text" && m.from === "agent" && <RateReply seq={row.entry.seq} />}
             {time && (
               <time class="at" dateTime={row.entry.at}>
                 {time}
@@ -103,6 +105,29 @@ export function Log({ state, rows, logRef, liveAfter, onScroll }: LogProps) {
         </div>
       )}
     </div>
+  );
+}
+
+const THUMB = "M1 21h4V9H1v12zm22-11c0-1.1-.9-2-2-2h-6.31l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L14.17 1 7.59 7.59C7.22 7.95 7 8.45 7 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z";
+
+/** Thumbs up and down under one of the agent's replies: pressed shows the visitor's rating; pressing it again takes it back. */
+function RateReply({ seq }: { seq: number }) {
+  const { t, used, rate, connected } = useWidget();
+  if (!rate) return null;
+  const current = used[`${RATING_PREFIX}${seq}`] ?? "";
+  const button = (rating: Rating, label: string) => (
+    <button type="button" class={`rate rate-${rating}`} aria-label={label} title={label} aria-pressed={current === rating} disabled={!connected} onClick={() => rate(seq, current === rating ? null : rating)}>
+      {/* One thumb drawn (no emoji font needed); thumbs down is it turned over. */}
+      <svg viewBox="0 0 24 24" width="16" height="16" aria-hidden="true">
+        <path d={THUMB} />
+      </svg>
+    </button>
+  );
+  return (
+    <span class="rating">
+      {button("up", t.rateUp)}
+      {button("down", t.rateDown)}
+    </span>
   );
 }
 

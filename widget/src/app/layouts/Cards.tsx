@@ -1,6 +1,9 @@
 // The cards layout: up to 20 cards, each with its image, title, subtitle, description, money, badge,
-// link and time columns placed by role, other columns as label and value, and up to two actions.
+// link and time columns placed by role, other columns as label and value, and up to two actions. Two or
+// more are a carousel: one row that scrolls sideways and snaps to a card (touch, trackpad, or the arrow
+// keys once the row has focus; Tab moves through the cards' own controls and scrolls them into view).
 import type { ResultColumn } from "@caplo/shared";
+import { useWidget } from "../context.ts";
 import { Actions, actionsOf, byRole, Cell, cellPlain, columnsOf, itemsOf, More, titleColumn, type ResultMessage } from "./common.tsx";
 
 const PLACED = new Set<ResultColumn["role"]>(["image", "title", "subtitle", "description", "money", "badge", "link", "time"]);
@@ -20,9 +23,14 @@ export function Cards({ result }: { result: ResultMessage }) {
     "time",
   ].map((role) => byRole(columns, role as ResultColumn["role"]));
   const rest = columns.filter((c) => !PLACED.has(c.role));
+  const { t } = useWidget();
+  const carousel = items.length > 1;
   return (
     <>
-      <ul class="cards">
+      <ul
+        class={carousel ? "cards carousel" : "cards"}
+        {...(carousel && { tabIndex: 0, "aria-label": t.cardsLabel.replace("{title}", result.title).replace("{count}", String(items.length)) })}
+      >
         {items.map((item, i) => (
           <li class="item-card" key={i}>
             {image && <Cell column={image} item={item} />}

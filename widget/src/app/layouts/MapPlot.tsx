@@ -1,38 +1,67 @@
-// The map layout: up to 20 places drawn from latitude and longitude as numbered points on a plain SVG
-// plot of their relative positions, with the numbered address list beside it. No third-party tiles or
-// scripts: nothing about the visitor leaves for a map provider.
+// The map layout: up to 20 places from latitude and longitude. With a tile source the site owner set
+// (agent.yaml widget.mapTiles) the places are numbered pins on a real map: the tiles as <img> in a small
+// slippy grid at the zoom that fits them all, with the source's attribution. Without one there is no map
+// (a plot with no streets tells nothing and its pins overlap): each place gets a directions link.
 import { useWidget } from "../context.ts";
 import { Actions, actionsOf, byRole, Cell, cellPlain, columnsOf, itemsOf, More, titleColumn, type Item, type ResultMessage } from "./common.tsx";
 
 const W = 320;
 const H = 200;
-const PAD = 18;
+const PAD = 24;
+const TILE = 256;
 
-interface Point {
-  x: number;
-  y: number;
+/** Web Mercator: a place's position in pixels of the world at zoom `z`. */
+function project(lat: number, lon: number, z: number): { x: number; y: number } {
+  const size = TILE * 2 ** z;
+  const s = Math.sin((Math.max(-85.05, Math.min(85.05, lat)) * Math.PI) / 180);
+  return { x: ((lon + 180) / 360) * size, y: (0.5 - Math.log((1 + s) / (1 - s)) / (4 * Math.PI)) * size };
 }
 
-/** Plots places in an equirectangular projection scaled to fit, longitude shrunk by the mean latitude. */
-export function plot(places: { lat: number; lon: number }[]): Point[] {
-  if (places.length === 0) return [];
-  const meanLat = places.reduce((s, p) => s + p.lat, 0) / places.length;
-  const k = Math.cos((meanLat * Math.PI) / 180);
-  const xs = places.map((p) => p.lon * k);
-  const ys = places.map((p) => p.lat);
-  const [minX, maxX, minY, maxY] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
-  const span = Math.max(maxX - minX, maxY - minY, 1e-9);
-  const scale = Math.min((W - 2 * PAD) / span, (H - 2 * PAD) / span);
-  const offX = (W - (maxX - minX) * scale) / 2;
-  const offY = (H - (maxY - minY) * scale) / 2;
-  return places.map((_, i) => ({ x: offX + (xs[i]! - minX) * scale, y: H - (offY + (ys[i]! - minY) * scale) }));
+export interface View {
+  z: number;
+  /** The world pixel at the map's top left corner. */
+  left: number;
+  top: number;
+  points: { x: number; y: number }[];
+  tiles: { x: number; y: number; left: number; top: number }[];
 }
+
+/** The highest zoom (at most 16) at which every place fits in the map, centred; the tiles that cover it. */
+export function view(places: { lat: number; lon: number }[]): View {
+  let z = 16;
+  for (; z > 0; z--) {
+    const ps = places.map((p) => project(p.lat, p.lon, z));
+    const spanX = Math.max(...ps.map((p) => p.x)) - Math.min(...ps.map((p) => p.x));
+    const spanY = Math.max(...ps.map((p) => p.y)) - Math.min(...ps.map((p) => p.y));
+    if (spanX <= W - 2 * PAD && spanY <= H - 2 * PAD) break;
+  }
+  const ps = places.map((p) => project(p.lat, p.lon, z));
+  const cx = (Math.max(...ps.map((p) => p.x)) + Math.min(...ps.map((p) => p.x))) / 2;
+  const cy = (Math.max(...ps.map((p) => p.y)) + Math.min(...ps.map((p) => p.y))) / 2;
+  const left = cx - W / 2;
+  const top = cy - H / 2;
+  const tiles: View["tiles"] = [];
+  const n = 2 ** z;
+  for (let ty = Math.floor(top / TILE); ty <= Math.floor((top + H) / TILE); ty++) {
+    if (ty < 0 || ty >= n) continue;
+    for (let tx = Math.floor(left / TILE); tx <= Math.floor((left + W) / TILE); tx++) tiles.push({ x: ((tx % n) + n) % n, y: ty, left: tx * TILE - left, top: ty * TILE - top });
+  }
+  return { z, left, top, points: ps.map((p) => ({ x: p.x - left, y: p.y - top })), tiles };
+}
+
+const pct = (v: number, of: number) => `${((v / of) * 100).toFixed(3)}%`;
+
+/** The tile URL of the owner's template ({z}, {x}, {y}). */
+const tileUrl = (template: string, z: number, x: number, y: number) => template.replace("{z}", String(z)).replace("{x}", String(x)).replace("{y}", String(y));
+
+/** A directions link any phone or browser opens (the visitor's own maps app on a phone). */
+export const directionsUrl = (lat: number, lon: number) => `https://www.google.com/maps/dir/?api=1&destination=${lat.toFixed(6)},${lon.toFixed(6)}`;
 
 const degrees = (v: unknown, limit: number): number | null =>
   typeof v === "number" && Number.isFinite(v) && Math.abs(v) <= limit ? v : null;
 
 export function MapPlot({ result }: { result: ResultMessage }) {
-  const { t } = useWidget();
+  const { t, mapTiles } = useWidget();
   const columns = columnsOf(result);
   const items = itemsOf(result);
   const actions = actionsOf(result);
@@ -47,22 +76,31 @@ export function MapPlot({ result }: { result: ResultMessage }) {
     const lon = lonCol ? degrees(item[lonCol.key], 180) : null;
     if (lat !== null && lon !== null) located.push({ item, n: i + 1, lat, lon });
   });
-  const points = plot(located);
+  const tiles = mapTiles && located.length > 0 ? mapTiles : undefined;
+  const v = tiles ? view(located) : undefined;
+  const at = new Map(located.map((p) => [p.item, p]));
   return (
     <>
-      {located.length > 0 && (
-        <svg class="map" viewBox={`0 0 ${W} ${H}`} role="img" aria-label={t.mapLabel.replace("{count}", String(located.length))}>
-          <rect x="0" y="0" width={W} height={H} rx="8" class="map-bg" />
-          {located.map((p, i) => (
-            <g key={p.n} transform={`translate(${points[i]!.x.toFixed(1)} ${points[i]!.y.toFixed(1)})`}>
-              <title>{cellPlain(title, p.item)}</title>
-              <circle r="9" class="map-pin" />
-              <text text-anchor="middle" dy="4" class="map-num">
+      {tiles && v && (
+        <figure class="map">
+          <div class="map-tiles" role="img" aria-label={t.mapLabel.replace("{count}", String(located.length))}>
+            {v.tiles.map((tile) => (
+              <img
+                key={`${tile.x}-${tile.y}-${tile.left}`}
+                src={tileUrl(tiles.url, v.z, tile.x, tile.y)}
+                alt=""
+                referrerpolicy="no-referrer"
+                style={{ left: pct(tile.left, W), top: pct(tile.top, H), width: pct(TILE, W), height: pct(TILE, H) }}
+              />
+            ))}
+            {located.map((p, i) => (
+              <span class="map-pin" key={p.n} aria-hidden="true" style={{ left: pct(v.points[i]!.x, W), top: pct(v.points[i]!.y, H) }}>
                 {p.n}
-              </text>
-            </g>
-          ))}
-        </svg>
+              </span>
+            ))}
+          </div>
+          <figcaption class="map-attribution">{tiles.attribution}</figcaption>
+        </figure>
       )}
       <ol class="places">
         {items.map((item, i) => (
@@ -87,6 +125,11 @@ export function MapPlot({ result }: { result: ResultMessage }) {
                   <Cell column={c} item={item} />
                 </span>
               ))}
+              {!tiles && at.has(item) && (
+                <a class="directions" href={directionsUrl(at.get(item)!.lat, at.get(item)!.lon)} target="_blank" rel="noopener noreferrer">
+                  {t.directions.replace("{name}", cellPlain(title, item) || String(i + 1))}
+                </a>
+              )}
               <Actions actions={actions} item={item} name={cellPlain(title, item)} />
             </div>
           </li>

@@ -5,6 +5,7 @@ import type { OutboundOf } from "@caplo/shared";
 import { LAYOUT_ITEMS_MAX } from "@caplo/shared/limits";
 import { outbound, renderInWidget } from "../testing.tsx";
 import { Result } from "./Result.tsx";
+import { view } from "./MapPlot.tsx";
 
 type R = OutboundOf<"result">;
 const result = (over: Partial<R>): R =>
@@ -230,25 +231,53 @@ describe("map", () => {
     { key: "addr", label: "Address", display: "plain", role: "address" },
   ];
 
-  test("plots up to 20 places (20 of 21) as numbered points with an address list, without any external resource", () => {
+  const tiles = { url: "https://tiles.example/{z}/{x}/{y}.png", attribution: "© Example map contributors" };
+
+  test("with the owner's tile source: up to 20 places (20 of 21) as numbered pins on tiles of that source, with its attribution and an address list", () => {
     const items = many(21, (i) => ({ name: `Store ${i}`, lat: 46 + i / 100, lon: 14.5 + i / 100, addr: `Street ${i}` }));
-    const { container } = renderInWidget(<Result result={result({ layout: "map", columns, items })} />);
-    const svg = screen.getByRole("img", { name: "Map of 20 places" });
-    expect(svg.querySelectorAll("circle")).toHaveLength(20);
+    const { container } = renderInWidget(<Result result={result({ layout: "map", columns, items })} />, { mapTiles: tiles });
+    const map = screen.getByRole("img", { name: "Map of 20 places" });
+    expect(map.querySelectorAll(".map-pin")).toHaveLength(20);
+    const srcs = [...map.querySelectorAll("img")].map((img) => img.getAttribute("src")!);
+    expect(srcs.length).toBeGreaterThan(0);
+    for (const src of srcs) expect(src).toMatch(/^https:\/\/tiles\.example\/\d+\/\d+\/\d+\.png$/);
+    expect(screen.getByText("© Example map contributors")).toBeTruthy();
     expect(container.querySelectorAll("ol.places > li")).toHaveLength(20);
     expect(screen.getByText("Street 19")).toBeTruthy();
-    expect(container.querySelector("img, iframe, script, image, use")).toBeNull();
+    // A map: no directions link per place.
+    expect(container.querySelector("a.directions")).toBeNull();
   });
 
-  test("a place without valid coordinates is listed but not plotted", () => {
+  test("the view fits every place at the highest zoom, and its tiles cover the whole map", () => {
+    const v = view([
+      { lat: 46.0569, lon: 14.5058 },
+      { lat: 46.5547, lon: 15.6459 },
+    ]);
+    for (const p of v.points) {
+      expect(p.x).toBeGreaterThanOrEqual(0);
+      expect(p.x).toBeLessThanOrEqual(320);
+      expect(p.y).toBeGreaterThanOrEqual(0);
+      expect(p.y).toBeLessThanOrEqual(200);
+    }
+    // Ljubljana and Maribor, about 100 km apart: zoom 8 fits both in 320 by 200 pixels.
+    expect(v.z).toBe(8);
+    expect(Math.min(...v.tiles.map((t) => t.left))).toBeLessThanOrEqual(0);
+    expect(Math.min(...v.tiles.map((t) => t.top))).toBeLessThanOrEqual(0);
+    expect(Math.max(...v.tiles.map((t) => t.left + 256))).toBeGreaterThanOrEqual(320);
+    expect(Math.max(...v.tiles.map((t) => t.top + 256))).toBeGreaterThanOrEqual(200);
+  });
+
+  test("without a tile source: no map box at all, and each place with coordinates has a directions link by name", () => {
     const items = [
       { name: "A", lat: 46.05, lon: 14.5, addr: "a" },
       { name: "B", lat: 123, lon: 14.5, addr: "b" },
       { name: "C", lat: null, lon: 14.5, addr: "c" },
     ];
     const { container } = renderInWidget(<Result result={result({ layout: "map", columns, items })} />);
-    expect(container.querySelectorAll("circle")).toHaveLength(1);
+    expect(container.querySelector(".map, svg, img")).toBeNull();
     expect(container.querySelectorAll("ol.places > li")).toHaveLength(3);
+    const links = screen.getAllByRole("link", { name: /^Directions to/ });
+    expect(links.map((a) => [a.textContent, a.getAttribute("href")])).toEqual([["Directions to A", "https://www.google.com/maps/dir/?api=1&destination=46.050000,14.500000"]]);
   });
 });
 
