@@ -47,8 +47,8 @@ async function snapshot(harness: Harness, id: string) {
 describe("team members authenticate individually", () => {
   it("the member is the token's: ana's takeover is recorded as ana's, and /me says who a token is", async () => {
     const { h, call, id } = await start();
-    expect(await (await call(ANA, "GET", "/me")).json()).toEqual({ member: "ana" });
-    expect(await (await call(BEN, "GET", "/me")).json()).toEqual({ member: "ben" });
+    expect(await (await call(ANA, "GET", "/me")).json()).toEqual({ member: "ana", workspace: "default" });
+    expect(await (await call(BEN, "GET", "/me")).json()).toEqual({ member: "ben", workspace: "default" });
     expect((await call(ANA, "POST", `/conversations/${id}/takeover`, {})).status).toBe(200);
     expect((await h.store.getConversation(id))?.handoff).toMatchObject({ state: "taken", member: "ana" });
     expect((await call(ANA, "POST", `/conversations/${id}/messages`, { text: "Ana here" })).status).toBe(200);

@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { AGENT_NAME_PATTERN, releaseSchema, type Release } from "@caplo/shared";
+import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, releaseSchema, type Release } from "@caplo/shared";
 // Not ../build/index.ts: that pulls in the MCP SDK and the Node 24 host, which keeping files needs not.
 import { frozenDir, keepFrozen, type FrozenProblem } from "../build/frozenVersion.ts";
 import { isRemoteVersionId } from "../remote/remotePin.ts";
@@ -30,6 +30,15 @@ export class ReleaseStoreError extends Error {
     this.name = "ReleaseStoreError";
     this.code = code;
   }
+}
+
+/**
+ * The releases folder of a workspace: the folder itself for `default`, else `<dir>/@<workspace>` (an agent
+ * name never starts with @, so no agent's folder is taken). Each workspace keeps its own frozen versions
+ * beside its releases (`versions/`), so a release of one workspace runs only copies kept in its own folder.
+ */
+export function workspaceReleasesDir(dir: string, workspaceId: string): string {
+  return workspaceId === DEFAULT_WORKSPACE ? dir : join(dir, `@${workspaceId}`);
 }
 
 const RELEASE_ID_PATTERN = /^([a-z][a-z0-9-]{1,39})@sha256:([0-9a-f]{64})$/;

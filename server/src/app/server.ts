@@ -2,20 +2,22 @@
 // and starts the components in order (store, bus, runner, engine, handoff delivery, cluster node, evals,
 // gateway, channels) on a start/stop stack, and stops them last-first. `caplo serve`, `caplo demo` and the
 // tests start servers through startServer; nothing here reads the environment but through readConfig.
-import { dirname, join } from "node:path";
-import type { Release } from "@caplo/shared";
-import { FileReleaseStore } from "../agents/releaseStore.ts";
+import { dirname, join, resolve, sep } from "node:path";
+import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, WORKSPACE_ID_PATTERN, type PackageVersion, type Release } from "@caplo/shared";
+import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.ts";
+import { isRemoteVersionId } from "../remote/remotePin.ts";
+import { readSecretKeys, WorkspaceSecrets } from "../secrets/index.ts";
 import { openEventBus } from "../bus/index.ts";
 import { channelAgentProblems, mountChannels, readChannelSettings, webhookUrls, type ChannelSettings, type ChannelSetupError } from "../channels/channelSetup.ts";
 import type { ChannelAgentConfig } from "../channels/ports.ts";
 import { limitRoutes } from "../channels/webhookRateLimit.ts";
 import { startClusterNode, type ClusterNode } from "../cluster/clusterNode.ts";
 import { PostgresInboxStore } from "../cluster/postgresInboxStore.ts";
-import { envSecrets, readConfig } from "../config/index.ts";
+import { readConfig } from "../config/index.ts";
 import { Engine } from "../engine/engine.ts";
 import { DAY_MS } from "../engine/fileRetention.ts";
 import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
-import { StaticReleases, type AgentRelease } from "../engine/release.ts";
+import { agentRef, parseAgentRef, StaticReleases, workspaceOf, type AgentRelease } from "../engine/release.ts";
 import { EvalService } from "../eval/evalService.ts";
 import { Gateway } from "../gateway/gateway.ts";
 import { readWidgetSettings } from "../gateway/settings.ts";
@@ -81,6 +83,36 @@ export function startError(error: unknown, fallbackCode: string): ServeError {
   return { code: typed.code ?? fallbackCode, path: typed.path ?? "", message: typed.message ?? String(error) };
 }
 
+/**
+ * A pinned package version whose frozen copy belongs to another workspace than the release's: kept in another
+ * workspace's folder, or (outside the default workspace) not kept in the workspace's own `versions/`.
+ */
+export function foreignVersion(release: AgentRelease, releasesDir: string, workspaceId: string): PackageVersion | undefined {
+  const root = resolve(releasesDir);
+  const own = resolve(workspaceReleasesDir(releasesDir, workspaceId), "versions");
+  for (const version of release.packages) {
+    if (isRemoteVersionId(version.id)) continue;
+    const dir = resolve(version.dir);
+    const inside = (folder: string) => dir === folder || dir.startsWith(folder + sep);
+    if (inside(own)) continue;
+    if (workspaceId !== DEFAULT_WORKSPACE) return version;
+    const relativeToRoot = inside(root) ? dir.slice(root.length + 1) : undefined;
+    if (relativeToRoot?.startsWith("@")) return version;
+  }
+  return undefined;
+}
+
+/**
+ * The engine's secrets: for a call of a package version in a workspace, only the names that version declares,
+ * from that workspace's secrets, and only for a version one of the workspace's own releases pins.
+ */
+export function engineSecrets(releases: readonly AgentRelease[], secrets: Pick<WorkspaceSecrets, "values">): (packageVersionId: string, workspaceId: string) => Promise<Record<string, string>> {
+  return async (packageVersionId, workspaceId) => {
+    const version = releases.filter((release) => workspaceOf(release) === workspaceId).flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);
+    return version ? secrets.values(workspaceId, version.manifest.secrets ?? []) : {};
+  };
+}
+
 export const isPostgres = (db: string) => /^postgres(ql)?:\/\//.test(db);
 
 /**
@@ -107,13 +139,22 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   for (const warning of read.warnings) log(`warn: ${warning.message}`);
   if (!read.ok) return { ok: false, error: read.errors[0]! };
   const config = read.config;
-  const releaseStore = new FileReleaseStore(options.releasesDir);
   const releases: AgentRelease[] = [];
-  for (const agent of options.agents) {
+  for (const ref of options.agents) {
+    // `--agent NAME` serves the default workspace's agent, `--agent WORKSPACE/NAME` another workspace's.
+    const { workspaceId, agent } = parseAgentRef(ref);
+    if (!WORKSPACE_ID_PATTERN.test(workspaceId) || !AGENT_NAME_PATTERN.test(agent)) {
+      return { ok: false, error: { code: "agent_invalid", path: ref, message: `${ref}: an agent is NAME (the default workspace) or WORKSPACE/NAME, each lowercase letters, digits and dashes, starting with a letter, 2 to 40 characters` } };
+    }
+    const dir = workspaceReleasesDir(options.releasesDir, workspaceId);
+    const releaseStore = new FileReleaseStore(dir);
     const release: Release | undefined = await releaseStore.latest(agent).catch(() => undefined);
-    if (!release) return { ok: false, error: { code: "release_not_found", path: agent, message: `no published release of agent ${agent} in ${options.releasesDir} (caplo agent publish)` } };
-    // Each pinned package version runs from its frozen copy kept with the releases (checked at load).
-    releases.push(releaseStore.withKeptVersions(release));
+    if (!release) return { ok: false, error: { code: "release_not_found", path: ref, message: `no published release of agent ${agent} in ${dir} (caplo agent publish${workspaceId === DEFAULT_WORKSPACE ? "" : ` --workspace ${workspaceId}`})` } };
+    // Each pinned package version runs from its frozen copy kept with the workspace's releases (checked at load).
+    const kept = releaseStore.withKeptVersions(release);
+    const foreign = foreignVersion(kept, options.releasesDir, workspaceId);
+    if (foreign) return { ok: false, error: { code: "version_not_in_workspace", path: ref, message: `${release.id} pins ${foreign.id}, whose frozen copy is not kept in workspace ${workspaceId}'s releases (${dir}/versions): a release runs only its own workspace's tool versions; publish it with caplo agent publish${workspaceId === DEFAULT_WORKSPACE ? "" : ` --workspace ${workspaceId}`}` } };
+    releases.push(workspaceId === DEFAULT_WORKSPACE ? kept : { ...kept, workspaceId });
   }
   // One model per agent: its `model:` override, else the environment's provider, else the scripted model.
   const models = new Map<string, Model>();
@@ -133,12 +174,23 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   if (!handoffWebhooks.ok) return handoffWebhooks;
   const fileScan = readFileScanner(config.source);
   if (!fileScan.ok) return fileScan;
+  const secretKeys = readSecretKeys(config);
+  if (!secretKeys.ok) return secretKeys;
   const stack = new StartStack();
   const failed = async (error: ServeError) => {
     await stack.stopAll().catch((stopError: unknown) => log(`warn: stopping after a failed start: ${String(stopError)}`));
     return { ok: false as const, error };
   };
   const store = stack.push("store", await openStore(options.db, { synchronous: config.CAPLO_SQLITE_SYNCHRONOUS }), (opened) => opened.close());
+  // Workspace secrets are read from the store at each call; every stored value must open with the configured
+  // key, or the server stops here (secrets_key_missing, secrets_key_wrong) rather than fail calls later.
+  const secrets = new WorkspaceSecrets({ store, keyring: secretKeys.keyring, env: options.env, log: componentLog(log) });
+  const keyCheck = await secrets.check();
+  if (!keyCheck.ok) return failed(keyCheck.error);
+  if (secretKeys.keyring) log(`workspace secrets: ${keyCheck.count} stored, sealed with key ${secretKeys.keyring.current.id}${secretKeys.keyring.keys.length > 1 ? ` (${secretKeys.keyring.keys.length - 1} older key(s) still open values)` : ""}`);
+  // The workspaces this server serves, their team members and served releases, recorded with what changed.
+  const auditError = await recordServed(store, releases, options.teamMembers ?? [], options.nodeId).then(() => undefined, (error: unknown) => startError(error, "store_unavailable"));
+  if (auditError) return failed(auditError);
   // Handoff notices to the team's webhook: stored with the handoff, sent and retried in the background.
   const handoffDelivery = handoffWebhooks.webhooks
     ? new HandoffDelivery({ store, webhooks: handoffWebhooks.webhooks, log: componentLog(log) })
@@ -174,8 +226,6 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     runner = sandboxed;
   }
   stack.push("runner", runner, (started) => started.close());
-  // Secrets' values are read when a call needs them (a changed value is used without a restart).
-  const secrets = envSecrets(options.env);
   const engine = new Engine({
     store,
     runner,
@@ -188,10 +238,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     proposalTtlMs: config.CAPLO_PROPOSAL_TTL_SECONDS * 1000,
     transcriptBudgetChars: config.CAPLO_TRANSCRIPT_BUDGET_CHARS,
     ...(handoffDelivery && { handoffNotifier: handoffDelivery }),
-    secrets: (packageVersionId) => {
-      const version = releases.flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);
-      return secrets.values(version?.manifest.secrets ?? []);
-    },
+    secrets: engineSecrets(releases, secrets),
     log: componentLog(log),
   });
   let cluster: ClusterNode | undefined;
@@ -226,7 +273,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     runner,
     logStore: (runner as { logStore?: LogStore }).logStore ?? new MemoryLogStore(),
     modelFor: (release) => models.get(release.id)!,
-    secret: secrets.get,
+    secrets: (workspaceId, names) => secrets.values(workspaceId, names),
   });
   stack.push("evaluations", evals, (started) => started.stop());
   const gateway = new Gateway({
@@ -237,7 +284,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     ...(options.widgetDir && { widgetDir: options.widgetDir }),
     ...((runner as { logStore?: LogStore }).logStore && { logStore: (runner as { logStore?: LogStore }).logStore! }),
     modelOf: (release) => models.get(release.id)?.id ?? release.config.model ?? "the server's default model",
-    secrets: secrets.get,
+    secrets: (name, workspaceId) => secrets.get(workspaceId ?? DEFAULT_WORKSPACE, name),
     log: componentLog(log),
     publicOrigins: widget.settings.publicOrigins,
     trustedProxies: widget.settings.trustedProxies,
@@ -310,3 +357,26 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   };
 }
 
+
+/**
+ * At start: every served workspace exists in the store; its configured team members are recorded, with
+ * what changed since the last start in its audit (member.added, member.removed, member.token_changed); and
+ * a served release other than the one last served is audited as release.served. The actor is this node.
+ */
+async function recordServed(store: Store, releases: readonly AgentRelease[], members: readonly TeamMember[], nodeId: string): Promise<void> {
+  const now = Date.now();
+  const actor = `node:${nodeId}`;
+  const workspaces = new Set([DEFAULT_WORKSPACE, ...releases.map(workspaceOf), ...members.map((member) => member.workspaceId)]);
+  for (const workspaceId of workspaces) {
+    await store.ensureWorkspace(workspaceId, now);
+    const configured = members.filter((member) => member.workspaceId === workspaceId).map((member) => ({ name: member.name, tokenSha256: member.tokenSha256.toString("hex") }));
+    await store.syncTeamMembers(workspaceId, configured, actor, now);
+    const audit = await store.listAudit(workspaceId, { limit: 100_000 });
+    for (const release of releases.filter((candidate) => workspaceOf(candidate) === workspaceId)) {
+      const last = audit.findLast((entry) => entry.action === "release.served" && entry.target === release.agent);
+      if (last?.detail?.release !== release.id) {
+        await store.appendAudit({ workspaceId, at: now, actor, action: "release.served", target: release.agent, detail: { release: release.id, ...(last && { previous: last.detail?.release }) } });
+      }
+    }
+  }
+}

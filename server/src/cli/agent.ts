@@ -5,9 +5,10 @@ import type { BuildOptions } from "../build/buildPackage.ts";
 import { readConfig } from "../config/index.ts";
 import { readFile, writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import { AGENT_NAME_PATTERN, TOOL_REF_PATTERN, type AgentIssue, type Release } from "@caplo/shared";
+import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, TOOL_REF_PATTERN, WORKSPACE_ID_PATTERN, type AgentIssue, type Release } from "@caplo/shared";
 import { agentJsonSchemaText, createRelease, FileReleaseStore, loadAgentFile, parseAgentYaml } from "../agents/index.ts";
 import { readRemoteVersionFile, remotePackageVersion } from "../remote/remotePin.ts";
+import { workspaceReleasesDir } from "../agents/releaseStore.ts";
 
 /** Where releases are kept unless --store or CAPLO_RELEASES_DIR says otherwise. */
 export const DEFAULT_RELEASES_DIR = ".caplo/releases";
@@ -25,7 +26,7 @@ Prints each problem as FILE:LINE: PATH: MESSAGE [CODE]. Exit code 0 when valid, 
 };
 
 export const publish = {
-  help: `caplo agent publish FILE --packages DIR... [--store DIR] [--json]
+  help: `caplo agent publish FILE --packages DIR... [--store DIR] [--workspace ID] [--json]
 
 Publishes an agent as an immutable release. Each --packages DIR is a tool package folder, built now
 (the same build as caplo tool build), a built version's JSON file, or a remote MCP server version file
@@ -37,6 +38,8 @@ store; caplo serve runs those copies, checked against their hashes, never the pa
 A new package version reaches customers only through a new release.
 
   --store DIR  where releases are kept (default $CAPLO_RELEASES_DIR or ${DEFAULT_RELEASES_DIR})
+  --workspace ID  publish in this workspace (default: default): kept in DIR/@ID/ with its own versions/,
+               served as caplo serve --agent ID/NAME (docs/operators/workspaces.md)
   --json       print the whole release as JSON instead of a summary`,
   run: (args: string[]) => runPublish(args, consoleIo),
 };
@@ -154,6 +157,7 @@ export function parsePublishArgs(args: string[], env: Record<string, string | un
   const files: string[] = [];
   const packages: string[] = [];
   let store = env.CAPLO_RELEASES_DIR || DEFAULT_RELEASES_DIR;
+  let workspace = DEFAULT_WORKSPACE;
   let json = false;
   let mode: "file" | "packages" = "file";
   for (let index = 0; index < args.length; index++) {
@@ -165,6 +169,11 @@ export function parsePublishArgs(args: string[], env: Record<string, string | un
       if (value === undefined || value.startsWith("-")) return "--store needs a folder";
       store = value;
     } else if (arg.startsWith("--store=")) store = arg.slice("--store=".length);
+    else if (arg === "--workspace" || arg.startsWith("--workspace=")) {
+      const value = arg.includes("=") ? arg.slice("--workspace=".length) : args[++index];
+      if (value === undefined || !WORKSPACE_ID_PATTERN.test(value)) return "--workspace needs a workspace id (lowercase letters, digits and dashes, starting with a letter, 2 to 40 characters)";
+      workspace = value;
+    }
     else if (arg === "--json") json = true;
     else if (arg.startsWith("-")) return `unknown option ${arg}`;
     else if (mode === "packages") packages.push(arg);
@@ -172,7 +181,7 @@ export function parsePublishArgs(args: string[], env: Record<string, string | un
   }
   if (files.length !== 1) return "give exactly one agent file";
   if (packages.length === 0 && args.includes("--packages")) return "--packages needs at least one folder";
-  return { file: files[0]!, packages, store, json };
+  return { file: files[0]!, packages, store: workspaceReleasesDir(store, workspace), json };
 }
 
 export async function runPublish(args: string[], io: Io, env: Record<string, string | undefined> = process.env, now = new Date()): Promise<number> {

@@ -1,6 +1,6 @@
-// Where workspace secrets' values come from: one place. Today that is the environment, read when a call
-// needs the value (CAPLO_SECRET_<NAME>), so a changed value is used without a restart; a workspace
-// secret store can implement SecretSource later without the engine or gateway changing.
+// Secrets from the environment (CAPLO_SECRET_<NAME>), read when a call needs the value. The server's
+// workspace secrets live in its store (secrets/workspaceSecrets.ts), which falls back to these for the
+// default workspace; commands without a store (tool test, eval) read them through here.
 import { SECRET_NAME_PATTERN } from "@caplo/shared";
 
 export type SecretSource = {

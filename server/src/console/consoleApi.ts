@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { Outbound } from "@caplo/shared";
 import type { Engine } from "../engine/engine.ts";
-import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
+import { workspaceOf, type AgentRelease, type ReleaseSource } from "../engine/release.ts";
 import type { LogStore } from "../runner/logStore.ts";
 import type { ConversationRecord, StoredEvent, WriteRecord, WriteTransition } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "../gateway/http.ts";
@@ -175,9 +175,9 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
   routes.add(
     "GET",
     "/v1/team/inbox",
-    guarded(async (req, res) => {
+    guarded(async (req, res, _params, member) => {
       const q = (new URL(req.url ?? "/", "http://gateway").searchParams.get("q") ?? "").trim().toLowerCase().slice(0, SEARCH_MAX);
-      const conversations = await engine.listConversations({ limit: INBOX_MAX });
+      const conversations = await engine.listConversations({ workspaceId: member.workspaceId, limit: INBOX_MAX });
       const rows = await Promise.all(
         conversations.map(async (conversation) => {
           const [events, writes] = await Promise.all([engine.eventsAfter(conversation.id, 0, 1000), engine.writes(conversation.id)]);
@@ -195,9 +195,10 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
   routes.add(
     "GET",
     "/v1/team/conversations/:id/record",
-    guarded(async (_req, res, params) => {
+    guarded(async (_req, res, params, member) => {
       const conversation = await engine.conversation(params.id!);
-      if (!conversation) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
+      // Another workspace's conversation is answered as one that does not exist.
+      if (!conversation || conversation.workspaceId !== member.workspaceId) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
       const [events, writes, notes] = await Promise.all([engine.eventsAfter(conversation.id, 0, 1000), engine.writes(conversation.id), engine.teamNotes(conversation.id)]);
       const ledgers = await Promise.all(writes.map(async (write) => ledger(write, await engine.transitions(write.id))));
       const release = options.releases.list().find((candidate) => candidate.id === conversation.releaseId) ?? options.releases.get(conversation.agent);
@@ -220,6 +221,7 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
     guarded(async (req, res, params, member) => {
       const input = await body(req, res, noteSchema);
       if (!input) return;
+      if ((await engine.conversation(params.id!))?.workspaceId !== member.workspaceId) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
       const added = await engine.addTeamNote(params.id!, member.name, input.text);
       if (!added.ok) return sendError(res, 404, added.error);
       const { note } = added;
@@ -233,30 +235,30 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
     guarded(async (req, res, params, member) => {
       const input = await body(req, res, outcomeSchema);
       if (!input) return;
-      const result = await engine.resolveFollowUp(params.proposalId!, member.name, input.outcome, input.note);
+      const result = await engine.resolveFollowUp(params.proposalId!, member.name, input.outcome, input.note, member.workspaceId);
       if (result.ok) return sendJson(res, 200, { ok: true });
       sendError(res, result.error.code === "write_not_found" ? 404 : 409, result.error);
     }),
   );
 
-  routes.add("GET", "/v1/team/releases", guarded((_req, res) => sendJson(res, 200, { releases: options.releases.list().map((release) => releaseView(release, modelOf)) })));
+  routes.add("GET", "/v1/team/releases", guarded((_req, res, _params, member) => sendJson(res, 200, { releases: options.releases.list().filter((release) => workspaceOf(release) === member.workspaceId).map((release) => releaseView(release, modelOf)) })));
 
   routes.add(
     "GET",
     "/v1/team/numbers",
-    guarded(async (req, res) => {
+    guarded(async (req, res, _params, member) => {
       const days = Number(new URL(req.url ?? "/", "http://gateway").searchParams.get("days") ?? "14");
       if (!Number.isInteger(days) || days < 1 || days > 90) return sendError(res, 400, { code: "days_invalid", path: "days", message: "days is a whole number from 1 to 90" });
-      sendJson(res, 200, await numbers(engine, days));
+      sendJson(res, 200, await numbers(engine, days, member.workspaceId));
     }),
   );
 }
 
 /** What a team lead looks at, over the latest conversations (at most 1000): per day, handoffs, writes, follow-ups, ratings. */
-async function numbers(engine: Engine, days: number) {
+async function numbers(engine: Engine, days: number, workspaceId: string) {
   const now = Date.now();
   const since = now - days * 86_400_000;
-  const conversations = (await engine.listConversations({ limit: 1000 })).filter((conversation) => conversation.createdAt >= since);
+  const conversations = (await engine.listConversations({ workspaceId, limit: 1000 })).filter((conversation) => conversation.createdAt >= since);
   const perDay = new Map<string, number>();
   for (let i = days - 1; i >= 0; i--) perDay.set(new Date(now - i * 86_400_000).toISOString().slice(0, 10), 0);
   const byOutcome: Record<string, number> = {};
@@ -264,7 +266,7 @@ async function numbers(engine: Engine, days: number) {
   let up = 0;
   let down = 0;
   // The follow-up backlog is every write still waiting for a person, however old its conversation.
-  const unknownAges = (await engine.followUps()).map((write) => now - write.updatedAt);
+  const unknownAges = (await engine.followUps(workspaceId)).map((write) => now - write.updatedAt);
   for (const conversation of conversations) {
     const day = new Date(conversation.createdAt).toISOString().slice(0, 10);
     perDay.set(day, (perDay.get(day) ?? 0) + 1);

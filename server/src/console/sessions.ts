@@ -7,6 +7,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { ConsoleSession, ConsoleSessionStore } from "../store/store.ts";
 import { authenticateMember, type TeamMember } from "../gateway/teamMembers.ts";
+import { DEFAULT_WORKSPACE } from "@caplo/shared";
 
 /** A session ends after this long without a request (30 minutes). */
 export const CONSOLE_IDLE_MS = 30 * 60 * 1000;
@@ -76,7 +77,7 @@ export class ConsoleSessions {
     if (!member) return undefined;
     const id = randomBytes(32).toString("base64url");
     const now = this.now();
-    const session: ConsoleSession = { idHash: sha256(id), member: member.name, csrf: randomBytes(24).toString("base64url"), createdAt: now, lastSeenAt: now };
+    const session: ConsoleSession = { idHash: sha256(id), member: memberRef(member), csrf: randomBytes(24).toString("base64url"), createdAt: now, lastSeenAt: now };
     await this.store.createConsoleSession(session);
     // Now and then, forget sessions idle past their expiry.
     if (Math.random() < 0.05) await this.store.pruneConsoleSessions(now - this.idleMs);
@@ -96,7 +97,7 @@ export class ConsoleSessions {
       return undefined;
     }
     if (now - session.lastSeenAt >= TOUCH_EVERY_MS && !(await this.store.touchConsoleSession(session.idHash, now, idleSince))) return undefined;
-    const member = members.find((candidate) => candidate.name === session.member);
+    const member = members.find((candidate) => memberRef(candidate) === session.member);
     return member ? { member, session } : undefined;
   }
 
@@ -108,4 +109,9 @@ export class ConsoleSessions {
   static cookie(value: string, secure: boolean, maxAgeSeconds: number): string {
     return `${COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAgeSeconds}${secure ? "; Secure" : ""}`;
   }
+}
+
+/** How a session names its member: the name in the default workspace, else `workspace/name` (names are unique per workspace). */
+export function memberRef(member: Pick<TeamMember, "name" | "workspaceId">): string {
+  return member.workspaceId === DEFAULT_WORKSPACE ? member.name : `${member.workspaceId}/${member.name}`;
 }

@@ -7,7 +7,7 @@
 import type { CallSubject, Inbound, Outbound, Rating } from "@caplo/shared";
 import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ChannelCapabilities } from "@caplo/shared";
-import type { ConsoleSessionStore, ConversationRecord, EventRating, HandoffNotice, RatingCounts, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
+import type { AuditEntry, AuditEvent, ConsoleSessionStore, ConversationRecord, EventRating, HandoffNotice, RatingCounts, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
 import { fail, randomId, type DeliveryRecord, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
@@ -22,7 +22,7 @@ import { TranscriptCache } from "./transcriptCache.ts";
 import { Turns } from "./turn.ts";
 import { TurnRecovery } from "./turnRecovery.ts";
 import { Writes } from "./writes.ts";
-import { workspaceOf } from "./release.ts";
+import { agentRef, workspaceOf } from "./release.ts";
 
 export { FILES_PATH, HANDOFF_TOOL, INTERRUPTED_NOTE, UNDELIVERED_NOTE_PREFIX, type DeliveryRecord, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 export type { EngineOptions } from "./core.ts";
@@ -275,7 +275,8 @@ export class Engine {
    */
   async resumeConversation(resumeHash: string, agent: string, capabilities: ChannelCapabilities): Promise<ConversationRecord | undefined> {
     const found = await this.store.findConversationByResume(resumeHash);
-    if (!found || found.agent !== agent) return undefined;
+    // `agent` is the reference the widget named (workspace/name): a token of another workspace's agent opens nothing.
+    if (!found || agentRef(found.workspaceId, found.agent) !== agent) return undefined;
     await this.store.setCapabilities(found.id, capabilities);
     return found;
   }
@@ -285,8 +286,8 @@ export class Engine {
     return this.store.getConversation(conversationId);
   }
 
-  /** Conversations for the team, newest first; `handoff`: only those the team holds (true) or does not (false). */
-  listConversations(filter: { handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
+  /** Conversations for the team, newest first; `handoff`: only those the team holds (true) or does not (false); `workspaceId`: only that workspace's. */
+  listConversations(filter: { workspaceId?: string; handoff?: boolean; limit?: number }): Promise<ConversationRecord[]> {
     return this.store.listConversations(filter);
   }
 
@@ -316,6 +317,16 @@ export class Engine {
   /** Where the team console keeps its sessions: the store, so every node knows every session. */
   get consoleSessionStore(): ConsoleSessionStore {
     return this.store;
+  }
+
+  /** A workspace's audit (who changed what and when), oldest first, ids after `after`. */
+  audit(workspaceId: string, options: { after?: number; limit?: number } = {}): Promise<AuditEvent[]> {
+    return this.store.listAudit(workspaceId, options);
+  }
+
+  /** Record a change in a workspace's audit. */
+  recordAudit(entry: AuditEntry): Promise<AuditEvent> {
+    return this.store.appendAudit(entry);
   }
 
   /** The notices sent to a conversation's handoff destination, oldest first. */
@@ -388,13 +399,13 @@ export class Engine {
   }
 
   /** Writes still unresolved after the last status check: the team checks their own system and follows up. */
-  followUps(): Promise<WriteRecord[]> {
-    return this.core.team.followUps();
+  followUps(workspaceId?: string): Promise<WriteRecord[]> {
+    return this.core.team.followUps(workspaceId);
   }
 
   /** A member records a follow-up write's real outcome after checking their own system; the tool never runs (teamActions.ts). */
-  resolveFollowUp(writeId: string, member: string, outcome: "applied" | "not_applied", note: string): Promise<EngineResult> {
-    return this.core.team.resolveFollowUp(writeId, member, outcome, note);
+  resolveFollowUp(writeId: string, member: string, outcome: "applied" | "not_applied", note: string, workspaceId?: string): Promise<EngineResult> {
+    return this.core.team.resolveFollowUp(writeId, member, outcome, note, workspaceId);
   }
 
   /** A message that could not reach the customer: kept in the conversation's history for the team, and the model is told. */

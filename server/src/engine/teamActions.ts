@@ -76,8 +76,8 @@ export class TeamActions extends EnginePart {
   }
 
   /** Writes still unresolved after the last status check: the team checks their own system and follows up. */
-  async followUps(): Promise<WriteRecord[]> {
-    return this.core.store.listFollowUps();
+  async followUps(workspaceId?: string): Promise<WriteRecord[]> {
+    return this.core.store.listFollowUps(workspaceId);
   }
 
   /**
@@ -87,9 +87,11 @@ export class TeamActions extends EnginePart {
    * tool never runs. The transition keeps who, when and the note; the customer and the model are told in the
    * same transaction, and the conversation may start its next write.
    */
-  async resolveFollowUp(writeId: string, member: string, outcome: "applied" | "not_applied", note: string): Promise<EngineResult> {
+  async resolveFollowUp(writeId: string, member: string, outcome: "applied" | "not_applied", note: string, workspaceId?: string): Promise<EngineResult> {
     const found = await this.core.store.getWrite(writeId);
-    if (!found) return fail("write_not_found", "proposalId", "no such write");
+    // Another workspace's write is answered as one that does not exist.
+    const conversation = found && (await this.core.store.getConversation(found.conversationId));
+    if (!found || !conversation || (workspaceId !== undefined && conversation.workspaceId !== workspaceId)) return fail("write_not_found", "proposalId", "no such write");
     return this.core.serial(found.conversationId, async () => {
       const write = (await this.core.store.getWrite(writeId))!;
       if (!write.followUp || (write.state !== "unknown" && write.state !== "pending")) {
@@ -111,6 +113,8 @@ export class TeamActions extends EnginePart {
       const changed = await this.core.store.changeWrite(write.id, { states: [write.state] }, change, now, { events, transcript });
       if (!changed) return fail("write_changed", "proposalId", "the write changed while you were recording its outcome: reload and check it again");
       if (changed.appended) await this.core.conversations.announce(changed.appended);
+      // The follow-up outcome in the workspace's audit: who recorded what, and their note.
+      await this.core.store.appendAudit({ workspaceId: conversation.workspaceId, at: now, actor: member, action: "follow_up.resolved", target: write.id, detail: { conversationId: write.conversationId, tool: write.toolRef, state: outcome, note } });
       return { ok: true } as EngineResult;
     });
   }

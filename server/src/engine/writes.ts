@@ -252,12 +252,29 @@ export class Writes extends EnginePart {
       return undefined;
     }
     if (changed.appended) await this.core.conversations.announce(changed.appended);
+    await this.auditFollowUp(write, changed.write);
     return changed.write;
   }
 
   /** What the write policy needs to give a whole ledger change now (writePolicy.planChange). */
   private context(tool: EngineTool | undefined): LedgerContext {
     return { now: this.core.now(), checkBaseMs: this.core.checkBase(), hasStatus: tool?.hasStatus ?? false, nodeId: this.core.nodeId };
+  }
+
+  /**
+   * Follow-up outcomes in the workspace's audit: a write listed for the team (its outcome unknown after its
+   * checks, or no check to ask), and a listed write whose outcome became known after all. Recorded after the
+   * change landed (by the node whose change it was).
+   */
+  private async auditFollowUp(before: WriteRecord, after: WriteRecord): Promise<void> {
+    const listed = after.followUp && !before.followUp;
+    const resolved = before.followUp && after.state !== before.state;
+    if (!listed && !resolved) return;
+    const conversation = await this.core.store.getConversation(after.conversationId);
+    if (!conversation) return;
+    await this.core.store
+      .appendAudit({ workspaceId: conversation.workspaceId, at: this.core.now(), actor: "caplo", action: listed ? "follow_up.listed" : "follow_up.resolved", target: after.id, detail: { conversationId: after.conversationId, tool: after.toolRef, state: after.state } })
+      .catch((error: unknown) => this.core.log("error", "follow-up audit not recorded", { writeId: after.id, error: String(error) }));
   }
 
   /** The outcome event (and the note to the model) telling where a write stands, added to a batch. */
@@ -283,7 +300,8 @@ export class Writes extends EnginePart {
   }
 
   async markFollowUp(write: WriteRecord): Promise<void> {
-    await this.core.store.transitionWrite(write.id, { states: [write.state] }, { state: write.state, followUp: true, nextCheckAt: null, note: "no status check: listed for the team" }, this.core.now());
+    const marked = await this.core.store.transitionWrite(write.id, { states: [write.state] }, { state: write.state, followUp: true, nextCheckAt: null, note: "no status check: listed for the team" }, this.core.now());
+    if (marked) await this.auditFollowUp(write, marked);
   }
 
   /**

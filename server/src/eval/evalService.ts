@@ -2,8 +2,8 @@
 // server's own sandbox as Caplo runs fixtures (write tools skipped, never run), and run an agent release's
 // evaluation cases in the background. An eval run has its own in-memory store per case run, so it never
 // touches a live conversation; its reads go through the read-only guard, and its writes are never run.
-import { parseEvalCases, type EvalCasesError, type PackageVersion } from "@caplo/shared";
-import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
+import { DEFAULT_WORKSPACE, parseEvalCases, type EvalCasesError, type PackageVersion } from "@caplo/shared";
+import { workspaceOf, type AgentRelease, type ReleaseSource } from "../engine/release.ts";
 import type { Model } from "../model/model.ts";
 import type { ToolRunner } from "../runner/api.ts";
 import { loadFixtures, runFixture, type FixtureRun } from "../runner/fixtures.ts";
@@ -23,8 +23,8 @@ export type EvalServiceOptions = {
   logStore: LogStore;
   /** The model the server uses for a release. */
   modelFor: (release: AgentRelease) => Model;
-  /** A workspace secret's value by name (CAPLO_SECRET_<NAME>). */
-  secret: (name: string) => string | undefined;
+  /** The values of a workspace's named secrets (the workspace secret store, read when a run starts). */
+  secrets: (workspaceId: string, names: readonly string[]) => Record<string, string> | Promise<Record<string, string>>;
   now?: () => number;
 };
 
@@ -43,6 +43,8 @@ type Failure = { ok: false; status: number; error: EvalError; errors?: EvalError
 export class EvalService {
   private readonly options: EvalServiceOptions;
   private readonly runs = new Map<string, EvalRunView>();
+  /** The workspace each run belongs to: a member reads only their own workspace's runs. */
+  private readonly runWorkspaces = new Map<string, string>();
   private readonly running = new Set<Promise<void>>();
   private counter = 0;
   private readonly stopping = new AbortController();
@@ -51,9 +53,14 @@ export class EvalService {
     this.options = options;
   }
 
-  /** A package version pinned by a served release. */
-  private version(id: string): PackageVersion | undefined {
-    for (const release of this.options.releases.list()) {
+  /** The served releases of a workspace: a team member's evaluations see only their own workspace's. */
+  private releasesOf(workspaceId: string): AgentRelease[] {
+    return this.options.releases.list().filter((release) => workspaceOf(release) === workspaceId);
+  }
+
+  /** A package version pinned by a served release of the workspace. */
+  private version(id: string, workspaceId: string): PackageVersion | undefined {
+    for (const release of this.releasesOf(workspaceId)) {
       const found = release.packages.find((version) => version.id === id);
       if (found) return found;
     }
@@ -61,16 +68,12 @@ export class EvalService {
   }
 
   /** Every fixture of a served tool version, run on the server's sandbox in hosted mode: writes skipped. */
-  async runFixtures(packageVersionId: string): Promise<{ ok: true; report: FixtureReport } | Failure> {
-    const version = this.version(packageVersionId);
+  async runFixtures(packageVersionId: string, workspaceId: string = DEFAULT_WORKSPACE): Promise<{ ok: true; report: FixtureReport } | Failure> {
+    const version = this.version(packageVersionId, workspaceId);
     if (!version) return { ok: false, status: 404, error: { code: "version_not_found", path: "packageVersionId", message: "no served release pins this tool version" } };
     const fixtures = await loadFixtures(version.dir, version.manifest.tests);
     // Fixtures name secrets; on the server their values are the workspace's (never in the fixture or the answer).
-    const names = version.manifest.secrets ?? [];
-    const env = Object.fromEntries(names.flatMap((name) => {
-      const value = this.options.secret(name);
-      return value === undefined ? [] : [[name, value]];
-    }));
+    const env = await this.options.secrets(workspaceId, version.manifest.secrets ?? []);
     await this.options.runner.load(version);
     const report: FixtureReport = { version: version.id, fixtures: [], passed: 0, failed: 0, skipped: 0 };
     for (const entry of fixtures) {
@@ -82,8 +85,8 @@ export class EvalService {
   }
 
   /** Start an eval run of a served release's cases (YAML text); its result is read with `run(id)`. */
-  start(input: { release: string; cases: string; repeat?: number; minPass?: string }): { ok: true; run: EvalRunView } | Failure {
-    const release = this.options.releases.list().find((candidate) => candidate.id === input.release || candidate.agent === input.release);
+  async start(input: { release: string; cases: string; repeat?: number; minPass?: string }, workspaceId: string = DEFAULT_WORKSPACE): Promise<{ ok: true; run: EvalRunView } | Failure> {
+    const release = this.releasesOf(workspaceId).find((candidate) => candidate.id === input.release || candidate.agent === input.release);
     if (!release) return { ok: false, status: 404, error: { code: "release_not_found", path: "release", message: "this server serves no such release (an agent name, or a release id NAME@sha256:…)" } };
     const parsed = parseEvalCases(input.cases);
     if (!parsed.ok) return { ok: false, status: 400, error: parsed.errors[0]!, errors: parsed.errors as EvalCasesError[] };
@@ -99,10 +102,14 @@ export class EvalService {
     if ([...this.runs.values()].filter((run) => run.state === "running").length >= RUNS_AT_ONCE) {
       return { ok: false, status: 429, error: { code: "eval_busy", path: "", message: `${RUNS_AT_ONCE} evaluations are running on this server; try again when one has finished` } };
     }
+    // The run's secrets are the workspace's as they stand when it starts (read once, for every case run).
+    const secretValues = new Map<string, Record<string, string>>();
+    for (const version of release.packages) secretValues.set(version.id, await this.options.secrets(workspaceId, version.manifest.secrets ?? []));
     const now = this.options.now ?? Date.now;
     const id = `ev_${now().toString(36)}_${(++this.counter).toString(36)}`;
     const view: EvalRunView = { id, release: release.id, state: "running", startedAt: new Date(now()).toISOString(), progress: { done: 0, total: 0 } };
     this.runs.set(id, view);
+    this.runWorkspaces.set(id, workspaceId);
     this.forgetOld();
     const work = runEvaluation({
       cases: parsed.cases,
@@ -110,14 +117,7 @@ export class EvalService {
       model: this.options.modelFor(release),
       runner: this.options.runner,
       settings: { repeat: input.repeat ?? 1, minPassBasisPoints: minPass, concurrency: 2 },
-      secrets: (packageVersionId) => {
-        const values: Record<string, string> = {};
-        for (const name of this.version(packageVersionId)?.manifest.secrets ?? []) {
-          const value = this.options.secret(name);
-          if (value !== undefined) values[name] = value;
-        }
-        return values;
-      },
+      secrets: (packageVersionId) => secretValues.get(packageVersionId) ?? {},
       onProgress: (progress) => (view.progress = { done: progress.done, total: progress.total }),
       signal: this.stopping.signal,
     }).then(
@@ -135,14 +135,14 @@ export class EvalService {
     return { ok: true, run: { ...view } };
   }
 
-  run(id: string): EvalRunView | undefined {
-    const view = this.runs.get(id);
+  run(id: string, workspaceId: string = DEFAULT_WORKSPACE): EvalRunView | undefined {
+    const view = this.runWorkspaces.get(id) === workspaceId ? this.runs.get(id) : undefined;
     return view && { ...view };
   }
 
   /** The kept runs, newest first, each with its verdict once done (the whole result is `run(id)`). */
-  list(): (Omit<EvalRunView, "result"> & { ok?: boolean; passRate?: number })[] {
-    return [...this.runs.values()].reverse().map(({ result, ...view }) => ({ ...view, ...(result && { ok: result.ok, passRate: result.passRate }) }));
+  list(workspaceId: string = DEFAULT_WORKSPACE): (Omit<EvalRunView, "result"> & { ok?: boolean; passRate?: number })[] {
+    return [...this.runs.values()].filter((view) => this.runWorkspaces.get(view.id) === workspaceId).reverse().map(({ result, ...view }) => ({ ...view, ...(result && { ok: result.ok, passRate: result.passRate }) }));
   }
 
   /** At server stop: no run starts another case run; resolves once the ones under way have finished. */
@@ -159,7 +159,10 @@ export class EvalService {
   private forgetOld(): void {
     for (const [id, run] of this.runs) {
       if (this.runs.size <= RUNS_KEPT) return;
-      if (run.state !== "running") this.runs.delete(id);
+      if (run.state !== "running") {
+        this.runs.delete(id);
+        this.runWorkspaces.delete(id);
+      }
     }
   }
 }

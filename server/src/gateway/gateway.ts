@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
 import { CLOSE, WS_PATH } from "@caplo/shared";
 import { FILES_PATH, type Engine } from "../engine/engine.ts";
-import type { AgentRelease, ReleaseSource } from "../engine/release.ts";
-import { createIdentityVerifier, type SecretLookup } from "../identity/index.ts";
+import { workspaceOf, type AgentRelease, type ReleaseSource } from "../engine/release.ts";
+import { createIdentityVerifier } from "../identity/index.ts";
 import { AddressCounter, DEFAULT_ADDRESS_LIMITS, type AddressLimits } from "./addressLimits.ts";
 import { addressKey, clientAddress, trustedProxies, type TrustedProxies } from "./clientAddress.ts";
 import { Connection } from "./connection.ts";
@@ -47,8 +47,11 @@ export type GatewayOptions = {
   logStore?: LogStore;
   /** The model a release's turns use, as the console names it. */
   modelOf?: (release: AgentRelease) => string;
-  /** Workspace secrets (for HS256 identity keys). */
-  secrets?: SecretLookup;
+  /**
+   * Workspace secrets (for HS256 identity keys), by name in the agent's workspace; read at each sign-in, so
+   * a changed key is used without a restart.
+   */
+  secrets?: (name: string, workspaceId: string) => string | undefined | Promise<string | undefined>;
   /** Verify an identity token for an agent; default: the agent's `identity` settings. */
   verifyIdentity?: (release: AgentRelease, token: string) => VerifyResult | Promise<VerifyResult>;
   limits?: Partial<ConnectionLimits>;
@@ -84,7 +87,8 @@ export class Gateway {
   private readonly byConversation = new Map<string, Set<Connection>>();
   private readonly heartbeat: NodeJS.Timeout;
   private readonly stopTyping: () => void;
-  private readonly verifiers = new Map<string, (token: string) => VerifyResult>();
+  /** Verifiers by release id, each with the identity secret's value it was made with (rebuilt when it changes). */
+  private readonly verifiers = new Map<string, { secret: string | undefined; verify: (token: string) => VerifyResult }>();
   private readonly addresses: AddressCounter;
   private readonly proxies: TrustedProxies;
   /** This server's own origins: the configured ones until `listen` adds its address's. */
@@ -210,14 +214,22 @@ export class Gateway {
     if (this.options.verifyIdentity) return this.options.verifyIdentity(release, token);
     const settings = release.config.identity;
     if (!settings) return { ok: false, error: { code: "identity_not_configured", path: "", message: "this agent does not verify customers" } };
-    let verify = this.verifiers.get(release.id);
-    if (!verify) {
-      const created = createIdentityVerifier(settings, this.options.secrets ?? (() => undefined));
+    const lookup = this.options.secrets;
+    if (settings.algorithm !== "HS256" || !lookup) return this.verifyWith(release, settings, undefined, token);
+    // The HS256 key is the agent's workspace's secret, read now: a rotated key is used at the next sign-in.
+    const value = lookup(settings.secret, workspaceOf(release));
+    return value instanceof Promise ? value.then((secret) => this.verifyWith(release, settings, secret, token)) : this.verifyWith(release, settings, value, token);
+  }
+
+  private verifyWith(release: AgentRelease, settings: NonNullable<AgentRelease["config"]["identity"]>, secret: string | undefined, token: string): VerifyResult {
+    let verifier = this.verifiers.get(release.id);
+    if (!verifier || verifier.secret !== secret) {
+      const created = createIdentityVerifier(settings, () => secret);
       if (!created.ok) return { ok: false, error: { code: "identity_not_configured", path: created.error.path, message: created.error.message } };
-      verify = created.verify;
-      this.verifiers.set(release.id, verify);
+      verifier = { secret, verify: created.verify };
+      this.verifiers.set(release.id, verifier);
     }
-    return verify(token);
+    return verifier.verify(token);
   }
 
   /** The CSP frame-ancestors source list for the app page of an agent: its allowed origins, else none. */

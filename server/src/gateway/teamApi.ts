@@ -5,6 +5,8 @@
 // anything is read or changed. The team console (server/src/console) signs a member in once and then sends
 // its session cookie instead of the token: a change made with a session also needs the session's CSRF token
 // in a header and an Origin of this server's own (sessions.ts).
+// anything is read or changed. A member sees only their own workspace: another workspace's conversation is
+// answered exactly like one that does not exist (404 conversation_not_found), so its id is never confirmed.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { DeliveryRecord, Engine } from "../engine/engine.ts";
@@ -38,6 +40,7 @@ export type TeamHandler = (req: IncomingMessage, res: ServerResponse, params: Re
 function conversationView(conversation: ConversationRecord, ratings: RatingCounts = { up: 0, down: 0 }) {
   return {
     id: conversation.id,
+    workspace: conversation.workspaceId,
     agent: conversation.agent,
     channel: conversation.channel,
     handoff: conversation.handoff,
@@ -152,6 +155,12 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
     }
     return parsed.data;
   };
+  /** The conversation if it is the member's workspace's; otherwise undefined, as if it did not exist. */
+  const ownConversation = async (id: string, member: TeamMember): Promise<ConversationRecord | undefined> => {
+    const conversation = await engine.conversation(id);
+    return conversation && conversation.workspaceId === member.workspaceId ? conversation : undefined;
+  };
+  const notFound = (res: ServerResponse) => sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
   const answer = (res: ServerResponse, result: Awaited<ReturnType<Engine["takeOver"]>>) => {
     if (result.ok) return sendJson(res, 200, { ok: true });
     const status = result.error.code === "conversation_not_found" ? 404 : 409;
@@ -161,18 +170,18 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
   routes.add(
     "GET",
     "/v1/team/me",
-    guarded((_req, res, _params, member) => sendJson(res, 200, { member: member.name })),
+    guarded((_req, res, _params, member) => sendJson(res, 200, { member: member.name, workspace: member.workspaceId })),
   );
   routes.add(
     "GET",
     "/v1/team/conversations",
-    guarded(async (req, res) => {
+    guarded(async (req, res, _params, member) => {
       const url = new URL(req.url ?? "/", "http://gateway");
       const handoff = url.searchParams.get("handoff");
       // ?queue=NAME: the conversations handed to that queue (the agent's handoff destination) or held after it.
       const queue = url.searchParams.get("queue");
       if (queue !== null && !HANDOFF_QUEUE_PATTERN.test(queue)) return sendError(res, 400, { code: "queue_invalid", path: "queue", message: "a queue name: lowercase letters, digits and dashes, starting with a letter" });
-      const conversations = await engine.listConversations({ ...(queue !== null ? { handoff: true } : handoff !== null && { handoff: handoff === "1" || handoff === "true" }), limit: 200 });
+      const conversations = await engine.listConversations({ workspaceId: member.workspaceId, ...(queue !== null ? { handoff: true } : handoff !== null && { handoff: handoff === "1" || handoff === "true" }), limit: 200 });
       const listed = queue === null ? conversations : conversations.filter((conversation) => conversation.handoff?.queue === queue);
       const ratings = await engine.ratingCounts(listed.map((conversation) => conversation.id));
       sendJson(res, 200, { conversations: listed.map((conversation) => conversationView(conversation, ratings.get(conversation.id))) });
@@ -181,9 +190,9 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
   routes.add(
     "GET",
     "/v1/team/conversations/:id/events",
-    guarded(async (req, res, params) => {
-      const conversation = await engine.conversation(params.id!);
-      if (!conversation) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
+    guarded(async (req, res, params, member) => {
+      const conversation = await ownConversation(params.id!, member);
+      if (!conversation) return notFound(res);
       const after = Number(new URL(req.url ?? "/", "http://gateway").searchParams.get("after") ?? "0");
       if (!Number.isInteger(after) || after < 0) return sendError(res, 400, { code: "after_invalid", path: "after", message: "after is a whole number of at least 0" });
       const events = await engine.eventsAfter(conversation.id, after, 1000);
@@ -207,9 +216,9 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
   routes.add(
     "GET",
     "/v1/team/conversations/:id/handoff-notices",
-    guarded(async (_req, res, params) => {
-      const conversation = await engine.conversation(params.id!);
-      if (!conversation) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
+    guarded(async (_req, res, params, member) => {
+      const conversation = await ownConversation(params.id!, member);
+      if (!conversation) return notFound(res);
       sendJson(res, 200, { notices: (await engine.handoffNotices(conversation.id)).map(noticeView) });
     }),
   );
@@ -217,7 +226,9 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
     "POST",
     "/v1/team/conversations/:id/takeover",
     guarded(async (req, res, params, member) => {
-      if (await body(req, res, emptySchema)) answer(res, await engine.takeOver(params.id!, member.name));
+      if (!(await body(req, res, emptySchema))) return;
+      if (!(await ownConversation(params.id!, member))) return notFound(res);
+      answer(res, await engine.takeOver(params.id!, member.name));
     }),
   );
   routes.add(
@@ -225,24 +236,43 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
     "/v1/team/conversations/:id/messages",
     guarded(async (req, res, params, member) => {
       const input = await body(req, res, messageSchema);
-      if (input) answer(res, await engine.teamMessage(params.id!, member.name, input.text));
+      if (!input) return;
+      if (!(await ownConversation(params.id!, member))) return notFound(res);
+      answer(res, await engine.teamMessage(params.id!, member.name, input.text));
     }),
   );
   routes.add(
     "POST",
     "/v1/team/conversations/:id/release",
     guarded(async (req, res, params, member) => {
-      if (await body(req, res, emptySchema)) answer(res, await engine.handBack(params.id!, member.name));
+      if (!(await body(req, res, emptySchema))) return;
+      if (!(await ownConversation(params.id!, member))) return notFound(res);
+      answer(res, await engine.handBack(params.id!, member.name));
     }),
   );
   if (evals) registerEvalRoutes(routes, evals, guarded, body);
   routes.add(
     "GET",
     "/v1/team/follow-ups",
-    guarded(async (_req, res) => {
+    guarded(async (_req, res, _params, member) => {
       // Also the messages that never reached their customer (outside a messaging window, refused for good).
-      const undelivered = (await engine.undelivered()).map((u) => ({ ...u, at: new Date(u.at).toISOString() }));
-      sendJson(res, 200, { writes: (await engine.followUps()).map(followUpView), undelivered });
+      const undelivered: Array<Record<string, unknown>> = [];
+      for (const message of await engine.undelivered()) {
+        if (await ownConversation(message.conversationId, member)) undelivered.push({ ...message, at: new Date(message.at).toISOString() });
+      }
+      sendJson(res, 200, { writes: (await engine.followUps(member.workspaceId)).map(followUpView), undelivered });
+    }),
+  );
+  routes.add(
+    "GET",
+    "/v1/team/audit",
+    guarded(async (req, res, _params, member) => {
+      // The workspace's audit: changes to secrets, members, served releases and follow-up outcomes, oldest first.
+      const url = new URL(req.url ?? "/", "http://gateway");
+      const after = Number(url.searchParams.get("after") ?? "0");
+      if (!Number.isInteger(after) || after < 0) return sendError(res, 400, { code: "after_invalid", path: "after", message: "after is a whole number of at least 0 (the last id read)" });
+      const events = await engine.audit(member.workspaceId, { after, limit: 500 });
+      sendJson(res, 200, { events: events.map((event) => ({ ...event, at: new Date(event.at).toISOString() })) });
     }),
   );
   return { guarded, body };
@@ -259,10 +289,10 @@ function registerEvalRoutes(routes: RouteTable, evals: EvalService, guarded: Gua
   routes.add(
     "POST",
     "/v1/team/evals/fixtures",
-    guarded(async (req, res) => {
+    guarded(async (req, res, _params, member) => {
       const input = await body(req, res, fixturesSchema);
       if (!input) return;
-      const ran = await evals.runFixtures(input.packageVersionId);
+      const ran = await evals.runFixtures(input.packageVersionId, member.workspaceId);
       if (ran.ok) sendJson(res, 200, ran.report);
       else sendError(res, ran.status, ran.error);
     }),
@@ -270,22 +300,22 @@ function registerEvalRoutes(routes: RouteTable, evals: EvalService, guarded: Gua
   routes.add(
     "POST",
     "/v1/team/evals/runs",
-    guarded(async (req, res) => {
+    guarded(async (req, res, _params, member) => {
       // The cases file's own limit, plus room for the JSON around it.
       const input = await body(req, res, evalRunSchema, EVAL_CASES_MAX_BYTES * 2 + 1024);
       if (!input) return;
-      const started = evals.start(input);
+      const started = await evals.start(input, member.workspaceId);
       if (started.ok) sendJson(res, 202, { run: started.run });
       else if (started.errors) sendJson(res, started.status, { error: started.error, errors: started.errors });
       else sendError(res, started.status, started.error);
     }),
   );
-  routes.add("GET", "/v1/team/evals/runs", guarded((_req, res) => sendJson(res, 200, { runs: evals.list() })));
+  routes.add("GET", "/v1/team/evals/runs", guarded((_req, res, _params, member) => sendJson(res, 200, { runs: evals.list(member.workspaceId) })));
   routes.add(
     "GET",
     "/v1/team/evals/runs/:id",
-    guarded((_req, res, params) => {
-      const run = evals.run(params.id!);
+    guarded((_req, res, params, member) => {
+      const run = evals.run(params.id!, member.workspaceId);
       if (run) sendJson(res, 200, { run });
       else sendError(res, 404, { code: "eval_run_not_found", path: "id", message: "no such eval run on this server (runs are kept in memory, the latest 20)" });
     }),

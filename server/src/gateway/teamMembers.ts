@@ -1,13 +1,16 @@
 // Team members of the team API, each with a token of their own. The operator configures members as
 // `name=sha256:<hex>` (the SHA-256 of the member's token; Caplo never holds the token itself), and a
 // request's member is the one whose token it presents: never a name in the request body.
+// A member belongs to one workspace: `acme/ana=sha256:<hex>` is ana of workspace acme, `ana=...` ana of the
+// default workspace; names are unique within a workspace, tokens across the server.
 import { createHash, timingSafeEqual } from "node:crypto";
+import { DEFAULT_WORKSPACE, WORKSPACE_ID_PATTERN } from "@caplo/shared";
 
 /** A member name as it appears in the conversation's handoff record and the team's messages. */
 export const TEAM_MEMBER_PATTERN = /^[a-z][a-z0-9._-]{0,39}$/;
 export const TEAM_MEMBERS_MAX = 200;
 
-export type TeamMember = { name: string; tokenSha256: Buffer };
+export type TeamMember = { name: string; workspaceId: string; tokenSha256: Buffer };
 export type TeamMembersError = { code: string; path: string; message: string };
 
 /** `sha256:<hex>` of a token: what the operator puts in CAPLO_TEAM_MEMBERS. */
@@ -21,15 +24,17 @@ export function parseTeamMembers(text: string | undefined, path = "CAPLO_TEAM_ME
   const entries = (text ?? "").split(",").map((entry) => entry.trim()).filter(Boolean);
   if (entries.length > TEAM_MEMBERS_MAX) return { ok: false, error: { code: "team_members_invalid", path, message: `at most ${TEAM_MEMBERS_MAX} members` } };
   for (const [index, entry] of entries.entries()) {
-    const match = /^([^=]+)=sha256:([0-9a-f]{64})$/.exec(entry);
+    const match = /^(?:([^=/]+)\/)?([^=/]+)=sha256:([0-9a-f]{64})$/.exec(entry);
     const at = `${path}[${index}]`;
-    if (!match) return { ok: false, error: { code: "team_members_invalid", path: at, message: "each member is name=sha256:<64 lowercase hex digits> (the SHA-256 of the member's token, never the token)" } };
-    const [, name, hex] = match as unknown as [string, string, string];
+    if (!match) return { ok: false, error: { code: "team_members_invalid", path: at, message: "each member is [workspace/]name=sha256:<64 lowercase hex digits> (the SHA-256 of the member's token, never the token)" } };
+    const [, workspace, name, hex] = match as unknown as [string, string | undefined, string, string];
+    const workspaceId = workspace ?? DEFAULT_WORKSPACE;
+    if (!WORKSPACE_ID_PATTERN.test(workspaceId)) return { ok: false, error: { code: "team_members_invalid", path: at, message: `${workspaceId}: a workspace id is lowercase letters, digits and dashes, starting with a letter, 2 to 40 characters` } };
     if (!TEAM_MEMBER_PATTERN.test(name)) return { ok: false, error: { code: "team_members_invalid", path: at, message: `${name}: a member name is lowercase letters, digits, dots, dashes and underscores, starting with a letter, at most 40 characters` } };
-    if (members.some((member) => member.name === name)) return { ok: false, error: { code: "team_members_invalid", path: at, message: `${name} is listed twice` } };
+    if (members.some((member) => member.name === name && member.workspaceId === workspaceId)) return { ok: false, error: { code: "team_members_invalid", path: at, message: `${workspace ? `${workspaceId}/` : ""}${name} is listed twice` } };
     const tokenSha256 = Buffer.from(hex, "hex");
     if (members.some((member) => member.tokenSha256.equals(tokenSha256))) return { ok: false, error: { code: "team_members_invalid", path: at, message: `${name} has the same token as another member: each member needs a token of their own` } };
-    members.push({ name, tokenSha256 });
+    members.push({ name, workspaceId, tokenSha256 });
   }
   return { ok: true, members };
 }
@@ -47,7 +52,7 @@ export function authenticateMember(header: string | undefined, members: readonly
   return found;
 }
 
-/** A member from a name and a token (tests, and operators building the list in code). */
-export function teamMember(name: string, token: string): TeamMember {
-  return { name, tokenSha256: Buffer.from(teamTokenHash(token).slice("sha256:".length), "hex") };
+/** A member from a name and a token (tests, and operators building the list in code); default workspace unless given. */
+export function teamMember(name: string, token: string, workspaceId: string = DEFAULT_WORKSPACE): TeamMember {
+  return { name, workspaceId, tokenSha256: Buffer.from(teamTokenHash(token).slice("sha256:".length), "hex") };
 }

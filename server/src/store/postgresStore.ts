@@ -6,7 +6,13 @@ import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
 import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
+import { memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
+  AuditEntry,
+  AuditEvent,
+  SealedValue,
+  SecretMeta,
+  StoredSecret,
   AppendBatch,
   AppendedBatch,
   ChangedWrite,
@@ -569,5 +575,99 @@ export class PostgresStore implements Store {
 
   async listTeamNotes(conversationId: string): Promise<TeamNote[]> {
     return (await this.q("SELECT * FROM team_notes WHERE conversation_id = $1 ORDER BY at, id", [conversationId])).map(toTeamNote);
+  }
+
+  async setSecret(workspaceId: string, name: string, seal: (version: number) => SealedValue, actor: string, at: number): Promise<SecretMeta> {
+    return this.tx(async (client) => {
+      // The row lock (FOR UPDATE, or the insert's) orders two sets of one secret: each gets its own version.
+      await this.q("INSERT INTO workspace_secrets (workspace_id, name, version, updated_at, updated_by) VALUES ($1, $2, 0, $3, $4) ON CONFLICT (workspace_id, name) DO NOTHING", [workspaceId, name, at, actor], client);
+      const before = await this.q("SELECT version FROM workspace_secrets WHERE workspace_id = $1 AND name = $2 FOR UPDATE", [workspaceId, name], client);
+      const version = Number(before[0]!.version) + 1;
+      const sealed = seal(version);
+      await this.q(
+        "UPDATE workspace_secrets SET version = $3, key_id = $4, nonce = $5, ciphertext = $6, updated_at = $7, updated_by = $8 WHERE workspace_id = $1 AND name = $2",
+        [workspaceId, name, version, sealed.keyId, Buffer.from(sealed.nonce), Buffer.from(sealed.ciphertext), at, actor],
+        client,
+      );
+      await this.insertAudit({ workspaceId, at, actor, action: "secret.set", target: name, detail: { version } }, client);
+      return { workspaceId, name, version, updatedAt: at, updatedBy: actor };
+    });
+  }
+
+  async removeSecret(workspaceId: string, name: string, actor: string, at: number): Promise<boolean> {
+    return this.tx(async (client) => {
+      const rows = await this.q(
+        `UPDATE workspace_secrets SET version = version + 1, key_id = NULL, nonce = NULL, ciphertext = NULL, updated_at = $1, updated_by = $2
+         WHERE workspace_id = $3 AND name = $4 AND ciphertext IS NOT NULL RETURNING version`,
+        [at, actor, workspaceId, name],
+        client,
+      );
+      if (!rows[0]) return false;
+      await this.insertAudit({ workspaceId, at, actor, action: "secret.removed", target: name, detail: { version: Number(rows[0].version) } }, client);
+      return true;
+    });
+  }
+
+  async listSecrets(workspaceId: string): Promise<SecretMeta[]> {
+    return (await this.q("SELECT workspace_id, name, version, updated_at, updated_by FROM workspace_secrets WHERE workspace_id = $1 AND ciphertext IS NOT NULL ORDER BY name", [workspaceId])).map(toSecretMeta);
+  }
+
+  async readSecrets(workspaceId: string, names: readonly string[]): Promise<StoredSecret[]> {
+    if (names.length === 0) return [];
+    const rows = await this.q("SELECT * FROM workspace_secrets WHERE workspace_id = $1 AND ciphertext IS NOT NULL AND name = ANY($2::text[])", [workspaceId, [...names]]);
+    return rows.map(toStoredSecret);
+  }
+
+  async listAllSecrets(): Promise<StoredSecret[]> {
+    return (await this.q("SELECT * FROM workspace_secrets WHERE ciphertext IS NOT NULL ORDER BY workspace_id, name")).map(toStoredSecret);
+  }
+
+  async resealSecrets(reseal: (secret: StoredSecret) => SealedValue, actor: string, at: number): Promise<number> {
+    return this.tx(async (client) => {
+      const secrets = (await this.q("SELECT * FROM workspace_secrets WHERE ciphertext IS NOT NULL ORDER BY workspace_id, name FOR UPDATE", [], client)).map(toStoredSecret);
+      const counts = new Map<string, number>();
+      for (const secret of secrets) {
+        const sealed = reseal(secret);
+        await this.q("UPDATE workspace_secrets SET key_id = $1, nonce = $2, ciphertext = $3 WHERE workspace_id = $4 AND name = $5", [sealed.keyId, Buffer.from(sealed.nonce), Buffer.from(sealed.ciphertext), secret.workspaceId, secret.name], client);
+        counts.set(secret.workspaceId, (counts.get(secret.workspaceId) ?? 0) + 1);
+      }
+      for (const [workspaceId, count] of counts) await this.insertAudit({ workspaceId, at, actor, action: "secrets.key_rotated", target: "*", detail: { secrets: count } }, client);
+      return secrets.length;
+    });
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<AuditEvent> {
+    return this.insertAudit(entry);
+  }
+
+  private async insertAudit(entry: AuditEntry, client?: pg.PoolClient): Promise<AuditEvent> {
+    const rows = await this.q(
+      "INSERT INTO audit_events (workspace_id, at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5, $6::jsonb) RETURNING id",
+      [entry.workspaceId, entry.at, entry.actor, entry.action, entry.target, entry.detail ? encode(entry.detail) : null],
+      client,
+    );
+    return { id: Number(rows[0]!.id), ...entry };
+  }
+
+  async listAudit(workspaceId: string, options: { after?: number; limit?: number } = {}): Promise<AuditEvent[]> {
+    const rows = await this.q("SELECT * FROM audit_events WHERE workspace_id = $1 AND id > $2 ORDER BY id LIMIT $3", [workspaceId, options.after ?? 0, options.limit ?? 500]);
+    return rows.map(toAuditEvent);
+  }
+
+  async syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<AuditEvent[]> {
+    return this.tx(async (client) => {
+      // One node at a time records a workspace's members (two nodes starting together audit a change once).
+      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`caplo-members:${this.schema}:${workspaceId}`]);
+      const recorded = (await this.q("SELECT * FROM team_members WHERE workspace_id = $1", [workspaceId], client)).map(toRecordedMember);
+      const changes = memberChanges(workspaceId, recorded, members, actor, at);
+      await this.q("DELETE FROM team_members WHERE workspace_id = $1", [workspaceId], client);
+      for (const member of members) {
+        const kept = recorded.find((candidate) => candidate.name === member.name && candidate.tokenSha256 === member.tokenSha256);
+        await this.q("INSERT INTO team_members (workspace_id, name, token_sha256, added_at) VALUES ($1, $2, $3, $4)", [workspaceId, member.name, member.tokenSha256, kept?.addedAt ?? at], client);
+      }
+      const events: AuditEvent[] = [];
+      for (const entry of changes) events.push(await this.insertAudit(entry, client));
+      return events;
+    });
   }
 }

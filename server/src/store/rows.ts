@@ -4,7 +4,12 @@ import { channelCapabilitiesSchema, outboundSchema, type CallSubject, type Chann
 import type { ModelMessage } from "../model/model.ts";
 import type {
   ConsoleSession,
+  AuditEntry,
+  AuditEvent,
   ConversationRecord,
+  RecordedMember,
+  SecretMeta,
+  StoredSecret,
   HandoffNotice,
   HandoffNoticeState,
   HandoffState,
@@ -187,4 +192,48 @@ export function toConsoleSession(row: Row): ConsoleSession {
 
 export function toTeamNote(row: Row): TeamNote {
   return { id: String(row.id), conversationId: String(row.conversation_id), member: String(row.member), text: String(row.text), at: num(row.at) };
+}
+
+const bytesOf = (value: unknown): Uint8Array => {
+  const buffer = value as Buffer;
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+};
+
+export function toSecretMeta(row: Row): SecretMeta {
+  return { workspaceId: String(row.workspace_id), name: String(row.name), version: num(row.version), updatedAt: num(row.updated_at), updatedBy: String(row.updated_by) };
+}
+
+export function toStoredSecret(row: Row): StoredSecret {
+  return { ...toSecretMeta(row), sealed: { keyId: String(row.key_id), nonce: bytesOf(row.nonce), ciphertext: bytesOf(row.ciphertext) } };
+}
+
+export function toAuditEvent(row: Row): AuditEvent {
+  const detail = json<Record<string, unknown>>(row.detail);
+  return {
+    id: num(row.id),
+    workspaceId: String(row.workspace_id),
+    at: num(row.at),
+    actor: String(row.actor),
+    action: String(row.action),
+    target: String(row.target),
+    ...(detail && { detail }),
+  };
+}
+
+export function toRecordedMember(row: Row): RecordedMember {
+  return { workspaceId: String(row.workspace_id), name: String(row.name), tokenSha256: String(row.token_sha256), addedAt: num(row.added_at) };
+}
+
+/** What changed between the members last recorded and the ones configured now, as audit entries (no token, no hash). */
+export function memberChanges(workspaceId: string, recorded: readonly RecordedMember[], configured: readonly { name: string; tokenSha256: string }[], actor: string, at: number): AuditEntry[] {
+  const entries: AuditEntry[] = [];
+  for (const member of configured) {
+    const before = recorded.find((candidate) => candidate.name === member.name);
+    if (!before) entries.push({ workspaceId, at, actor, action: "member.added", target: member.name });
+    else if (before.tokenSha256 !== member.tokenSha256) entries.push({ workspaceId, at, actor, action: "member.token_changed", target: member.name });
+  }
+  for (const before of recorded) {
+    if (!configured.some((member) => member.name === before.name)) entries.push({ workspaceId, at, actor, action: "member.removed", target: before.name });
+  }
+  return entries;
 }

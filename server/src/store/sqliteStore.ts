@@ -16,7 +16,13 @@ import { parseSetting } from "../config/index.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
 import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
+import { memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
+  AuditEntry,
+  AuditEvent,
+  SealedValue,
+  SecretMeta,
+  StoredSecret,
   AppendBatch,
   AppendedBatch,
   ChangedWrite,
@@ -561,5 +567,88 @@ export class SqliteStore implements Store {
 
   async listTeamNotes(conversationId: string): Promise<TeamNote[]> {
     return (this.sql("SELECT * FROM team_notes WHERE conversation_id = ? ORDER BY at, id").all(conversationId) as Row[]).map(toTeamNote);
+  }
+
+  async setSecret(workspaceId: string, name: string, seal: (version: number) => SealedValue, actor: string, at: number): Promise<SecretMeta> {
+    return this.tx(() => {
+      const before = this.sql("SELECT version FROM workspace_secrets WHERE workspace_id = ? AND name = ?").get(workspaceId, name) as Row | undefined;
+      const version = before ? Number(before.version) + 1 : 1;
+      const sealed = seal(version);
+      this.sql(
+        `INSERT INTO workspace_secrets (workspace_id, name, version, key_id, nonce, ciphertext, updated_at, updated_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (workspace_id, name) DO UPDATE SET version = excluded.version, key_id = excluded.key_id, nonce = excluded.nonce,
+           ciphertext = excluded.ciphertext, updated_at = excluded.updated_at, updated_by = excluded.updated_by`,
+      ).run(workspaceId, name, version, sealed.keyId, Buffer.from(sealed.nonce), Buffer.from(sealed.ciphertext), at, actor);
+      this.insertAudit({ workspaceId, at, actor, action: "secret.set", target: name, detail: { version } });
+      return { workspaceId, name, version, updatedAt: at, updatedBy: actor };
+    });
+  }
+
+  async removeSecret(workspaceId: string, name: string, actor: string, at: number): Promise<boolean> {
+    return this.tx(() => {
+      const row = this.sql(
+        `UPDATE workspace_secrets SET version = version + 1, key_id = NULL, nonce = NULL, ciphertext = NULL, updated_at = ?, updated_by = ?
+         WHERE workspace_id = ? AND name = ? AND ciphertext IS NOT NULL RETURNING version`,
+      ).get(at, actor, workspaceId, name) as Row | undefined;
+      if (!row) return false;
+      this.insertAudit({ workspaceId, at, actor, action: "secret.removed", target: name, detail: { version: Number(row.version) } });
+      return true;
+    });
+  }
+
+  async listSecrets(workspaceId: string): Promise<SecretMeta[]> {
+    return (this.sql("SELECT * FROM workspace_secrets WHERE workspace_id = ? AND ciphertext IS NOT NULL ORDER BY name").all(workspaceId) as Row[]).map(toSecretMeta);
+  }
+
+  async readSecrets(workspaceId: string, names: readonly string[]): Promise<StoredSecret[]> {
+    if (names.length === 0) return [];
+    const rows = this.sql("SELECT * FROM workspace_secrets WHERE workspace_id = ? AND ciphertext IS NOT NULL AND name IN (SELECT value FROM json_each(?))").all(workspaceId, JSON.stringify(names)) as Row[];
+    return rows.map(toStoredSecret);
+  }
+
+  async listAllSecrets(): Promise<StoredSecret[]> {
+    return (this.sql("SELECT * FROM workspace_secrets WHERE ciphertext IS NOT NULL ORDER BY workspace_id, name").all() as Row[]).map(toStoredSecret);
+  }
+
+  async resealSecrets(reseal: (secret: StoredSecret) => SealedValue, actor: string, at: number): Promise<number> {
+    return this.tx(() => {
+      const secrets = (this.sql("SELECT * FROM workspace_secrets WHERE ciphertext IS NOT NULL ORDER BY workspace_id, name").all() as Row[]).map(toStoredSecret);
+      const counts = new Map<string, number>();
+      for (const secret of secrets) {
+        const sealed = reseal(secret);
+        this.sql("UPDATE workspace_secrets SET key_id = ?, nonce = ?, ciphertext = ? WHERE workspace_id = ? AND name = ?").run(sealed.keyId, Buffer.from(sealed.nonce), Buffer.from(sealed.ciphertext), secret.workspaceId, secret.name);
+        counts.set(secret.workspaceId, (counts.get(secret.workspaceId) ?? 0) + 1);
+      }
+      for (const [workspaceId, count] of counts) this.insertAudit({ workspaceId, at, actor, action: "secrets.key_rotated", target: "*", detail: { secrets: count } });
+      return secrets.length;
+    });
+  }
+
+  async appendAudit(entry: AuditEntry): Promise<AuditEvent> {
+    return this.insertAudit(entry);
+  }
+
+  private insertAudit(entry: AuditEntry): AuditEvent {
+    const row = this.sql("INSERT INTO audit_events (workspace_id, at, actor, action, target, detail) VALUES (?, ?, ?, ?, ?, ?) RETURNING id")
+      .get(entry.workspaceId, entry.at, entry.actor, entry.action, entry.target, entry.detail ? encode(entry.detail) : null) as Row;
+    return { id: Number(row.id), ...entry };
+  }
+
+  async listAudit(workspaceId: string, options: { after?: number; limit?: number } = {}): Promise<AuditEvent[]> {
+    const rows = this.sql("SELECT * FROM audit_events WHERE workspace_id = ? AND id > ? ORDER BY id LIMIT ?").all(workspaceId, options.after ?? 0, options.limit ?? 500) as Row[];
+    return rows.map(toAuditEvent);
+  }
+
+  async syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<AuditEvent[]> {
+    return this.tx(() => {
+      const recorded = (this.sql("SELECT * FROM team_members WHERE workspace_id = ?").all(workspaceId) as Row[]).map(toRecordedMember);
+      const changes = memberChanges(workspaceId, recorded, members, actor, at);
+      this.sql("DELETE FROM team_members WHERE workspace_id = ?").run(workspaceId);
+      for (const member of members) {
+        const kept = recorded.find((candidate) => candidate.name === member.name && candidate.tokenSha256 === member.tokenSha256);
+        this.sql("INSERT INTO team_members (workspace_id, name, token_sha256, added_at) VALUES (?, ?, ?, ?)").run(workspaceId, member.name, member.tokenSha256, kept?.addedAt ?? at);
+      }
+      return changes.map((entry) => this.insertAudit(entry));
+    });
   }
 }

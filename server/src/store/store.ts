@@ -129,6 +129,17 @@ export type ConsoleSession = { idHash: string; member: string; csrf: string; cre
 export type ConsoleSessionStore = Pick<Store, "createConsoleSession" | "getConsoleSession" | "touchConsoleSession" | "deleteConsoleSession" | "pruneConsoleSessions">;
 /** A team member's internal note on a conversation: shown to the team only, never sent to the customer. */
 export type TeamNote = { id: string; conversationId: string; member: string; text: string; at: number };
+/** A workspace secret's value as kept: AES-256-GCM under the operator's key `keyId` (secrets/secretBox.ts), never in the clear. */
+export type SealedValue = { keyId: string; nonce: Uint8Array; ciphertext: Uint8Array };
+/** What is known of a secret without its value: listed by `caplo secret list`. */
+export type SecretMeta = { workspaceId: string; name: string; version: number; updatedAt: number; updatedBy: string };
+export type StoredSecret = SecretMeta & { sealed: SealedValue };
+/** One recorded change (secrets, members, releases, follow-up outcomes): who did what, when, in which workspace. */
+export type AuditEntry = { workspaceId: string; at: number; actor: string; action: string; target: string; detail?: Record<string, unknown> };
+export type AuditEvent = AuditEntry & { id: number };
+/** A team member as last recorded: the SHA-256 (hex) of their token, never the token. */
+export type RecordedMember = { workspaceId: string; name: string; tokenSha256: string; addedAt: number };
+
 
 export interface Store {
   /** Which implementation, for logs: sqlite or postgres. */
@@ -248,6 +259,33 @@ export interface Store {
   pruneConsoleSessions(before: number): Promise<number>;
   addTeamNote(note: TeamNote): Promise<void>;
   listTeamNotes(conversationId: string): Promise<TeamNote[]>;
+  /**
+   * Set a workspace secret: its next version, sealed by `seal(version)` (the version is part of what the
+   * seal authenticates), with its audit entry (`secret.set`, no value) in the same transaction.
+   */
+  setSecret(workspaceId: string, name: string, seal: (version: number) => SealedValue, actor: string, at: number): Promise<SecretMeta>;
+  /** Remove a secret's value (its version still counts on), audited as `secret.removed`; false when it had none. */
+  removeSecret(workspaceId: string, name: string, actor: string, at: number): Promise<boolean>;
+  /** A workspace's secrets that have a value, by name: never the values. */
+  listSecrets(workspaceId: string): Promise<SecretMeta[]>;
+  /** The sealed values of the named secrets of one workspace (those that have one). */
+  readSecrets(workspaceId: string, names: readonly string[]): Promise<StoredSecret[]>;
+  /** Every sealed value, of every workspace (the key check at start, rotation). */
+  listAllSecrets(): Promise<StoredSecret[]>;
+  /**
+   * Seal every value again (rotate-key): `reseal` gives each one's new seal, all in ONE transaction with one
+   * `secrets.key_rotated` audit entry per workspace touched. Returns how many were sealed again.
+   */
+  resealSecrets(reseal: (secret: StoredSecret) => SealedValue, actor: string, at: number): Promise<number>;
+
+  appendAudit(entry: AuditEntry): Promise<AuditEvent>;
+  /** A workspace's audit, oldest first, ids after `after`. */
+  listAudit(workspaceId: string, options?: { after?: number; limit?: number }): Promise<AuditEvent[]>;
+  /**
+   * Record a workspace's configured team members and audit what changed since the last record (member.added,
+   * member.removed, member.token_changed; never a token or its hash), in one transaction. Returns the entries.
+   */
+  syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<AuditEvent[]>;
 }
 
 // The store's narrow ports: what each part that keeps state needs of it, so a part names only its own

@@ -19,7 +19,8 @@ export interface Params {
 
 const LOCALE_PATTERN = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
 export const COLOR_PATTERN = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
-export const AGENT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+// An agent's name, or WORKSPACE/NAME for an agent of another workspace than default (docs/operators/workspaces.md).
+export const AGENT_PATTERN = /^(?:[a-z][a-z0-9-]{1,39}\/)?[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 
 export function readParams(search: string, ancestorOrigin: string | undefined, fallbackLocale: string): Params {
   const q = new URLSearchParams(search);

@@ -29,7 +29,8 @@ const READY_WAIT_MS = 4000;
 /** The longest the loader waits for an idle moment after the page's load event before it makes the app's frame. */
 const IDLE_WAIT_MS = 3000;
 const COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
-const AGENT = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+// An agent's name, or WORKSPACE/NAME for an agent of another workspace than default (docs/operators/workspaces.md).
+const AGENT = /^(?:[a-z][a-z0-9-]{1,39}\/)?[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 const LOCALE = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$/;
 const TOKEN_MAX = 8192;
 const ICON =

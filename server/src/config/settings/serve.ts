@@ -52,6 +52,30 @@ export const serveSettings = {
     },
     text().optional(),
   ),
+  CAPLO_SECRETS_KEY_FILE: setting(
+    {
+      name: "CAPLO_SECRETS_KEY_FILE",
+      rule: "a file holding one key per line (44 base64 characters or 64 hex digits, 32 random bytes), the first sealing",
+      example: "/etc/caplo/secrets.key",
+      default: "—",
+      commands: ["serve", "secret"],
+      checkedBy: "secrets/secretBox.ts (secrets_key_invalid, secrets_key_unreadable)",
+      doc: "the operator's key sealing workspace secrets at rest (AES-256-GCM); make one with `openssl rand -base64 32`. Further lines are older keys still opening values during a rotation (`caplo secret rotate-key`). A server whose store holds secrets stops with `secrets_key_missing` without it and `secrets_key_wrong` with another key. See [Workspaces and secrets](workspaces.md)",
+    },
+    text().optional(),
+  ),
+  CAPLO_SECRETS_KEY: setting(
+    {
+      name: "CAPLO_SECRETS_KEY",
+      rule: "keys (44 base64 characters or 64 hex digits each) separated by commas, the first sealing",
+      example: "q3Jx0bq3g4tq1Xj2o3C8sJH7c3gqk8iB1a0cN9eW5Ys=",
+      default: "—",
+      commands: ["serve", "secret"],
+      checkedBy: "secrets/secretBox.ts (secrets_key_invalid)",
+      doc: "the secrets key given in the environment instead of `CAPLO_SECRETS_KEY_FILE` (not both); a file is safer, since a process's environment is easier to read than a file only its user can",
+    },
+    text().optional(),
+  ),
   CAPLO_SQLITE_SYNCHRONOUS: setting(
     { name: "CAPLO_SQLITE_SYNCHRONOUS", rule: "normal or full", example: "full", default: "normal", commands: ["serve", "demo"], doc: "the durability of every SQLite file Caplo writes (the store, the channels' inbox): `normal` survives a process crash, `full` also an OS crash or power loss (an fsync per commit)" },
     oneOf(["normal", "full"]).default("normal"),
