@@ -13,9 +13,10 @@ export default defineConfig({
     // PostgreSQL, Redis and Chromium: the machine's, or started from npm packages on a bare machine.
     globalSetup: ["tests/support/globalSetup.ts"],
     pool: "forks",
-    // One test file per core. Vitest's default for a run is one less (a single worker on 2 cores), but
-    // these tests mostly wait on processes of their own (Node 24 packages, servers, Chromium) and the main
-    // process is idle: measured on 2 cores, the run took ~1.7x as long with one worker (docs/testing.md).
+    // One test file per core. Vitest's default for a run is one less (a single worker on 2 cores), while
+    // these files often wait on processes of their own (Node 24 packages, servers, Chromium). Not yet
+    // shown faster: on a loaded 2-core machine it measured the same (docs/testing.md); if it flakes on an
+    // idle one, set 1.
     maxWorkers: Math.max(2, availableParallelism()),
     reporters: ["default", "./scripts/summaryReporter.ts"],
   },
