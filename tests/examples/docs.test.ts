@@ -142,6 +142,15 @@ const CHECKS: Check[] = [
     },
   },
   {
+    pattern: /^npx vite build -c console\/vite\.config\.ts$/,
+    how: "the console's build: tests/console/build.ts runs this exact build before the console's browser tests, and the demo runs it when console/dist is stale",
+    check: () => {
+      expect(existsSync(join(ROOT, "console", "vite.config.ts"))).toBe(true);
+      expect(readFileSync(join(ROOT, "tests", "console", "build.ts"), "utf8")).toContain('"build", "-c", "console/vite.config.ts"');
+      expect(readFileSync(join(ROOT, "server", "src", "demo", "demo.ts"), "utf8")).toContain('"build", "-c", "console/vite.config.ts"');
+    },
+  },
+  {
     pattern: /^(CAPLO_TEST_[A-Z_]+=\S+ )+npm test$/,
     how: "npm test with the test setup's own variables: each one is read by tests/support/globalSetup.ts",
     check: (command) => {
