@@ -1,7 +1,7 @@
 // Warm processes are capped: in number (the least recently used idle process is stopped) and in
 // memory (a package that exceeds its heap cap dies, its call fails, and the next call restarts it).
 import { afterAll, describe, expect, it } from "vitest";
-import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
+import { CaploToolRunner, processKey } from "../../server/src/runner/toolRunner.ts";
 import type { ToolCallResult } from "../../server/src/runner/api.ts";
 import { TEST_HOST, testVersion } from "./testPackages.ts";
 
@@ -84,4 +84,32 @@ describe("process pool at its cap with every process busy", () => {
     expect(busy.starts(quick.id)).toBe(1); // started by load only: the refused call started nothing
     expect(most).toBe(1);
   }, 60_000);
+});
+
+describe("process pool across workspaces", () => {
+  // Two workspaces that pin the same version never share its process: a package that keeps a call's
+  // secret in memory cannot hand it to the other workspace's call.
+  const pools = new CaploToolRunner({ hostModule: TEST_HOST, maxProcesses: 4 });
+  afterAll(() => pools.close());
+
+  it("one warm process per version and workspace; the default workspace keeps the bare id; close stops them all", async () => {
+    await pools.load(other);
+    const call = (workspaceId: string | undefined, id: string) =>
+      pools.call({ packageVersionId: other.id, tool: "noop", args: {}, context: { invocationId: id, secrets: {}, ...(workspaceId !== undefined && { workspaceId }) } });
+    for (const [workspace, id] of [["acme", "w1"], ["zeta", "w2"], ["acme", "w3"], ["default", "w4"], [undefined, "w5"]] as const) {
+      expect((await call(workspace, id)).isError).toBe(false);
+    }
+    expect(processKey(other.id, "default")).toBe(other.id);
+    expect(pools.starts(other.id)).toBe(1); // load, then the default workspace's calls, on one process
+    expect(pools.starts(processKey(other.id, "acme"))).toBe(1);
+    expect(pools.starts(processKey(other.id, "zeta"))).toBe(1);
+    const acme = await pools.processOf(processKey(other.id, "acme"));
+    const zeta = await pools.processOf(processKey(other.id, "zeta"));
+    const plainDefault = await pools.processOf(other.id);
+    expect(acme).toBeDefined();
+    expect(new Set([acme, zeta, plainDefault]).size).toBe(3);
+    expect(pools.processCount).toBe(3);
+    await pools.close();
+    expect(pools.processCount).toBe(0);
+  }, 120_000);
 });

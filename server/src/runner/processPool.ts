@@ -1,4 +1,4 @@
-// Keeps package processes warm, one per package version: started on first use, dropped when they
+// Keeps package processes warm, one per package version and workspace: started on first use, dropped when they
 // exit (a crash is restarted on the next call), and capped in number by evicting the least recently
 // used idle process. When every process is busy, a new version waits for one to become idle (a call
 // ending or a process exiting) for at most the caller's wait; then it is refused: never over the cap.
@@ -117,6 +117,12 @@ export class ProcessPool {
     this.processes.delete(key);
     const process = await pending?.catch(() => undefined);
     await process?.kill();
+  }
+
+  /** Stops every process of a version, in every workspace (keys `id` and `id@workspace`). */
+  async stopVersion(versionId: string): Promise<void> {
+    const keys = [...this.processes.keys()].filter((key) => key === versionId || key.startsWith(`${versionId}@`));
+    await Promise.all(keys.map((key) => this.stop(key)));
   }
 
   async close(): Promise<void> {

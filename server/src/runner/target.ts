@@ -24,9 +24,10 @@ export type Target = {
   secretNames: string[];
   /**
    * A connected session; `waitMs`: how long a package version may wait for a free process place;
-   * `secrets`: the call's secret values (a remote version takes its authorization header from them).
+   * `secrets`: the call's secret values (a remote version takes its authorization header from them);
+   * `workspaceId`: the calling workspace (a package version keeps one process per workspace).
    */
-  session: (waitMs?: number, secrets?: Record<string, string>) => Promise<Session>;
+  session: (waitMs?: number, secrets?: Record<string, string>, workspaceId?: string) => Promise<Session>;
   /** Checked once the session is open, before the tool is called: a refusal message, or undefined to call it. */
   beforeCall?: (session: Session, tool: string, timeoutMs: number) => Promise<string | undefined>;
   close: () => Promise<void>;

@@ -221,14 +221,17 @@ export class CaploToolRunner implements ToolRunner {
       ...(this.processMemoryMb !== undefined && { processMemoryMb: this.processMemoryMb, pidsMax: this.options.pidsMax ?? 128 }),
       startTimeoutMs: this.options.startTimeoutMs ?? 30_000,
     });
-    const session = async (waitMs?: number): Promise<Session> => {
-      const process = await this.pool.get(version.id, processOptions, waitMs ?? this.options.startTimeoutMs ?? 30_000);
+    // One warm process per version and workspace: a package that keeps a call's secret or customer in
+    // memory never carries it into another workspace's call (the default workspace keeps the bare id).
+    const session = async (waitMs?: number, _secrets?: Record<string, string>, workspaceId?: string): Promise<Session> => {
+      const key = processKey(version.id, workspaceId);
+      const process = await this.pool.get(key, processOptions, waitMs ?? this.options.startTimeoutMs ?? 30_000);
       return {
         client: process.client,
         routes: process.routes,
         recover: async () => {
           const alive = await process.client.ping({ timeout: STUCK_PING_MS }).then(() => true, () => false);
-          if (!alive) await this.pool.stop(version.id);
+          if (!alive) await this.pool.stop(key);
         },
         exitReason: () => (process.exited ? process.exitReason : undefined),
       };
@@ -239,7 +242,7 @@ export class CaploToolRunner implements ToolRunner {
       effectOutcomes: version.type === "function" || version.effectOutcomes,
       secretNames: version.manifest.secrets ?? [],
       session,
-      close: () => this.pool.stop(version.id),
+      close: () => this.pool.stopVersion(version.id),
     };
     // Start it now: a package that cannot start, or lists other tools than it was built with, fails here.
     const { client } = await session();
@@ -344,7 +347,7 @@ export class CaploToolRunner implements ToolRunner {
     const timeoutMs = policy.timeoutSeconds * 1000;
     let session: Session;
     try {
-      session = await target.session(timeoutMs, request.context.secrets);
+      session = await target.session(timeoutMs, request.context.secrets, request.context.workspaceId);
     } catch (error) {
       return refuse(`The tool could not be started: ${describeError(error)}`);
     }
@@ -518,7 +521,7 @@ export class CaploToolRunner implements ToolRunner {
     if (!tool.hasStatus) return record({ outcome: "unknown", reason: "the tool has no status check" });
     let session: Session;
     try {
-      session = await target.session(tool.policy.timeoutSeconds * 1000, request.context.secrets);
+      session = await target.session(tool.policy.timeoutSeconds * 1000, request.context.secrets, request.context.workspaceId);
     } catch (error) {
       return record({ outcome: "unknown", reason: `the tool could not be started: ${describeError(error)}` });
     }
@@ -561,4 +564,9 @@ export class CaploToolRunner implements ToolRunner {
     await Promise.all(targets.map((target) => target.close().catch(() => undefined)));
     await this.pool.close();
   }
+}
+
+/** The process pool's key for a version in a workspace: the bare version id in the default workspace. */
+export function processKey(versionId: string, workspaceId: string | undefined): string {
+  return workspaceId === undefined || workspaceId === "default" ? versionId : `${versionId}@${workspaceId}`;
 }
