@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
 import { sqliteSynchronous } from "../store/sqliteStore.ts";
 import { SqliteInboxStore } from "./sqliteInboxStore.ts";
+import { checkDeliveryStatuses } from "./testing/deliveryStatusContract.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -161,5 +162,16 @@ describe("SqliteInboxStore", () => {
       ["whatsapp:+14155238886", "conv-old"],
     ]);
     store.close();
+  });
+});
+
+describe("delivery statuses", () => {
+  it("kept once per part and status, listed per conversation by seq and part with their error codes", async () => {
+    const store = new SqliteInboxStore(join(dir, "status.db"));
+    try {
+      await checkDeliveryStatuses(store, "conv-status");
+    } finally {
+      store.close();
+    }
   });
 });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Platform } from "../channels/ports.ts";
 import { NodeLeases } from "./nodeLeases.ts";
 import { PostgresInboxStore } from "./postgresInboxStore.ts";
+import { checkDeliveryStatuses } from "../channels/testing/deliveryStatusContract.ts";
 import { TEST_DATABASE_URL, TestSchema } from "./testSchema.ts";
 
 const schema = new TestSchema();
@@ -141,5 +142,14 @@ describe("PostgresInboxStore", () => {
     await a.putContentSid("h1", "HX1");
     await b.putContentSid("h1", "HX2");
     expect(await c.getContentSid("h1")).toBe("HX1");
+  });
+});
+
+describe("PostgresInboxStore delivery statuses", () => {
+  it("kept once per part and status (also when two nodes hear the same callback), listed per conversation by seq and part", async () => {
+    await checkDeliveryStatuses(a, "conv-status");
+    const twice = await Promise.all([a, b].map((store) => store.recordStatus("whatsapp", "conv-status-a", { status: "read", at: 12 })));
+    expect(twice.filter(Boolean)).toHaveLength(1);
+    expect((await c.listOutbox("conv-status"))[0]!.statuses!.map((status) => status.status)).toEqual(["sent", "delivered", "read"]);
   });
 });
