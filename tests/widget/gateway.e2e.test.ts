@@ -33,9 +33,10 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await buildWidget();
   site = createServer((req, res) => {
-    if (req.url !== "/") return void res.writeHead(404).end();
+    if (req.url !== "/" && req.url !== "/other-agent") return void res.writeHead(404).end();
+    const agent = req.url === "/" ? "shop-agent" : "no-such-agent";
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    res.end(`<!doctype html><title>Shop</title><h1>Shop</h1><script src="${stack.base}/widget.js" data-agent="shop-agent" async></script>`);
+    res.end(`<!doctype html><title>Shop</title><h1>Shop</h1><script src="${stack.base}/widget.js" data-agent="${agent}" async></script>`);
   });
   await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
   siteUrl = `http://localhost:${(site.address() as AddressInfo).port}`;
@@ -116,6 +117,34 @@ describe("widget with the real gateway and scripted model", () => {
     expect(await app().getByRole("region", { name: "Your order", exact: true }).count()).toBe(1);
     expect(await app().getByRole("button", { name: "Confirm" }).count()).toBe(0);
     await page.screenshot({ path: `${ARTIFACTS}gateway-05-reload.png` });
+  });
+
+  test("a page whose origin is not listed, and an unknown agent, get a plain sentence in the panel and a console error naming the fix", async () => {
+    const context = await browser.newContext({ locale: "en-US", viewport: { width: 1000, height: 800 } });
+    try {
+      // Same site server, another origin (127.0.0.1 is not localhost): not in the agent's origins.
+      const cases = [
+        { url: siteUrl.replace("localhost", "127.0.0.1") + "/", agent: "shop-agent", origin: siteUrl.replace("localhost", "127.0.0.1") },
+        { url: `${siteUrl}/other-agent`, agent: "no-such-agent", origin: siteUrl },
+      ];
+      for (const { url, agent, origin } of cases) {
+        const other = await context.newPage();
+        other.setDefaultTimeout(15_000);
+        const errors: string[] = [];
+        other.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+        await other.goto(url);
+        await other.getByRole("button", { name: "Open chat" }).click();
+        await other.getByRole("alert").filter({ hasText: "This chat is not available on this page." }).waitFor();
+        expect(await other.locator("iframe[title='Chat']").count()).toBe(0);
+        await expect.poll(() => errors.find((e) => e.startsWith("Caplo:"))).toBe(
+          `Caplo: the chat for agent "${agent}" did not start on ${origin}. Check that ${stack.base} serves an agent named "${agent}" and that "${origin}" is listed in the origins of its agent.yaml.`,
+        );
+        await other.screenshot({ path: `${ARTIFACTS}gateway-unavailable-${agent}.png` });
+        await other.close();
+      }
+    } finally {
+      await context.close();
+    }
   });
 
   test("a file downloads; once retention purged it (410 file_expired) the card says it is no longer available", async () => {
