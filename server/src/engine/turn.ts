@@ -7,7 +7,7 @@ import { FILE_TYPES, type CallSubject } from "@caplo/shared";
 import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
 import type { DeliveredFile, ElicitRequest } from "../runner/api.ts";
 import type { ConversationRecord } from "../store/store.ts";
-import { FILES_PATH, HANDED_OFF_NOTE, HANDOFF_TOOL, progressEvent, randomId, stepUpEvent, type Carry, type ToolUse, type ToolCallOutcome } from "./common.ts";
+import { FILES_PATH, HANDED_OFF_NOTE, HANDOFF_TOOL, progressEvent, randomId, stepUpEvent, storeUnreachable, type Carry, type ToolUse, type ToolCallOutcome } from "./common.ts";
 import { EnginePart } from "./core.ts";
 import { modelParameters, projectResult } from "./presentation.ts";
 import { findTool, type AgentRelease, type EngineTool } from "./release.ts";
@@ -58,9 +58,28 @@ export class Turns extends EnginePart {
       // A turn that ends (answer, end of turn, step limit, or a failure) stores what it has not stored yet; one
       // that ended without throwing also clears what it owed, in the same statement.
       try {
-        await this.core.conversations.flushCarry(conversation.id, carry, [], ended ? finish : undefined);
+        await this.storeTurnEnd(conversation.id, carry, ended ? finish : undefined);
       } finally {
         this.core.typing(conversation.id, false);
+      }
+    }
+  }
+
+  /**
+   * The turn's last append. If the store is away (PostgreSQL restarting) when the reply has already been
+   * shown streaming, keep trying, with a growing gap, so the reply is stored and sent once the store is
+   * back, rather than lost with the customer left waiting (tests/faults/postgresRestart.test.ts).
+   */
+  private async storeTurnEnd(conversationId: string, carry: Carry, finish: { nodeId: string; seq: number } | undefined): Promise<void> {
+    const { events, transcript } = carry;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.core.conversations.flushCarry(conversationId, { events, transcript }, [], finish);
+        return;
+      } catch (error) {
+        if (this.core.stopped || attempt >= 60 || !storeUnreachable(error)) throw error;
+        if (attempt === 0) this.core.log("warn", "a turn's last steps could not be stored yet; retrying", { conversationId, error: String(error) });
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 100 * 2 ** attempt)));
       }
     }
   }
