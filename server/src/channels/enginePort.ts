@@ -2,6 +2,7 @@
 // channel, acts through engine.handle as the conversation's owner, and is sent every stored event in order.
 import type { ChannelCapabilities } from "@caplo/shared/channel";
 import { UNDELIVERED_NOTE_PREFIX } from "../engine/engine.ts";
+import type { DeliveryRecord } from "../engine/common.ts";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
 import type { ChannelActor, ChannelAgentConfig, ConversationEvent, ConversationPort, Platform, PortResult, Unanswered } from "./ports.ts";
 
@@ -40,20 +41,8 @@ const CATCH_UP_EVENTS = 1000;
 const portResult = (result: { ok: true } | { ok: false; error: { code: string; message: string } }): PortResult =>
   result.ok ? result : { ok: false, code: result.error.code, message: result.error.message };
 
-/** One part of an outbound event as sent on a channel, with its delivery statuses (the engine's DeliveryRecord). */
-export interface DeliveryView {
-  seq: number;
-  part: number;
-  channel: string;
-  state: "sent" | "failed";
-  status?: string;
-  platformId?: string;
-  attempts: number;
-  code?: string;
-  message?: string;
-  at: number;
-  statuses: Array<{ status: string; at: number; errorCode?: number }>;
-}
+/** One part of an outbound event as sent on a channel, with its delivery statuses: the engine's own record type. */
+export type DeliveryView = DeliveryRecord;
 
 /** A note recording that a message never reached the customer: for the team, never sent on a channel. */
 export function isUndeliveredNote(message: Outbound): boolean {
