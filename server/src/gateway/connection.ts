@@ -232,6 +232,9 @@ export class Connection {
       }
       case "rate": {
         if (!this.conversationId || !this.ownerId) return this.error("not_started", "say hello first", { ref: frame.ref });
+        // Every action of the conversation's owner, not only a message or a decision: a socket of a token from
+        // before sign-in (on another node) must not rate or stop the verified visitor's replies either.
+        if (!(await this.stillCurrent(frame.ref))) return;
         const result = await this.deps.engine.rate(this.conversationId, this.ownerId, frame.seq, frame.rating);
         if (result.ok) this.send({ t: "ack", ref: frame.ref });
         else this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
@@ -239,6 +242,7 @@ export class Connection {
       }
       case "stop": {
         if (!this.conversationId || !this.ownerId) return this.error("not_started", "say hello first", { ref: frame.ref });
+        if (!(await this.stillCurrent(frame.ref))) return;
         const result = await this.deps.engine.stopReply(this.conversationId, this.ownerId);
         if (result.ok) this.send({ t: "ack", ref: frame.ref });
         else this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });

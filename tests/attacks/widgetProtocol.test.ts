@@ -1,0 +1,290 @@
+// The widget protocol against the hostile clients we do not see (tests/attacks/README.md): a real gateway on
+// a loopback port with the real `ws` library, attacked with replays, stale and foreign tokens, edits off the
+// card, malformed and flooding frames and lying Origin and Host headers. Every attack ends with what the
+// store holds: a write runs once or not at all.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { OPTION_VALUE_MAX, type ServerFrame } from "@caplo/shared";
+import { Gateway } from "../../server/src/gateway/index.ts";
+import { mintIdentityToken } from "../../server/src/identity/index.ts";
+import { releaseFromVersions } from "../../server/src/engine/release.ts";
+import { TestClient } from "../gateway/support/client.ts";
+import { ORIGIN, OTHER_ORIGIN, startStack, type Stack } from "../gateway/support/stack.ts";
+
+type Frame<T extends ServerFrame["t"]> = Extract<ServerFrame, { t: T }>;
+const isT =
+  <T extends ServerFrame["t"]>(t: T, extra: (frame: Frame<T>) => boolean = () => true) =>
+  (frame: ServerFrame): frame is Frame<T> =>
+    frame.t === t && extra(frame as Frame<T>);
+const answerTo = (ref: string) => (frame: ServerFrame) => (frame.t === "ack" || frame.t === "error") && frame.ref === ref;
+const outcome = (state: string) => isT("event", (frame) => frame.message.type === "outcome" && frame.message.state === state);
+
+const SHOP_SECRET = "the-shop-sites-identity-secret-of-32-bytes!";
+let stack: Stack;
+let other: Gateway;
+let otherWsUrl: string;
+const clients: TestClient[] = [];
+async function client(url = stack.wsUrl, origin = ORIGIN): Promise<TestClient> {
+  const opened = await TestClient.open(url, origin);
+  clients.push(opened);
+  return opened;
+}
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+});
+
+beforeAll(async () => {
+  // Two agents of one site backend share an identity secret; each names itself as the token's audience.
+  stack = await startStack({
+    gateway: { secrets: (name) => (name === "SITE_IDENTITY_SECRET" ? SHOP_SECRET : undefined) },
+    releases: (version) => [
+      releaseFromVersions({
+        agent: "shop-agent",
+        instructions: "Help shop customers.",
+        origins: [ORIGIN],
+        versions: [version],
+        identity: { algorithm: "HS256", secret: "SITE_IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low", audience: "shop-agent" },
+      }),
+      releaseFromVersions({
+        agent: "other-agent",
+        instructions: "Another site.",
+        origins: [OTHER_ORIGIN, ORIGIN],
+        versions: [version],
+        identity: { algorithm: "HS256", secret: "SITE_IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low", audience: "other-agent" },
+      }),
+    ],
+  });
+  // A second node on the same store and bus: it checks a socket's token before each action and batch of events.
+  other = new Gateway({ engine: stack.engine, releases: stack.releases, secrets: (name) => (name === "SITE_IDENTITY_SECRET" ? SHOP_SECRET : undefined), limits: { resumeCheckMs: 60_000 } });
+  otherWsUrl = `ws://127.0.0.1:${(await other.listen(0, "127.0.0.1")).port}/v1/ws`;
+});
+afterAll(async () => {
+  await other?.close();
+  await stack?.close();
+});
+
+async function proposal(c: TestClient, orderId: string): Promise<string> {
+  c.send({ t: "in", ref: `m-${orderId}`, event: { type: "message", text: `please cancel ${orderId}` } });
+  const review = await c.waitFor(isT("event", (frame) => frame.message.type === "review"));
+  return (review.message as { proposalId: string }).proposalId;
+}
+const cancels = (orderId: string) => stack.backend.invocations.filter((call) => call.tool === "cancel_order" && call.args.orderId === orderId);
+const signIn = (sub: string, audience = "shop-agent") => mintIdentityToken({ algorithm: "HS256", secret: SHOP_SECRET, claims: { sub, level: "standard", aud: audience } });
+
+describe("a replayed confirm runs the write once", () => {
+  it("the same proposalId confirmed again after a reconnect (resume) and on a second socket, after the write ran: refused by code, the tool ran once", async () => {
+    const first = await client();
+    const welcome = await first.hello("shop-agent");
+    const proposalId = await proposal(first, "SO-8501");
+    const confirm = { t: "in", ref: "c-1", event: { type: "confirm", proposalId } };
+    first.send(confirm);
+    await first.waitFor(outcome("applied"));
+    await first.close();
+    // The visitor's tab reconnects and resumes; a script replays the recorded frame, twice, on two sockets.
+    const resumed = await client();
+    await resumed.hello("shop-agent", { token: welcome.resumeToken, after: 0 });
+    const second = await client(otherWsUrl);
+    await second.hello("shop-agent", { token: welcome.resumeToken, after: 0 });
+    resumed.send(confirm);
+    second.send(confirm);
+    expect(await resumed.waitFor(answerTo("c-1"))).toMatchObject({ t: "error", code: "proposal_not_open", path: "proposalId", ref: "c-1" });
+    expect(await second.waitFor(answerTo("c-1"))).toMatchObject({ t: "error", code: "proposal_not_open", path: "proposalId", ref: "c-1" });
+    // A decline after the fact changes nothing either.
+    resumed.send({ t: "in", ref: "d-1", event: { type: "decline", proposalId } });
+    expect(await resumed.waitFor(answerTo("d-1"))).toMatchObject({ t: "error", code: "proposal_not_open" });
+    expect(cancels("SO-8501")).toHaveLength(1);
+    expect((await stack.store.getWrite(proposalId))?.state).toBe("applied");
+  });
+
+  it("ten sockets of one conversation on two nodes confirming at once: one ack, nine proposal_not_open, one run", async () => {
+    const owner = await client();
+    const welcome = await owner.hello("shop-agent");
+    const proposalId = await proposal(owner, "SO-8502");
+    const tabs = await Promise.all(Array.from({ length: 10 }, async (_, i) => {
+      const tab = await client(i % 2 === 0 ? stack.wsUrl : otherWsUrl);
+      await tab.hello("shop-agent", { token: welcome.resumeToken, after: 0 });
+      return tab;
+    }));
+    tabs.forEach((tab, i) => tab.send({ t: "in", ref: `race-${i}`, event: { type: "confirm", proposalId } }));
+    const answers = await Promise.all(tabs.map((tab, i) => tab.waitFor(answerTo(`race-${i}`), 15_000)));
+    expect(answers.filter((frame) => frame.t === "ack")).toHaveLength(1);
+    expect(answers.filter((frame) => frame.t === "error").map((frame) => (frame as Frame<"error">).code)).toEqual(Array(9).fill("proposal_not_open"));
+    await owner.waitFor(outcome("applied"));
+    expect(cancels("SO-8502")).toHaveLength(1);
+  });
+});
+
+describe("a proposal of another conversation, and edits off the card", () => {
+  it("a stranger who learned the proposalId cannot confirm or decline it, on either node, even signed in as the same customer", async () => {
+    const owner = await client();
+    await owner.hello("shop-agent");
+    owner.send({ t: "identify", ref: "id-owner", token: signIn("cust-8503") });
+    await owner.waitFor(answerTo("id-owner"));
+    const proposalId = await proposal(owner, "SO-8503");
+    for (const url of [stack.wsUrl, otherWsUrl]) {
+      const stranger = await client(url);
+      await stranger.hello("shop-agent");
+      // Even verified as the same person: a proposal belongs to the conversation it was shown in.
+      stranger.send({ t: "identify", ref: "id-stranger", token: signIn("cust-8503") });
+      await stranger.waitFor(answerTo("id-stranger"));
+      stranger.send({ t: "in", ref: "steal", event: { type: "confirm", proposalId } });
+      expect(await stranger.waitFor(answerTo("steal"))).toEqual({ t: "error", code: "proposal_not_found", path: "proposalId", ref: "steal", message: "no such proposal in this conversation" });
+      stranger.send({ t: "in", ref: "spoil", event: { type: "decline", proposalId } });
+      expect(await stranger.waitFor(answerTo("spoil"))).toMatchObject({ t: "error", code: "proposal_not_found" });
+    }
+    expect(cancels("SO-8503")).toEqual([]);
+    expect((await stack.store.getWrite(proposalId))?.state).toBe("proposed");
+  });
+
+  it("edits of fields that are not editable, off the options, out of the schema or not strings are refused by code at their path; the card stays open and confirms as proposed", async () => {
+    const c = await client();
+    await c.hello("shop-agent");
+    const proposalId = await proposal(c, "SO-8504");
+    const attempts: Array<[Record<string, unknown>, string, string]> = [
+      [{ "/orderId": "SO-1001" }, "field_not_editable", "edits./orderId"],
+      [{ "/card": "4000000000000002" }, "field_not_editable", "edits./card"],
+      [{ orderId: "SO-1001" }, "field_not_editable", "edits.orderId"],
+      [{ "/amount": "1" }, "field_not_editable", "edits./amount"],
+      [{ "/speed": "overnight" }, "option_invalid", "edits./speed"],
+      [{ "/reason": "no" }, "edit_invalid", "edits./reason"],
+      [{ "/reason": "r".repeat(41) }, "edit_invalid", "edits./reason"],
+      [{ "/reason": 42 }, "edit_invalid", "event.edits./reason"],
+      [{ "/reason": "r".repeat(OPTION_VALUE_MAX + 1) }, "edit_invalid", "event.edits./reason"],
+    ];
+    for (const [index, [edits, code, path]] of attempts.entries()) {
+      c.send({ t: "in", ref: `e-${index}`, event: { type: "confirm", proposalId, edits } });
+      const answer = await c.waitFor(answerTo(`e-${index}`));
+      expect(answer, JSON.stringify(edits).slice(0, 60)).toMatchObject({ t: "error", code, path });
+    }
+    expect(cancels("SO-8504")).toEqual([]);
+    expect((await stack.store.getWrite(proposalId))?.state).toBe("proposed");
+    // At the schema's limit (40 characters) the edit is taken, and the write runs with exactly it.
+    c.send({ t: "in", ref: "ok", event: { type: "confirm", proposalId, edits: { "/reason": "r".repeat(40), "/speed": "express" } } });
+    expect(await c.waitFor(answerTo("ok"))).toEqual({ t: "ack", ref: "ok" });
+    await c.waitFor(outcome("applied"));
+    expect(cancels("SO-8504").map((call) => call.args)).toEqual([{ orderId: "SO-8504", reason: "r".repeat(40), speed: "express", card: "4111111111111234" }]);
+  });
+});
+
+describe("a token from before sign-in, and a token of another agent", () => {
+  it("after sign-in, a socket of the old resume token on another node can neither rate a reply nor stop one: resume_rotated, closed, nothing recorded", async () => {
+    const visitor = await client();
+    const welcome = await visitor.hello("shop-agent");
+    visitor.send({ t: "in", ref: "hi", event: { type: "message", text: "hello" } });
+    const reply = await visitor.waitFor(isT("event", (frame) => frame.message.type === "text" && frame.message.from === "agent"));
+    // The attacker copied the token before the visitor signed in and keeps a socket open on another node.
+    const rater = await client(otherWsUrl);
+    await rater.hello("shop-agent", { token: welcome.resumeToken, after: 0 });
+    const stopper = await client(otherWsUrl);
+    await stopper.hello("shop-agent", { token: welcome.resumeToken, after: 0 });
+    visitor.send({ t: "identify", ref: "sign-in", token: signIn("cust-8601") });
+    expect(await visitor.waitFor(answerTo("sign-in"))).toMatchObject({ t: "ack" });
+    rater.send({ t: "rate", ref: "r-1", seq: reply.seq, rating: "down" });
+    expect(await rater.waitFor(answerTo("r-1"))).toMatchObject({ t: "error", code: "resume_rotated", ref: "r-1" });
+    await rater.waitFor(() => rater.closed !== undefined).catch(() => undefined);
+    expect(rater.closed?.code).toBe(4409);
+    expect(await stack.engine.ratings(welcome.conversationId)).toEqual([]);
+    stopper.send({ t: "stop", ref: "s-1" });
+    expect(await stopper.waitFor(answerTo("s-1"))).toMatchObject({ t: "error", code: "resume_rotated", ref: "s-1" });
+    await stopper.waitFor(() => stopper.closed !== undefined).catch(() => undefined);
+    expect(stopper.closed?.code).toBe(4409);
+  });
+
+  it("a resume token of one agent said in hello to another agent opens a new conversation there; nothing of the first is sent", async () => {
+    const shop = await client();
+    const welcome = await shop.hello("shop-agent");
+    await proposal(shop, "SO-8602");
+    const thief = await client();
+    thief.send({ t: "hello", v: 1, agent: "other-agent", capabilities: {}, resume: { token: welcome.resumeToken, after: 0 } });
+    expect(await thief.waitFor(isT("error", (frame) => frame.code === "resume_invalid"))).toMatchObject({ path: "resume.token" });
+    const fresh = await thief.waitFor(isT("welcome"));
+    expect(fresh.conversationId).not.toBe(welcome.conversationId);
+    expect(fresh.resumeToken).not.toBe(welcome.resumeToken);
+    expect(thief.events()).toEqual([]);
+  });
+
+  it("an identity token minted for one agent is refused by another agent sharing its secret (audience), and verifies nothing", async () => {
+    const c = await client();
+    const welcome = await c.hello("other-agent");
+    c.send({ t: "identify", ref: "wrong-aud", token: signIn("cust-8603", "shop-agent") });
+    expect(await c.waitFor(answerTo("wrong-aud"))).toMatchObject({ t: "error", code: "token_audience_invalid", ref: "wrong-aud" });
+    expect((await stack.store.getConversation(welcome.conversationId))?.subject).toBeNull();
+    c.send({ t: "identify", ref: "right-aud", token: signIn("cust-8603", "other-agent") });
+    expect(await c.waitFor(answerTo("right-aud"))).toMatchObject({ t: "ack" });
+  });
+});
+
+describe("frames a browser never sends", () => {
+  it("malformed JSON, deep nesting, prototype keys as the agent, unknown frame types and binary frames are answered by code; the socket lives on", async () => {
+    const c = await client();
+    c.send("{not json");
+    expect(await c.waitFor(isT("error"))).toMatchObject({ code: "frame_invalid", message: "the frame is not valid JSON" });
+    c.send(`${"[".repeat(3000)}${"]".repeat(3000)}`);
+    expect(await c.waitFor(() => c.frames.length === 2)).toMatchObject({ t: "error", code: "frame_invalid" });
+    for (const agent of ["__proto__", "constructor", "toString", "hasOwnProperty"]) {
+      c.send({ t: "hello", v: 1, agent, capabilities: {} });
+      expect(await c.waitFor(isT("error", (frame) => frame.code === "agent_unknown" && frame.message.endsWith(agent)))).toMatchObject({ path: "agent" });
+    }
+    c.send({ t: "__proto__", ref: "p" });
+    expect(await c.waitFor(answerTo("p"))).toMatchObject({ code: "frame_invalid", path: "t" });
+    c.ws.send(Buffer.from('{"t":"ping"}'), { binary: true });
+    expect(await c.waitFor(isT("error", (frame) => frame.message === "frames are JSON text, not binary"))).toMatchObject({ code: "frame_invalid" });
+    c.send("null");
+    c.send("[]");
+    c.send('"hello"');
+    await c.waitFor(() => c.frames.filter((frame) => frame.t === "error").length >= 11);
+    // Still open and usable.
+    const welcome = await c.hello("shop-agent");
+    expect(welcome.conversationId).toBeTruthy();
+    expect(c.closed).toBeUndefined();
+  });
+
+  it("a flood of 2000 frames is cut to the burst and rate, nothing past the limit is handled, and the socket and its conversation live on", async () => {
+    const c = await client();
+    const welcome = await c.hello("shop-agent");
+    for (let i = 0; i < 2000; i++) c.send({ t: "in", ref: `f-${i}`, event: { type: "message", text: `flood ${i}` } });
+    await c.waitFor(() => c.frames.filter((frame) => frame.t === "ack" || frame.t === "error").length >= 2000, 30_000);
+    const acked = c.frames.filter((frame) => frame.t === "ack").length;
+    const limited = c.frames.filter((frame) => frame.t === "error" && frame.code === "rate_limited").length;
+    expect(acked + limited).toBe(2000);
+    expect(acked).toBeGreaterThanOrEqual(20);
+    // The burst of 20, plus 10 per second for however long the flood took to read: far below 2000.
+    expect(acked).toBeLessThan(200);
+    // Every acked message is stored (the turns queue behind each other), and nothing refused is.
+    const customerTexts = async () => (await stack.engine.eventsAfter(welcome.conversationId, 0, 5000)).filter((event) => event.message.type === "text" && event.message.from === "customer");
+    for (let waited = 0; (await customerTexts()).length < acked && waited < 200; waited++) await new Promise((resolve) => setTimeout(resolve, 50));
+    const refs = new Set(c.frames.flatMap((frame) => (frame.t === "ack" ? [Number(frame.ref.slice(2))] : [])));
+    expect((await customerTexts()).map((event) => (event.message as { text: string }).text).sort()).toEqual([...refs].map((i) => `flood ${i}`).sort());
+    expect(c.closed).toBeUndefined();
+  });
+});
+
+describe("Origin and Host headers that lie", () => {
+  const refusedOrigins = [
+    "https://shop.example.evil.example",
+    "https://evil.example/https://shop.example",
+    "https://shop.example/",
+    "https://SHOP.example",
+    "https://shop.example:8443",
+    "http://shop.example",
+    "null",
+    "file://",
+  ];
+  it.each(refusedOrigins)("an upgrade from Origin %s is refused with 403 before any frame", async (origin) => {
+    await expect(TestClient.open(stack.wsUrl, origin)).rejects.toThrow("HTTP 403");
+  });
+
+  it("a DNS-rebinding page (Host and Origin both its own name, pointing at this server) is refused with 403", async () => {
+    const port = new URL(stack.base).port;
+    const rebound = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(stack.wsUrl, { origin: `http://rebind.example:${port}`, headers: { host: `rebind.example:${port}` } });
+      ws.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+      ws.once("open", () => {
+        ws.close();
+        resolve(101);
+      });
+      ws.once("error", () => resolve(-1));
+    });
+    expect(rebound).toBe(403);
+  });
+});
