@@ -4,28 +4,13 @@
 // the tool invocations with their log lines (redacted by the runner), and the model and release pinned.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { initialState, rowsOf, type ConversationState } from "../../widget/src/app/conversation.ts";
-import { WidgetContext, type WidgetApi } from "../../widget/src/app/context.ts";
-import { en } from "../../widget/src/app/i18n.ts";
+import { defaultWidgetApi, WidgetContext } from "../../widget/src/app/context.ts";
 import { Log } from "../../widget/src/app/components/Log.tsx";
 import { call, customerName, type ConversationRecord, type Ledger } from "./api.ts";
 import { since, timeOf, usePoll } from "./poll.ts";
 
-const READ_ONLY: WidgetApi = {
-  t: en,
-  locale: navigator.language || "en",
-  act: () => false,
-  say: () => false,
-  used: {},
-  failed: {},
-  connected: false,
-  openPage: () => undefined,
-  requestStepUp: () => undefined,
-  verifications: 0,
-  verified: false,
-  latestStepUp: null,
-  labels: {},
-  names: {},
-};
+/** The widget's rows as the team sees them: read-only (nothing can be sent), in the member's locale. */
+const READ_ONLY = defaultWidgetApi({ locale: navigator.language || "en" });
 
 export function ConversationView({ id, member }: { id: string; member: string }) {
   const { data, error, refresh } = usePoll<ConversationRecord>(`/v1/team/conversations/${encodeURIComponent(id)}/record`);

@@ -4,4 +4,4 @@ import { App } from "./App.tsx";
 import "../../widget/src/app/style.css";
 import "./console.css";
 
-render(<App />, document.getElementById("console")!);
+render(<App />, document.getElementById("caplo")!);

@@ -1,57 +1,18 @@
 // Shared by the browser tests and the widget benchmark: build the widget once, and connect to the run's
 // Chromium (or launch the machine's headless with the flags this environment needs).
-import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { chromium, type Browser, type Download } from "playwright-core";
+import { buildWidget as buildWithVite, widgetBuildStale } from "../../server/src/demo/viteBuilds.ts";
+import { buildOnce } from "../support/buildOnce.ts";
 import { CHROMIUM_ARGS, CHROMIUM_PATH, CHROMIUM_WS } from "../support/services.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-/** The newest modification time of the widget's sources and build config. */
-function newestSource(dir = `${ROOT}widget/src`): number {
-  return readdirSync(dir, { withFileTypes: true }).reduce((newest, entry) => {
-    const path = join(dir, entry.name);
-    return Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
-  }, statSync(`${ROOT}widget/vite.config.ts`).mtimeMs);
-}
-
 /**
- * Builds widget/dist with the repository's Vite (the same command as `npx vite build -c widget/vite.config.ts`),
+ * Builds widget/dist with the repository's Vite (the demo's build: `npx vite build -c widget/vite.config.ts`),
  * unless the build is newer than every source file (browser test files share one build).
  */
-export async function buildWidget(): Promise<void> {
-  const built = `${ROOT}widget/dist/widget.js`;
-  const fresh = () => existsSync(built) && existsSync(`${ROOT}widget/dist/app.html`) && statSync(built).mtimeMs > newestSource();
-  if (fresh()) return;
-  // Browser test files run in parallel: one builds (mkdir is atomic), the others wait for it.
-  const lock = `${ROOT}widget/.build-lock`;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      if (fresh()) return;
-      if (existsSync(lock) && Date.now() - statSync(lock).mtimeMs > 60_000) rmSync(lock, { recursive: true, force: true });
-    }
-  }
-  try {
-    if (!fresh()) await build();
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
-}
-
-async function build(): Promise<void> {
-  await promisify(execFile)(process.execPath, [`${ROOT}node_modules/vite/bin/vite.js`, "build", "-c", "widget/vite.config.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: "production" },
-  });
-  if (!existsSync(`${ROOT}widget/dist/widget.js`) || !existsSync(`${ROOT}widget/dist/app.html`)) throw new Error("widget build produced no files");
-}
+export const buildWidget = (): Promise<void> => buildOnce(`${ROOT}widget/.build-lock`, () => widgetBuildStale(), () => buildWithVite(() => undefined));
 
 /**
  * A browser for a test file: a connection to the run's shared Chromium when the global setup started one

@@ -1,13 +1,11 @@
 // The demo assembly behind `caplo demo` (`npm start`): build what is not built, start the demo shop API,
 // publish the demo agent, run `caplo serve`'s stack with the sandboxed runner mapped to the local shop,
 // and serve the demo shop page. Every expected failure comes back as a clear error value.
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, openSync, readSync, closeSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, openSync, readSync, closeSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { availableParallelism } from "node:os";
-import { join, relative } from "node:path";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import type { PackageVersion } from "@caplo/shared";
 import { startDemoShop, type DemoShop } from "../../../examples/shop-api/src/demo.ts";
 import { loadAgentFile } from "../agents/agentFile.ts";
@@ -25,75 +23,19 @@ import { demoPackageDirs } from "./demoPackages.ts";
 import { listenDemoPage, type DemoPage } from "./demoPage.ts";
 import type { DemoError, DemoOptions } from "./demoOptions.ts";
 import { DEMO_RULES } from "./demoScript.ts";
+import { buildConsole, buildWidget, newest, ROOT, WIDGET_DIR } from "./viteBuilds.ts";
 
-export const ROOT = join(import.meta.dirname, "..", "..", "..");
+export { buildConsole, buildWidget, consoleBuildStale, ROOT, widgetBuildStale } from "./viteBuilds.ts";
+
 export const DEMO_AGENT_FILE = join(ROOT, "examples", "demo", "agent.yaml");
-const WIDGET_DIR = join(ROOT, "widget");
 
 /** `consoleUrl`: the team console; `member` and `token`: the demo team member who signs in there (a new token each start). */
 export type RunningDemo = { url: string; gatewayUrl: string; shopUrl: string; consoleUrl: string; member: string; token: string; close: () => Promise<void> };
 type Log = (line: string) => void;
 const fail = (code: string, path: string, message: string) => ({ ok: false as const, error: { code, path, message } });
 
-/** The newest modification time under a folder (the widget's sources). */
-function newest(dir: string): number {
-  return readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
-    const path = join(dir, entry.name);
-    return Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }, 0);
-}
-
 /** The demo's team member, who signs in to the console. */
 export const DEMO_MEMBER = "demo";
-
-/** Whether widget/dist is missing or older than the widget's sources (src/ and vite.config.ts). */
-export function widgetBuildStale(widgetDir = WIDGET_DIR): boolean {
-  const built = join(widgetDir, "dist", "widget.js");
-  if (!existsSync(built) || !existsSync(join(widgetDir, "dist", "app.html"))) return true;
-  return statSync(built).mtimeMs < Math.max(newest(join(widgetDir, "src")), statSync(join(widgetDir, "vite.config.ts")).mtimeMs);
-}
-
-/** Builds the widget with Vite when its build is missing or stale; `widgetDir` is for tests. */
-export async function buildWidget(log: Log, widgetDir = WIDGET_DIR): Promise<DemoError | undefined> {
-  const shown = relative(ROOT, widgetDir) || ".";
-  const config = join(shown, "vite.config.ts");
-  if (!widgetBuildStale(widgetDir)) return void log(`  widget: up to date (${join(shown, "dist")})`);
-  log(`  widget: building ${join(shown, "dist")} (npx vite build -c ${config}) ...`);
-  const vite = join(ROOT, "node_modules", "vite", "bin", "vite.js");
-  if (!existsSync(vite)) return { code: "build_tool_missing", path: vite, message: "Vite is not installed: run `npm install` first, then `npm start` again" };
-  try {
-    await promisify(execFile)(process.execPath, [vite, "build", "-c", config], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-  } catch (error) {
-    const text = String((error as { stderr?: string }).stderr ?? error).trim().split("\n").slice(-5).join("\n");
-    return { code: "widget_build_failed", path: `${shown}/`, message: `the widget did not build; run \`npx vite build -c ${config}\` to see why:\n${text}` };
-  }
-  if (widgetBuildStale(widgetDir)) return { code: "widget_build_failed", path: join(shown, "dist"), message: `the widget build produced no ${join(shown, "dist", "widget.js")} newer than its sources` };
-  log("  widget: built");
-}
-
-/** Whether console/dist is missing or older than its sources (console/src, the widget components it reuses, its config). */
-export function consoleBuildStale(root = ROOT): boolean {
-  const built = join(root, "console", "dist", "index.html");
-  if (!existsSync(built)) return true;
-  const sources = Math.max(newest(join(root, "console", "src")), newest(join(root, "widget", "src", "app")), statSync(join(root, "console", "vite.config.ts")).mtimeMs);
-  return statSync(built).mtimeMs < sources;
-}
-
-/** Builds the team console with Vite when its build is missing or stale. */
-export async function buildConsole(log: Log): Promise<DemoError | undefined> {
-  if (!consoleBuildStale()) return void log("  console: up to date (console/dist)");
-  log("  console: building console/dist (npx vite build -c console/vite.config.ts) ...");
-  const vite = join(ROOT, "node_modules", "vite", "bin", "vite.js");
-  if (!existsSync(vite)) return { code: "build_tool_missing", path: vite, message: "Vite is not installed: run `npm install` first, then `npm start` again" };
-  try {
-    await promisify(execFile)(process.execPath, [vite, "build", "-c", "console/vite.config.ts"], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-  } catch (error) {
-    const text = String((error as { stderr?: string }).stderr ?? error).trim().split("\n").slice(-5).join("\n");
-    return { code: "console_build_failed", path: "console/", message: `the team console did not build; run \`npx vite build -c console/vite.config.ts\` to see why:\n${text}` };
-  }
-  if (consoleBuildStale()) return { code: "console_build_failed", path: "console/dist", message: "the console build produced no console/dist/index.html newer than its sources" };
-  log("  console: built");
-}
 
 /** Built demo package versions, by package content and build code, so a second start builds nothing. */
 const BUILD_CACHE = join(ROOT, ".caplo", "build-cache");

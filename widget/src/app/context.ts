@@ -42,22 +42,31 @@ export interface WidgetApi {
   names: Record<string, string>;
 }
 
-const noop = () => false;
-export const WidgetContext = createContext<WidgetApi>({
-  t: en,
-  locale: "en",
-  act: noop,
-  say: noop,
-  used: {},
-  failed: {},
-  connected: false,
-  openPage: () => undefined,
-  requestStepUp: () => undefined,
-  verifications: 0,
-  verified: false,
-  latestStepUp: null,
-  labels: {},
-  names: {},
-});
+/**
+ * The context where nothing can be sent: the strings, no connection, nothing used or failed, no page panel.
+ * The app's default before it connects, and the team console's read-only rows; `overrides` sets the rest.
+ */
+export function defaultWidgetApi(overrides: Partial<WidgetApi> = {}): WidgetApi {
+  const nothingSent = () => false;
+  return {
+    t: en,
+    locale: "en",
+    act: nothingSent,
+    say: nothingSent,
+    used: {},
+    failed: {},
+    connected: false,
+    openPage: () => undefined,
+    requestStepUp: () => undefined,
+    verifications: 0,
+    verified: false,
+    latestStepUp: null,
+    labels: {},
+    names: {},
+    ...overrides,
+  };
+}
+
+export const WidgetContext = createContext<WidgetApi>(defaultWidgetApi());
 
 export const useWidget = (): WidgetApi => useContext(WidgetContext);

@@ -6,8 +6,7 @@ import type { Inbound, Outbound } from "@caplo/shared";
 import { outboundSchema } from "@caplo/shared/messages";
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import { WidgetContext, type WidgetApi } from "./context.ts";
-import { en } from "./i18n.ts";
+import { defaultWidgetApi, WidgetContext, type WidgetApi } from "./context.ts";
 
 // Vitest runs without globals, so testing-library cannot register its own cleanup.
 afterEach(() => cleanup());
@@ -25,12 +24,10 @@ export function renderInWidget(children: ComponentChildren, overrides: Partial<W
   const stepUps: { level: string; maxAuthAgeSeconds?: number }[] = [];
   function Harness() {
     const [used, setUsed] = useState<Record<string, string>>({});
-    const api: WidgetApi = {
-      t: en,
+    const api: WidgetApi = defaultWidgetApi({
       locale: "en-US",
       connected: true,
       used,
-      failed: {},
       act: (id, value, event) => {
         sent.push({ id, value, event });
         setUsed((u) => ({ ...u, [id]: value }));
@@ -42,13 +39,8 @@ export function renderInWidget(children: ComponentChildren, overrides: Partial<W
       },
       openPage: (url, origins) => opened.push({ url, origins }),
       requestStepUp: (level, maxAuthAgeSeconds) => stepUps.push({ level, maxAuthAgeSeconds }),
-      verifications: 0,
-      verified: false,
-      latestStepUp: null,
-      labels: {},
-      names: {},
       ...overrides,
-    };
+    });
     return <WidgetContext.Provider value={api}>{children}</WidgetContext.Provider>;
   }
   const result = render(<Harness />);
