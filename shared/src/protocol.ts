@@ -71,6 +71,11 @@ export const serverFrameSchema = z.discriminatedUnion("t", [
     verified: z.boolean(),
     /** What the widget shows of the agent (agent.yaml `widget`), and whether the visitor can ask for a person. */
     agent: widgetAgentSchema.optional(),
+    /**
+     * The visitor's ratings of the agent's replies in this conversation as they stand (the latest of each),
+     * by event `seq`, every one whatever `after` the hello resumed from: a reload shows its thumbs pressed.
+     */
+    ratings: z.array(z.object({ seq: z.int().min(1), rating: z.enum(RATINGS) })).optional(),
   }),
   /**
    * Part of the agent's reply while the model writes it (not stored): `text` goes at character `at` of the

@@ -435,9 +435,22 @@ describe("ratings of the agent's replies", () => {
     expect(await other.waitFor(isT("error", (frame) => frame.ref === "o1"))).toMatchObject({ code: "not_rateable" });
     expect(await team()).toEqual({ rating: "up", counts: { up: 1, down: 0 }, listed: { up: 1, down: 0 } });
 
+    // A reload resumes after its last event: the welcome still carries every rating of the conversation.
+    const resumed = await client();
+    expect((await resumed.hello("shop-agent", { token: welcome.resumeToken, after: reply.seq })).ratings).toEqual([{ seq: reply.seq, rating: "up" }]);
+    await resumed.close();
+    // A new conversation, and a token that resumes nothing, start with none.
+    expect(welcome.ratings).toEqual([]);
+    const stranger = await client();
+    expect((await stranger.hello("shop-agent", { token: "not-a-token", after: 0 })).ratings).toEqual([]);
+    await stranger.close();
+
     c.send({ t: "rate", ref: "r7", seq: reply.seq, rating: null });
     await c.waitFor(isT("ack", (frame) => frame.ref === "r7"));
     expect(await team()).toEqual({ rating: undefined, counts: { up: 0, down: 0 }, listed: { up: 0, down: 0 } });
+    const after = await client();
+    expect((await after.hello("shop-agent", { token: welcome.resumeToken, after: 0 })).ratings).toEqual([]);
+    await after.close();
   });
 });
 

@@ -117,6 +117,18 @@ describe("widget with the real gateway and scripted model", () => {
     expect(await app().getByRole("region", { name: "Your order", exact: true }).count()).toBe(1);
     expect(await app().getByRole("button", { name: "Confirm" }).count()).toBe(0);
     await page.screenshot({ path: `${ARTIFACTS}gateway-05-reload.png` });
+
+    // The visitor comes back in a new tab (the host page keeps the resume token; this tab's session cache of
+    // the events and what was pressed is empty): the history comes from the server, and so does the rating.
+    const later = await page.context().newPage();
+    later.setDefaultTimeout(10_000);
+    await later.goto(siteUrl);
+    await later.getByRole("button", { name: "Open chat" }).click();
+    const laterReply = later.frameLocator("iframe[title='Chat']").locator(".row.side-agent", { hasText: "Done: your order is cancelled." });
+    await laterReply.waitFor();
+    await laterReply.locator("button[aria-pressed='true'][aria-label='Helpful answer']").waitFor();
+    expect(await laterReply.getByRole("button", { name: "Not a helpful answer", exact: true }).getAttribute("aria-pressed")).toBe("false");
+    await later.close();
   });
 
   test("a page whose origin is not listed, and an unknown agent, get a plain sentence in the panel and a console error naming the fix", async () => {

@@ -309,6 +309,8 @@ export class Connection {
           resumeHash: tokenHash,
         });
       }
+      // A resumed conversation's ratings (a new one has none): the thumbs a reload shows pressed.
+      const ratings = token === frame.resume?.token ? (await engine.ratings(conversation.id)).map(({ seq, rating }) => ({ seq, rating })) : [];
       // The socket may have closed while the store answered: dispose() has run, so nothing may be joined or
       // subscribed for it now (it would never be removed).
       if (this.closed) return;
@@ -331,7 +333,7 @@ export class Connection {
         return;
       }
       this.deps.joined(this);
-      this.send({ t: "welcome", v: PROTOCOL_VERSION, conversationId: conversation.id, resumeToken: token!, verified: conversation.subject !== null, agent: widgetAgent(release) });
+      this.send({ t: "welcome", v: PROTOCOL_VERSION, conversationId: conversation.id, resumeToken: token!, verified: conversation.subject !== null, agent: widgetAgent(release), ratings });
       // A reply the model is writing now: what it has so far (its later parts follow as deltas, its stored event after).
       const partial = engine.replyInProgress(conversation.id);
       if (partial) this.send({ t: "delta", ...partial });

@@ -22,6 +22,19 @@ describe("conversation state", () => {
     expect(apply([welcome("c2")], s).entries).toHaveLength(0);
   });
 
+  test("a welcome's ratings are the visitor's thumbs as the server keeps them: a reload shows them pressed, one only this page remembered is dropped", () => {
+    const msg: Outbound = { type: "text", id: "m1", from: "agent", text: "Hi" };
+    let s = apply([welcome("c1"), event(1, msg), event(2, { ...msg, id: "m2" })]);
+    s = reduce(s, { type: "use", id: "rate:1", value: "down", ref: "r1" });
+    s = reduce(s, { type: "use", id: "review:p1", value: "confirm", ref: "r2" });
+    s = apply([{ ...welcome("c1"), ratings: [{ seq: 2, rating: "up" }] } as ServerFrame], s);
+    expect(s.used).toEqual({ "rate:2": "up", "review:p1": "confirm" });
+    // A server that sends no ratings leaves what the page has.
+    expect(apply([welcome("c1")], s).used).toEqual(s.used);
+    // Another conversation's ratings only.
+    expect(apply([{ ...welcome("c2"), ratings: [{ seq: 1, rating: "down" }] } as ServerFrame], s).used).toEqual({ "rate:1": "down" });
+  });
+
   test("the visitor's echoed message replaces its in-flight copy", () => {
     let s = reduce(apply([welcome()]), { type: "send", ref: "r1", text: "Where is SO-1002?" });
     s = apply([{ t: "ack", ref: "r1" }], s);

@@ -127,13 +127,14 @@ function applyFrame(state: ConversationState, frame: ServerFrame): ConversationS
   switch (frame.t) {
     case "welcome": {
       const same = state.conversationId === frame.conversationId;
+      const used = same ? state.used : {};
       return {
         ...state,
         conversationId: frame.conversationId,
         verified: frame.verified,
         entries: same ? state.entries : [],
         lastSeq: same ? state.lastSeq : 0,
-        used: same ? state.used : {},
+        used: frame.ratings ? withRatings(used, frame.ratings) : used,
         failed: same ? state.failed : {},
         error: undefined,
         agent: frame.agent,
@@ -195,6 +196,13 @@ function applyFrame(state: ConversationState, frame: ServerFrame): ConversationS
     case "pong":
       return state;
   }
+}
+
+/** What the visitor used, with their ratings as the server keeps them (a rating only this page remembered is dropped). */
+function withRatings(used: Record<string, string>, ratings: NonNullable<Extract<ServerFrame, { t: "welcome" }>["ratings"]>): Record<string, string> {
+  const kept = Object.fromEntries(Object.entries(used).filter(([key]) => !key.startsWith(RATING_PREFIX)));
+  for (const { seq, rating } of ratings) kept[`${RATING_PREFIX}${seq}`] = rating;
+  return kept;
 }
 
 /** What an identify error code means for the visitor: their sign-in expired, was not accepted, or could not be checked. */

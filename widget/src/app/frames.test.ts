@@ -4,6 +4,7 @@ import { PROTOCOL_VERSION, readServerFrame, WS_PATH } from "./frames.ts";
 
 const valid = [
   { t: "welcome", v: 1, conversationId: "c1", resumeToken: "tok", verified: false },
+  { t: "welcome", v: 1, conversationId: "c1", resumeToken: "tok", verified: true, ratings: [{ seq: 2, rating: "up" }] },
   { t: "event", seq: 1, at: "2026-01-01T00:00:00Z", message: { type: "text", id: "m1", from: "agent", text: "Hi" } },
   { t: "event", seq: 2, at: "x", message: { type: "progress", id: "m2", callId: "c", state: "start", label: "Looking up your order" } },
   { t: "event", seq: 3, at: "x", message: { type: "review", id: "m3", proposalId: "p", tool: "a/b", title: "T", fields: [], state: "proposed" } },
@@ -30,6 +31,13 @@ describe("reading server frames in the browser", () => {
       expect(serverFrameSchema.safeParse(frame).success, JSON.stringify(frame)).toBe(true);
       expect(readServerFrame(JSON.stringify(frame)), JSON.stringify(frame)).not.toBeNull();
     }
+  });
+
+  test("a welcome's ratings are read as sent; a malformed rating is left out, not the welcome", () => {
+    const read = (ratings: unknown) => readServerFrame(JSON.stringify({ t: "welcome", v: 1, conversationId: "c1", resumeToken: "tok", verified: false, ratings }));
+    expect(read([{ seq: 2, rating: "up" }, { seq: 4, rating: "down" }])).toMatchObject({ ratings: [{ seq: 2, rating: "up" }, { seq: 4, rating: "down" }] });
+    expect(read([{ seq: 0, rating: "up" }, { seq: 3, rating: "meh" }, "x", { seq: 5, rating: "down" }])).toMatchObject({ ratings: [{ seq: 5, rating: "down" }] });
+    expect(read(undefined)).not.toHaveProperty("ratings");
   });
 
   test("malformed frames are dropped instead of crashing the app", () => {

@@ -50,6 +50,13 @@ function readAgent(raw: unknown): WidgetAgent | undefined {
   };
 }
 
+/** The welcome's ratings, each a reply's seq and "up" or "down" (others left out); undefined when none were sent. */
+function readRatings(raw: unknown): WelcomeRatings | undefined {
+  if (!isArr(raw)) return undefined;
+  return raw.flatMap((r) => (isObj(r) && typeof r.seq === "number" && Number.isInteger(r.seq) && r.seq > 0 && (r.rating === "up" || r.rating === "down") ? [{ seq: r.seq, rating: r.rating }] : []));
+}
+type WelcomeRatings = NonNullable<Extract<ServerFrame, { t: "welcome" }>["ratings"]>;
+
 /** The server frame if it is one the widget knows, else null. */
 export function readServerFrame(text: string): ServerFrame | null {
   let raw: unknown;
@@ -63,7 +70,8 @@ export function readServerFrame(text: string): ServerFrame | null {
     case "welcome": {
       if (!isStr(raw.conversationId) || !isStr(raw.resumeToken)) return null;
       const agent = readAgent(raw.agent);
-      return { t: "welcome", v: PROTOCOL_VERSION, conversationId: raw.conversationId, resumeToken: raw.resumeToken, verified: raw.verified === true, ...(agent && { agent }) };
+      const ratings = readRatings(raw.ratings);
+      return { t: "welcome", v: PROTOCOL_VERSION, conversationId: raw.conversationId, resumeToken: raw.resumeToken, verified: raw.verified === true, ...(agent && { agent }), ...(ratings && { ratings }) };
     }
     case "delta":
       return isStr(raw.id) && isStr(raw.text) && typeof raw.at === "number" && Number.isInteger(raw.at) && raw.at >= 0 ? { t: "delta", id: raw.id, at: raw.at, text: raw.text } : null;
