@@ -327,6 +327,9 @@ describe("outcomes and status checks", () => {
     const write = await h.store.getWrite(proposalId);
     expect(write).toMatchObject({ state, checkCount: STATUS_CHECKS_MAX, followUp: true, nextCheckAt: null });
     expect((await h.engine.followUps()).map((row) => row.id)).toEqual([proposalId]);
+    // Listed in the workspace's audit by the change that listed it (same transaction, same time).
+    const listedAt = (await h.store.listTransitions(proposalId)).at(-1)!.at;
+    expect((await h.engine.audit("default")).map((entry) => [entry.action, entry.target, entry.actor, entry.at, entry.detail?.state])).toEqual([["follow_up.listed", proposalId, "caplo", listedAt, state]]);
     expect(await h.advance(10_000_000)).toBe(0);
     expect(h.runner.calls.filter((call) => call.kind === "status")).toHaveLength(STATUS_CHECKS_MAX);
   });
@@ -393,6 +396,7 @@ describe("outcomes and status checks", () => {
     const proposalId = (await h.lastReview()).proposalId;
     await h.confirm(proposalId);
     expect(await h.store.getWrite(proposalId)).toMatchObject({ state: "unknown", followUp: true, nextCheckAt: null });
+    expect((await h.engine.audit("default")).map((entry) => [entry.action, entry.target])).toEqual([["follow_up.listed", proposalId]]);
     expect(await h.advance(60_000)).toBe(0);
   });
 

@@ -84,8 +84,8 @@ export class TeamActions extends EnginePart {
    * A team member who checked their own system records a follow-up write's real outcome (applied or not
    * applied) with a note. Only a write still listed for follow-up (unresolved after its last status check) may
    * be resolved, by compare-and-set from the state it was read in, so two members at once resolve it once; the
-   * tool never runs. The transition keeps who, when and the note; the customer and the model are told in the
-   * same transaction, and the conversation may start its next write.
+   * tool never runs. The transition keeps who, when and the note; the customer and the model are told, and the
+   * workspace's audit records it, in the same transaction; the conversation may start its next write.
    */
   async resolveFollowUp(writeId: string, member: string, outcome: "applied" | "not_applied", note: string, workspaceId?: string): Promise<EngineResult> {
     const found = await this.core.store.getWrite(writeId);
@@ -110,11 +110,11 @@ export class TeamActions extends EnginePart {
       const title = tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
       const events: Outbound[] = [{ type: "outcome", id: randomId("m"), proposalId: write.id, state: outcome, message: customerText(title, after) }];
       const transcript: ModelMessage[] = [{ role: "system", content: `${modelNote(after)} (A team member checked and recorded this outcome; the tool was not run again.)` }];
-      const changed = await this.core.store.changeWrite(write.id, { states: [write.state] }, change, now, { events, transcript });
+      // The outcome, what tells it, and its entry in the workspace's audit (who recorded what, their note) land together or not at all.
+      const audit = { actor: member, action: "follow_up.resolved", detail: { conversationId: write.conversationId, tool: write.toolRef, state: outcome, note } };
+      const changed = await this.core.store.changeWrite(write.id, { states: [write.state] }, change, now, { events, transcript }, audit);
       if (!changed) return fail("write_changed", "proposalId", "the write changed while you were recording its outcome: reload and check it again");
       if (changed.appended) await this.core.conversations.announce(changed.appended);
-      // The follow-up outcome in the workspace's audit: who recorded what, and their note.
-      await this.core.store.appendAudit({ workspaceId: conversation.workspaceId, at: now, actor: member, action: "follow_up.resolved", target: write.id, detail: { conversationId: write.conversationId, tool: write.toolRef, state: outcome, note } });
       return { ok: true } as EngineResult;
     });
   }

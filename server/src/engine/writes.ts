@@ -5,8 +5,8 @@ import type { CallSubject, Inbound, Outbound, WriteOutcome } from "@caplo/shared
 import { satisfiesStepUp } from "../identity/stepUp.ts";
 import type { ModelMessage } from "../model/model.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
-import type { AppendBatch, ConversationRecord } from "../store/store.ts";
-import type { WriteRecord } from "./ledger.ts";
+import type { AppendBatch, ConversationRecord, WriteAudit } from "../store/store.ts";
+import type { WriteChange, WriteRecord } from "./ledger.ts";
 import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type ToolUse, type EngineResult, type ToolCallOutcome } from "./common.ts";
 import { EnginePart } from "./core.ts";
 import { blockedCustomerText, customerText, modelNote } from "./outcomeText.ts";
@@ -244,7 +244,7 @@ export class Writes extends EnginePart {
       }
     }
     const announced = batch.events.length > 0 || batch.transcript.length > 0;
-    const changed = await this.core.store.changeWrite(write.id, plan.expect, plan.change, now, announced ? batch : undefined);
+    const changed = await this.core.store.changeWrite(write.id, plan.expect, plan.change, now, announced ? batch : undefined, followUpAudit(write, plan.change));
     if (!changed) {
       // Another node changed the write first (and tells the customer where it stands): the progress this node
       // showed still ends.
@@ -252,29 +252,12 @@ export class Writes extends EnginePart {
       return undefined;
     }
     if (changed.appended) await this.core.conversations.announce(changed.appended);
-    await this.auditFollowUp(write, changed.write);
     return changed.write;
   }
 
   /** What the write policy needs to give a whole ledger change now (writePolicy.planChange). */
   private context(tool: EngineTool | undefined): LedgerContext {
     return { now: this.core.now(), checkBaseMs: this.core.checkBase(), hasStatus: tool?.hasStatus ?? false, nodeId: this.core.nodeId };
-  }
-
-  /**
-   * Follow-up outcomes in the workspace's audit: a write listed for the team (its outcome unknown after its
-   * checks, or no check to ask), and a listed write whose outcome became known after all. Recorded after the
-   * change landed (by the node whose change it was).
-   */
-  private async auditFollowUp(before: WriteRecord, after: WriteRecord): Promise<void> {
-    const listed = after.followUp && !before.followUp;
-    const resolved = before.followUp && after.state !== before.state;
-    if (!listed && !resolved) return;
-    const conversation = await this.core.store.getConversation(after.conversationId);
-    if (!conversation) return;
-    await this.core.store
-      .appendAudit({ workspaceId: conversation.workspaceId, at: this.core.now(), actor: "caplo", action: listed ? "follow_up.listed" : "follow_up.resolved", target: after.id, detail: { conversationId: after.conversationId, tool: after.toolRef, state: after.state } })
-      .catch((error: unknown) => this.core.log("error", "follow-up audit not recorded", { writeId: after.id, error: String(error) }));
   }
 
   /** The outcome event (and the note to the model) telling where a write stands, added to a batch. */
@@ -300,8 +283,8 @@ export class Writes extends EnginePart {
   }
 
   async markFollowUp(write: WriteRecord): Promise<void> {
-    const marked = await this.core.store.transitionWrite(write.id, { states: [write.state] }, { state: write.state, followUp: true, nextCheckAt: null, note: "no status check: listed for the team" }, this.core.now());
-    if (marked) await this.auditFollowUp(write, marked);
+    const change: WriteChange = { state: write.state, followUp: true, nextCheckAt: null, note: "no status check: listed for the team" };
+    await this.core.store.changeWrite(write.id, { states: [write.state] }, change, this.core.now(), undefined, followUpAudit(write, change));
   }
 
   /**
@@ -332,6 +315,17 @@ export class Writes extends EnginePart {
     if (expired.appended) await this.core.conversations.announce(expired.appended);
     return true;
   }
+}
+
+/**
+ * A change's entry in the workspace's audit, stored in the change's own transaction: a write listed for the team
+ * (its outcome unknown after its checks, or no check to ask), or a listed write whose outcome became known after all.
+ */
+function followUpAudit(before: WriteRecord, change: WriteChange): WriteAudit | undefined {
+  const listed = change.followUp === true && !before.followUp;
+  const resolved = before.followUp && change.state !== before.state;
+  if (!listed && !resolved) return undefined;
+  return { actor: "caplo", action: listed ? "follow_up.listed" : "follow_up.resolved", detail: { conversationId: before.conversationId, tool: before.toolRef, state: change.state } };
 }
 
 /** Added to the verification note when a read waited for it: the model goes on with the request. */

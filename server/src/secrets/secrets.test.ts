@@ -1,14 +1,10 @@
 // Workspace secrets on both stores: sealed at rest (AES-256-GCM bound to workspace, name and version),
 // listed without values, versioned, audited, read by another node's store at its next call, rotated to a
 // new key in one transaction; a missing or wrong key is a coded refusal.
-import Database from "better-sqlite3";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { testPg } from "../../../tests/support/services.ts";
-import { PostgresStore, SqliteStore, type Store } from "../store/index.ts";
+import type { Store } from "../store/index.ts";
+import { eachStore } from "../store/testing/storeHarness.ts";
 import { openSecret, readSecretKeys, sealSecret, type SecretKeyring } from "./secretBox.ts";
 import { WorkspaceSecrets } from "./workspaceSecrets.ts";
 
@@ -52,59 +48,7 @@ describe("secret keys and sealing", () => {
   });
 });
 
-type Harness = { name: string; open: () => Promise<Store>; raw: (store: Store) => Promise<Array<Record<string, unknown>>>; cleanup: () => Promise<void> };
-
-function sqlite(): Harness {
-  const dir = mkdtempSync(join(tmpdir(), "caplo-secrets-"));
-  const path = join(dir, "caplo.db");
-  return {
-    name: "sqlite",
-    open: async () => {
-      const store = new SqliteStore(path);
-      await store.migrate();
-      return store;
-    },
-    raw: async () => {
-      const db = new Database(path, { readonly: true });
-      try {
-        return db.prepare("SELECT * FROM workspace_secrets").all() as Array<Record<string, unknown>>;
-      } finally {
-        db.close();
-      }
-    },
-    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
-
-function postgres(): Harness {
-  const schema = `caplo_secrets_${process.pid}_${randomBytes(4).toString("hex")}`;
-  const settings = { ...testPg(), schema };
-  return {
-    name: "postgres",
-    open: async () => {
-      const store = new PostgresStore(settings);
-      await store.migrate();
-      return store;
-    },
-    raw: async () => {
-      const { default: pg } = await import("pg");
-      const client = new pg.Client(testPg());
-      await client.connect();
-      try {
-        return (await client.query(`SELECT * FROM ${schema}.workspace_secrets`)).rows;
-      } finally {
-        await client.end();
-      }
-    },
-    cleanup: async () => {
-      const store = new PostgresStore(settings);
-      await store.dropSchema();
-      await store.close();
-    },
-  };
-}
-
-describe.each([sqlite(), postgres()])("workspace secrets ($name)", (harness) => {
+describe.each(eachStore("caplo_secrets"))("workspace secrets ($name)", (harness) => {
   let node1: Store;
   let node2: Store;
   const key = keyText();
@@ -129,7 +73,7 @@ describe.each([sqlite(), postgres()])("workspace secrets ($name)", (harness) => 
     const listed = await ops.list("acme");
     expect(listed.ok && listed.value).toEqual([{ workspaceId: "acme", name: "SHOP_API_KEY", version: 2, updatedAt: expect.any(Number), updatedBy: "cli:ben@host" }]);
     expect(JSON.stringify(listed)).not.toContain("sk_live");
-    const rows = await harness.raw(node1);
+    const rows = await harness.sql("SELECT * FROM workspace_secrets");
     expect(rows.length).toBeGreaterThan(0);
     expect(JSON.stringify(rows.map((row) => ({ ...row, ciphertext: Buffer.from(row.ciphertext as Buffer).toString("latin1") })))).not.toContain("sk_live_two");
     expect(await ops.remove("acme", "SHOP_API_KEY", "cli:ana@host")).toEqual({ ok: true, value: true });

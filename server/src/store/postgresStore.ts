@@ -9,6 +9,7 @@ import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, to
 import { memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
   AuditEntry,
+  WriteAudit,
   AuditEvent,
   SealedValue,
   SecretMeta,
@@ -386,7 +387,7 @@ export class PostgresStore implements Store {
     return (await this.changeWrite(id, expect, change, at))?.write;
   }
 
-  async changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch): Promise<ChangedWrite | undefined> {
+  async changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch, audit?: WriteAudit): Promise<ChangedWrite | undefined> {
     // One statement: the compare-and-set is the update's own condition (re-checked on the row it locks), and the
     // transition and the batch are inserted only from the row it returns, so all land or none.
     const columns = changeColumns(change, encode, (value) => value);
@@ -401,6 +402,10 @@ export class PostgresStore implements Store {
       `w AS (UPDATE writes SET ${set} WHERE ${where} RETURNING *)`,
       `h AS (INSERT INTO write_transitions (write_id, at, from_state, to_state, note) SELECT id, ${p(at)}, ${p(from)}, ${p(change.state)}, ${p(change.note ?? null)} FROM w)`,
       ...(batch ? [appendCtes(batch, at, params, "id = (SELECT conversation_id FROM w)")] : []),
+      // The change's audit entry, in its conversation's workspace, only from the row the update returned.
+      ...(audit
+        ? [`au AS (INSERT INTO audit_events (workspace_id, at, actor, action, target, detail) SELECT workspace_id, ${p(at)}, ${p(audit.actor)}, ${p(audit.action)}, ${p(id)}, ${p(audit.detail ? encode(audit.detail) : null)}::jsonb FROM conversations WHERE id = (SELECT conversation_id FROM w))`]
+        : []),
     ];
     const rows = await this.q(`WITH ${ctes.join(", ")} SELECT (SELECT row_to_json(w) FROM w) AS w${batch ? ", (SELECT row_to_json(c) FROM c) AS c" : ""}`, params);
     const row = rows[0];

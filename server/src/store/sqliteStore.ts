@@ -19,6 +19,7 @@ import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, to
 import { memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
   AuditEntry,
+  WriteAudit,
   AuditEvent,
   SealedValue,
   SecretMeta,
@@ -393,7 +394,7 @@ export class SqliteStore implements Store {
     return (await this.changeWrite(id, expect, change, at))?.write;
   }
 
-  async changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch): Promise<ChangedWrite | undefined> {
+  async changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch, audit?: WriteAudit): Promise<ChangedWrite | undefined> {
     return this.tx(() => {
       // The compare-and-set is the update's own condition: no read before it.
       const columns = changeColumns(change, encode, bool);
@@ -405,6 +406,10 @@ export class SqliteStore implements Store {
       if (!row) return undefined;
       this.sql("INSERT INTO write_transitions (write_id, at, from_state, to_state, note) VALUES (?, ?, ?, ?, ?)").run(id, at, from, change.state, change.note ?? null);
       const write = toWrite(row);
+      if (audit) {
+        this.sql("INSERT INTO audit_events (workspace_id, at, actor, action, target, detail) SELECT workspace_id, ?, ?, ?, ?, ? FROM conversations WHERE id = ?")
+          .run(at, audit.actor, audit.action, id, audit.detail ? encode(audit.detail) : null, write.conversationId);
+      }
       return { write, appended: batch ? this.appendNow(write.conversationId, batch, at) : undefined };
     });
   }

@@ -8,43 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChannelCapabilities, Outbound } from "@caplo/shared";
 import { PostgresStore, SqliteStore, WriteBlockedError, type NewWrite, type Store } from "./index.ts";
 import { testPg } from "../../../tests/support/services.ts";
+import { eachStore } from "./testing/storeHarness.ts";
 import { sqliteSynchronous } from "./sqliteStore.ts";
 
 const capabilities: ChannelCapabilities = { editableFields: true, forms: true, questions: true, files: false, pages: false, richText: true };
-
-type Harness = { name: string; open: () => Promise<Store>; cleanup: () => Promise<void> };
-
-function sqliteHarness(): Harness {
-  const dir = mkdtempSync(join(tmpdir(), "caplo-store-"));
-  const path = join(dir, "caplo.db");
-  return {
-    name: "sqlite",
-    open: async () => {
-      const store = new SqliteStore(path);
-      await store.migrate();
-      return store;
-    },
-    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
-
-function postgresHarness(): Harness {
-  const schema = `caplo_test_${process.pid}_${randomBytes(4).toString("hex")}`;
-  const settings = { ...testPg(), schema };
-  return {
-    name: "postgres",
-    open: async () => {
-      const store = new PostgresStore(settings);
-      await store.migrate();
-      return store;
-    },
-    cleanup: async () => {
-      const store = new PostgresStore(settings);
-      await store.dropSchema();
-      await store.close();
-    },
-  };
-}
 
 let counter = 0;
 const uid = (prefix: string) => `${prefix}_${process.pid}_${++counter}_${randomBytes(3).toString("hex")}`;
@@ -73,7 +40,7 @@ function newWrite(conversationId: string, overrides: Partial<NewWrite> = {}): Ne
   };
 }
 
-describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (harness) => {
+describe.each(eachStore())("Store contract ($name)", (harness) => {
   let store: Store;
   let second: Store;
 
@@ -404,6 +371,34 @@ describe.each([sqliteHarness(), postgresHarness()])("Store contract ($name)", (h
     expect(await store.changeWrite(checked.id, { states: ["unknown"], checkCount: 1 }, { state: "applied" }, 7, announce)).toBeUndefined();
     expect(await store.listEvents(checked.conversationId, 0)).toEqual([]);
     expect((await store.changeWrite(checked.id, { states: ["unknown"], checkCount: 0 }, { state: "applied", checkCount: 1 }, 7))?.write).toMatchObject({ state: "applied", checkCount: 1 });
+  });
+
+  it("a change's audit entry lands with it, in its conversation's workspace: none when the compare-and-set is refused, no change when the entry cannot be stored", async () => {
+    await store.ensureWorkspace("acme", 1);
+    const c = await conversation({ workspaceId: "acme" });
+    const w = await store.insertWrite(newWrite(c.id));
+    await store.transitionWrite(w.id, { states: ["proposed"] }, { state: "unknown", followUp: true }, 6);
+    const audit = { actor: "ana", action: "follow_up.resolved", detail: { state: "applied", note: "checked" } };
+    const announce = { events: [text("Applied.")] };
+    const auditOf = async () => (await store.listAudit("acme", { limit: 100_000 })).filter((entry) => entry.target === w.id);
+    // The database refuses the audit entry: the change and its announcement are not made either.
+    await harness.sql(harness.name === "sqlite" ? "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, 'audit refused'); END" : "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$; CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit()");
+    try {
+      await expect(store.changeWrite(w.id, { states: ["unknown"] }, { state: "applied", followUp: false }, 7, announce, audit)).rejects.toThrow(/audit refused/);
+    } finally {
+      await harness.sql(harness.name === "sqlite" ? "DROP TRIGGER refuse_audit" : "DROP TRIGGER refuse_audit ON audit_events; DROP FUNCTION refuse_audit()");
+    }
+    expect(await store.getWrite(w.id)).toMatchObject({ state: "unknown", followUp: true });
+    expect(await store.listEvents(c.id, 0)).toEqual([]);
+    expect((await store.listTransitions(w.id)).map((t) => t.to)).toEqual(["proposed", "unknown"]);
+    expect(await auditOf()).toEqual([]);
+    // Refused by its compare-and-set: no entry.
+    expect(await store.changeWrite(w.id, { states: ["pending"] }, { state: "applied", followUp: false }, 7, announce, audit)).toBeUndefined();
+    expect(await auditOf()).toEqual([]);
+    // Landed: the entry is the conversation's workspace's, at the change's time, naming the write; none in another workspace.
+    expect((await second.changeWrite(w.id, { states: ["unknown"] }, { state: "applied", followUp: false }, 8, announce, audit))?.write.state).toBe("applied");
+    expect(await auditOf()).toEqual([{ id: expect.any(Number), workspaceId: "acme", at: 8, actor: "ana", action: "follow_up.resolved", target: w.id, detail: { state: "applied", note: "checked" } }]);
+    expect((await store.listAudit("default", { limit: 100_000 })).filter((entry) => entry.target === w.id)).toEqual([]);
   });
 
   it("a turn's last append finishes it in the same statement, only while it is still that turn owed by that node; a batch may hold only the finish", async () => {

@@ -137,6 +137,12 @@ export type StoredSecret = SecretMeta & { sealed: SealedValue };
 /** One recorded change (secrets, members, releases, follow-up outcomes): who did what, when, in which workspace. */
 export type AuditEntry = { workspaceId: string; at: number; actor: string; action: string; target: string; detail?: Record<string, unknown> };
 export type AuditEvent = AuditEntry & { id: number };
+/**
+ * The audit entry a write's change carries (a follow-up listed or resolved): stored in the change's own
+ * transaction, only if the change lands, in the write's conversation's workspace, at the change's time, with
+ * the write's id as its target.
+ */
+export type WriteAudit = Pick<AuditEntry, "actor" | "action" | "detail">;
 /** A team member as last recorded: the SHA-256 (hex) of their token, never the token. */
 export type RecordedMember = { workspaceId: string; name: string; tokenSha256: string; addedAt: number };
 
@@ -210,8 +216,9 @@ export interface Store {
   /**
    * transitionWrite and, only if it lands, an append to the write's conversation (what announces the change:
    * the outcome event, the note to the model) in ONE transaction: the change and its announcement are never apart.
+   * `audit`: the change's audit entry, in the same transaction (WriteAudit).
    */
-  changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch): Promise<ChangedWrite | undefined>;
+  changeWrite(id: string, expect: WriteExpectation, change: WriteChange, at: number, batch?: AppendBatch, audit?: WriteAudit): Promise<ChangedWrite | undefined>;
   listTransitions(writeId: string): Promise<WriteTransition[]>;
   /** Claim up to `limit` due status checks (pending/unknown, not follow-up, next check due, not leased). */
   claimDueChecks(now: number, leaseUntil: number, limit: number): Promise<WriteRecord[]>;
