@@ -4,9 +4,11 @@
 //   widget/dist/widget.js          → GET /widget.js           the loader, stable name (short cache, e.g. max-age=300)
 //   widget/dist/app.html           → GET /widget/app.html     the app page the loader frames (no-cache); the
 //                                                             loader adds ?agent=NAME&locale=…&color=…&origin=…,
-//                                                             so the gateway may set `frame-ancestors` per agent
-//   widget/dist/assets/app-*.js    → GET /widget/assets/…     hashed app script and CSS (immutable, max-age=1y)
-//   widget/dist/assets/app-*.css
+//                                                             so the gateway may set `frame-ancestors` per agent.
+//                                                             The app's whole stylesheet is inline in it (one
+//                                                             round trip less to a painted chat), allowed by its
+//                                                             hash in the page's CSP meta tag and nothing else
+//   widget/dist/assets/app-*.js    → GET /widget/assets/…     hashed app script (immutable, max-age=1y)
 //   widget/dist/**/*.br, *.gz                                  each file above precompressed (brotli 11, gzip 9);
 //                                                             the gateway sends one by Accept-Encoding, never by its own name
 // In short: `/widget.js` → dist/widget.js and `/widget/<path>` → dist/<path>. The app opens its
@@ -20,6 +22,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { brotliCompressSync, constants, gzipSync } from "node:zlib";
 import { build, defineConfig, type Plugin } from "vite";
+import { styleHash, widgetAppPolicy } from "../shared/src/widgetPage.ts";
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const outDir = here("./dist");
@@ -36,6 +39,35 @@ function precompress(dir: string): void {
     writeFileSync(`${path}.br`, brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } }));
     writeFileSync(`${path}.gz`, gzipSync(body, { level: 9 }));
   }
+}
+
+/**
+ * Puts the app's stylesheet inline in app.html (the CSS file is not emitted) and writes the page's CSP meta
+ * tag allowing exactly that style by its hash: the first paint needs no request after the page's own.
+ */
+function inlineStyle(): Plugin {
+  return {
+    name: "caplo-widget-inline-style",
+    apply: "build",
+    transformIndexHtml: {
+      order: "post",
+      handler(html, ctx) {
+        const styles: string[] = [];
+        const page = html.replace(/<link rel="stylesheet"[^>]*href="\/widget\/([^"]+\.css)"[^>]*>/g, (_, fileName: string) => {
+          const asset = ctx.bundle?.[fileName];
+          if (!asset || asset.type !== "asset") throw new Error(`inline style: ${fileName} is not in the bundle`);
+          const css = String(asset.source);
+          if (/<\/style/i.test(css)) throw new Error(`inline style: ${fileName} contains </style`);
+          delete ctx.bundle![fileName];
+          styles.push(css);
+          return `<style>${css}</style>`;
+        });
+        if (styles.length === 0) throw new Error("inline style: app.html links no stylesheet");
+        const meta = `<meta http-equiv="Content-Security-Policy" content="${widgetAppPolicy(styles.map(styleHash))}" />`;
+        return page.replace("<title>", `${meta}\n    <title>`);
+      },
+    },
+  };
 }
 
 /** After the app is built, builds the loader into the same folder as dist/widget.js, then precompresses both. */
@@ -69,7 +101,7 @@ export default defineConfig({
   base: "/widget/",
   logLevel: "warn",
   oxc: { jsx },
-  plugins: [loader()],
+  plugins: [inlineStyle(), loader()],
   build: {
     outDir,
     emptyOutDir: true,

@@ -1,5 +1,6 @@
 // The gateway with real `ws` clients: the protocol, the write policy over the wire, frame validation and
 // limits, origins, resume, static files, health, registered routes and the team API.
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +32,8 @@ afterEach(async () => {
 });
 
 const HS_SECRET = "a-test-identity-secret-of-at-least-32-bytes!!";
+/** The app page's inline style in the test's widget folder. */
+const APP_STYLE = "body{margin:0}\n";
 /** The rate limit's clock: real time, unless a test holds it still. */
 let rateClock: number | undefined;
 
@@ -38,7 +41,7 @@ beforeAll(async () => {
   const widgetDir = mkdtempSync(join(tmpdir(), "caplo-widget-"));
   mkdirSync(join(widgetDir, "assets"));
   writeFileSync(join(widgetDir, "widget.js"), "console.log('loader')");
-  writeFileSync(join(widgetDir, "app.html"), "<!doctype html><title>app</title>");
+  writeFileSync(join(widgetDir, "app.html"), `<!doctype html><title>app</title><style>${APP_STYLE}</style>`);
   writeFileSync(join(widgetDir, "assets", "app-1.js"), "export {}");
   const schemasDir = mkdtempSync(join(tmpdir(), "caplo-schemas-"));
   writeFileSync(join(schemasDir, "caplo.schema.json"), JSON.stringify({ $id: "https://docs.caplo.si/schemas/caplo.schema.json" }));
@@ -380,10 +383,12 @@ describe("origins", () => {
     await c.close();
     // Another host name for the same address is not the gateway's origin as the browser sees it.
     await expect(TestClient.open(stack.wsUrl, own.replace("127.0.0.1", "localhost"))).rejects.toThrow("HTTP 403");
+    // Strict: this host's script and socket only, the page's own inline style only (its hash), nothing else.
+    const strict = `default-src 'none'; script-src 'self'; style-src 'sha256-${createHash("sha256").update(APP_STYLE).digest("base64")}'; connect-src 'self'; img-src 'self' https: http://localhost:* http://127.0.0.1:*; frame-src https: http://localhost:* http://127.0.0.1:*; base-uri 'none'; form-action 'none'`;
     const page = await fetch(`${stack.base}/widget/app.html?agent=shop-agent`);
-    expect(page.headers.get("content-security-policy")).toBe(`frame-ancestors ${ORIGIN}`);
+    expect(page.headers.get("content-security-policy")).toBe(`${strict}; frame-ancestors ${ORIGIN}`);
     const unknown = await fetch(`${stack.base}/widget/app.html?agent=nobody`);
-    expect(unknown.headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
+    expect(unknown.headers.get("content-security-policy")).toBe(`${strict}; frame-ancestors 'none'`);
   });
 
   it("hello for an agent not embedded on this origin gets origin_not_allowed and the socket closes", async () => {

@@ -1,7 +1,10 @@
 // The loader fetches the app ahead of the click without costing the host page (issue #21), in real
 // Chromium: nothing of the app before the page's load event, the app fetched once the browser is idle
 // after it (or at once when the visitor points at the launcher), no socket before the visitor points at
-// the launcher and no hello (no conversation) before the visitor presses it; and the gateway's compressed responses decode to the built files' bytes.
+// the launcher and no hello (no conversation) before the visitor presses it; the gateway's compressed
+// responses decode to the built files' bytes; and the app's style, inline in its page, is the only style
+// its CSP lets it apply.
+import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import type { Browser, BrowserContext, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -67,7 +70,8 @@ describe("the loader fetches the app ahead of the click", () => {
     await app.locator("#caplo-input").waitFor({ state: "attached" });
     expect(await page.locator("iframe[title='Chat']").getAttribute("src")).toContain("preload=1");
     expect(appRequests.map((r) => new URL(r.url()).pathname)).toEqual(
-      expect.arrayContaining(["/widget/app.html", expect.stringMatching(/^\/widget\/assets\/app-.*\.js$/), expect.stringMatching(/^\/widget\/assets\/app-.*\.css$/)]),
+      // The page (with its style inline) and its script: nothing else.
+      ["/widget/app.html", expect.stringMatching(/^\/widget\/assets\/app-.*\.js$/)],
     );
     // The rendered app waits with no socket; pointing at the launcher opens one but says no hello (no conversation).
     await idlePassed(page);
@@ -121,7 +125,8 @@ describe("compressed widget files", () => {
     await page.goto(server.siteUrl);
     await page.getByRole("button", { name: "Open chat" }).click();
     await page.frameLocator("iframe[title='Chat']").getByText("Hi! I can look up your orders").waitFor();
-    await expect.poll(() => [...responses.keys()].filter((p) => p.startsWith("/widget/assets/")).length).toBe(2);
+    // The app's script; its style is inline in app.html.
+    await expect.poll(() => [...responses.keys()].filter((p) => p.startsWith("/widget/assets/")).length).toBe(1);
     const files = ["/widget.js", "/widget/app.html", ...[...responses.keys()].filter((p) => p.startsWith("/widget/assets/"))];
     for (const path of files) {
       const file = path === "/widget.js" ? "widget.js" : path.slice("/widget/".length);
@@ -132,6 +137,65 @@ describe("compressed widget files", () => {
       expect(got.body.equals(readFileSync(`${DIST}${file}`)), path).toBe(true);
       expect(got.encodedSize, path).toBe(statSync(`${DIST}${file}${got.encoding === "br" ? ".br" : ".gz"}`).size);
     }
+    await context.close();
+  });
+});
+
+describe("the app page's inline style and its CSP", () => {
+  test("the app renders with its inline style and no CSP violation; a style it does not hold, inline, in an attribute or from a file, is refused", async () => {
+    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    // Every frame records the CSP violations it sees.
+    await context.addInitScript(() => {
+      const w = window as unknown as { __violations: string[] };
+      w.__violations = [];
+      document.addEventListener("securitypolicyviolation", (e) => w.__violations.push(`${e.effectiveDirective} ${e.blockedURI}`));
+    });
+    const page = await context.newPage();
+    await page.route(`${server.siteUrl}/held.png`, (route) => route.fulfill({ status: 204 }));
+    const stylesheets: string[] = [];
+    page.on("request", (r) => {
+      if (r.resourceType() === "stylesheet") stylesheets.push(r.url());
+    });
+    const appPage = page.waitForResponse((r) => new URL(r.url()).pathname === "/widget/app.html");
+    await page.goto(server.siteUrl);
+    await page.getByRole("button", { name: "Open chat" }).click();
+    await page.frameLocator("iframe[title='Chat']").getByText("Hi! I can look up your orders").waitFor();
+    const frame = page.frames().find((f) => f.url().includes("/widget/app.html"))!;
+
+    // The header's policy is the page's meta policy plus frame-ancestors, and allows exactly its one style.
+    const header = (await (await appPage).allHeaders())["content-security-policy"]!;
+    const meta = await frame.evaluate(() => document.querySelector("meta[http-equiv=Content-Security-Policy]")!.getAttribute("content"));
+    expect(header).toBe(`${meta}; frame-ancestors ${server.siteUrl}`);
+    const style = await frame.evaluate(() => [...document.querySelectorAll("style")].map((s) => s.textContent!));
+    expect(style).toHaveLength(1);
+    expect(header).toContain(`style-src 'sha256-${createHash("sha256").update(style[0]!).digest("base64")}';`);
+    expect(stylesheets).toEqual([]);
+    // The style is applied: its rules are in force (the message box is laid out by them, not by the browser's defaults).
+    expect(await frame.evaluate(() => document.styleSheets[0]!.cssRules.length)).toBeGreaterThan(50);
+    expect(await frame.evaluate(() => getComputedStyle(document.getElementById("caplo-input")!).resize)).toBe("none");
+    expect(await frame.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([]);
+
+    // What an injection could add is refused: another inline style, a style attribute, a style file from this host.
+    const before = await frame.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const violations = await frame.evaluate(async () => {
+      const injected = document.createElement("style");
+      injected.textContent = "body{background:rgb(1, 2, 3)!important}";
+      document.head.appendChild(injected);
+      const div = document.createElement("div");
+      div.innerHTML = '<p style="color:rgb(1, 2, 3)">x</p>';
+      document.body.appendChild(div);
+      const link = document.createElement("link");
+      link.rel = "stylesheet";
+      link.href = "/widget/app.html";
+      document.head.appendChild(link);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const color = getComputedStyle(div.firstElementChild!).color;
+      div.remove();
+      return { color, list: (window as unknown as { __violations: string[] }).__violations };
+    });
+    expect(await frame.evaluate(() => getComputedStyle(document.body).backgroundColor)).toBe(before);
+    expect(violations.color).not.toBe("rgb(1, 2, 3)");
+    expect(violations.list).toEqual(expect.arrayContaining([expect.stringMatching(/^style-src-elem inline/), expect.stringMatching(/^style-src-attr inline/), expect.stringMatching(/^style-src-elem http:.*\/widget\/app\.html/)]));
     await context.close();
   });
 });

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { WebSocketServer, type WebSocket } from "ws";
 import { clientFrameSchema, serverFrameSchema, type ClientFrame, type ServerFrame } from "@caplo/shared/protocol";
 import type { Outbound, OutboundOf } from "@caplo/shared";
-import { serveFile, widgetCacheControl } from "../../server/src/gateway/staticFiles.ts";
+import { serveFile, widgetAppPageHeaders, widgetCacheControl } from "../../server/src/gateway/staticFiles.ts";
 
 export const DIST = fileURLToPath(new URL("../../widget/dist/", import.meta.url));
 
@@ -77,10 +77,10 @@ export async function startWidgetTestServer(options: { delayMs?: number; site?: 
   async function serveWidget(req: IncomingMessage, res: ServerResponse) {
     const path = new URL(req.url ?? "/", gatewayUrl).pathname;
     const file = path === "/widget.js" ? "widget.js" : path.startsWith("/widget/") ? path.slice("/widget/".length) : null;
-    // The gateway's own static file serving (compression, caching, validators); the app page's
-    // frame-ancestors as the gateway sends it: only the agent's sites may frame it.
-    const headers: Record<string, string> = file === "app.html" ? { "content-security-policy": `frame-ancestors ${siteUrl}` } : {};
-    if (file === null || !(await serveFile(req, res, DIST, file, widgetCacheControl(file), headers))) notFound(res);
+    // The gateway's own static file serving (compression, caching, validators) and the app page's CSP as
+    // the gateway sends it: its own inline style only, and only the agent's sites may frame it.
+    const headers = file === "app.html" ? await widgetAppPageHeaders(DIST, siteUrl) : {};
+    if (file === null || !headers || !(await serveFile(req, res, DIST, file, widgetCacheControl(file), headers))) notFound(res);
   }
 
   function serveSite(req: IncomingMessage, res: ServerResponse) {

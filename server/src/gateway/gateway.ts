@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type ConnectionLimits, type VerifyResult } from "./conn
 import { ownOrigins } from "./origins.ts";
 import { DEFAULT_HELLO_TIMEOUT_MS } from "./settings.ts";
 import { RouteTable, sendError, sendJson, type RouteHandler } from "./http.ts";
-import { serveFile, widgetCacheControl } from "./staticFiles.ts";
+import { serveFile, widgetAppPageHeaders, widgetCacheControl } from "./staticFiles.ts";
 import { registerTeamApi } from "./teamApi.ts";
 import type { EvalService } from "../eval/evalService.ts";
 import type { TeamMember } from "./teamMembers.ts";
@@ -309,8 +309,9 @@ export class Gateway {
           const relative = url.pathname.slice("/widget/".length);
           // The app page may be framed only by the sites its agent is embedded on (frame-ancestors), which is
           // what lets its WebSocket, opened from the gateway's own origin, be trusted for that agent.
-          const headers: Record<string, string> = relative === "app.html" ? { "content-security-policy": `frame-ancestors ${this.frameAncestors(url.searchParams.get("agent"))}` } : {};
-          if (await serveFile(req, res, widgetDir, relative, widgetCacheControl(relative), headers)) return;
+          // Its CSP also allows only the page's own inline style (by hash) and this host's script and socket.
+          const headers = relative === "app.html" ? await widgetAppPageHeaders(widgetDir, this.frameAncestors(url.searchParams.get("agent"))) : {};
+          if (headers && (await serveFile(req, res, widgetDir, relative, widgetCacheControl(relative), headers))) return;
         }
         if (url.pathname === "/console" || url.pathname.startsWith("/console/")) return await serveConsole(req, res, this.options.consoleDir ?? join(REPO_ROOT, "console", "dist"), url.pathname);
         if (url.pathname === "/docs" || url.pathname.startsWith("/docs/")) return await serveDocs(req, res, this.options.docsDir ?? join(REPO_ROOT, "dist", "docs-site"), url.pathname);

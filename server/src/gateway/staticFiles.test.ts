@@ -1,5 +1,7 @@
 // serveFile over real HTTP on loopback: the precompressed copies chosen by Accept-Encoding decode to the
-// file's own bytes, every variant says Vary and its own ETag and length, and validators answer 304.
+// file's own bytes, every variant says Vary and its own ETag and length, and validators answer 304; the app
+// page's CSP allows exactly the inline styles of the page served.
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -7,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveFile, widgetCacheControl } from "./staticFiles.ts";
+import { serveFile, widgetAppPageHeaders, widgetCacheControl } from "./staticFiles.ts";
 
 const body = Buffer.from(`console.log(${JSON.stringify("the app ".repeat(400))});`);
 let dir: string;
@@ -122,5 +124,36 @@ describe("serveFile", () => {
     expect(refused.status).toBe(406);
     expect(refused.headers.vary).toBe("Accept-Encoding");
     expect(JSON.parse(refused.bytes.toString()).error).toMatchObject({ code: "not_acceptable", path: "accept-encoding" });
+  });
+});
+
+describe("widgetAppPageHeaders", () => {
+  const sha = (text: string) => `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
+  const policy = (styleSrc: string, ancestors: string) =>
+    `default-src 'none'; script-src 'self'; style-src ${styleSrc}; connect-src 'self'; img-src 'self' https: http://localhost:* http://127.0.0.1:*; frame-src https: http://localhost:* http://127.0.0.1:*; base-uri 'none'; form-action 'none'; frame-ancestors ${ancestors}`;
+
+  it("allows exactly the page's own inline styles by hash (no style file, no unsafe-inline) and frames by the given sites only", async () => {
+    const pageDir = mkdtempSync(join(tmpdir(), "caplo-page-"));
+    try {
+      const first = "body{margin:0}\n";
+      const second = ".x{color:red}";
+      writeFileSync(join(pageDir, "app.html"), `<!doctype html><head><style>${first}</style><style>${second}</style></head><body></body>`);
+      const headers = await widgetAppPageHeaders(pageDir, "https://shop.example https://www.shop.example");
+      expect(headers).toEqual({ "content-security-policy": policy(`${sha(first)} ${sha(second)}`, "https://shop.example https://www.shop.example") });
+      // A new build of the page (another size and time) gets the new page's hash, not the cached one.
+      writeFileSync(join(pageDir, "app.html"), `<!doctype html><head><style>body{margin:1px}</style></head>`);
+      utimesSync(join(pageDir, "app.html"), new Date("2026-02-01T00:00:00Z"), new Date("2026-02-01T00:00:00Z"));
+      expect((await widgetAppPageHeaders(pageDir, "'none'"))!["content-security-policy"]).toBe(policy(sha("body{margin:1px}"), "'none'"));
+      // No inline style: no style at all.
+      writeFileSync(join(pageDir, "app.html"), "<!doctype html><title>app</title>");
+      utimesSync(join(pageDir, "app.html"), new Date("2026-03-01T00:00:00Z"), new Date("2026-03-01T00:00:00Z"));
+      expect((await widgetAppPageHeaders(pageDir, "'none'"))!["content-security-policy"]).toBe(policy("'none'", "'none'"));
+    } finally {
+      rmSync(pageDir, { recursive: true, force: true });
+    }
+  });
+
+  it("is undefined when the folder has no app page", async () => {
+    expect(await widgetAppPageHeaders(dir, "'none'")).toBeUndefined();
   });
 });

@@ -5,6 +5,7 @@ import { createReadStream, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { extname, resolve, sep } from "node:path";
+import { inlineStyles, styleHash, widgetAppPolicy } from "@caplo/shared/widgetPage";
 import { chooseEncoding, ENCODINGS } from "./contentEncoding.ts";
 import { sendError } from "./http.ts";
 
@@ -34,17 +35,38 @@ export function insideRoot(root: string, relative: string): string | undefined {
   return full.startsWith(base + sep) ? full : undefined;
 }
 
-/** A file's validators, by path, size and modification time: its content hash is read once per version. */
-const tags = new Map<string, { size: number; mtimeMs: number; etag: string }>();
+/**
+ * A value computed from a file's bytes, kept per path while its size and modification time stay the same:
+ * read once per version of the file.
+ */
+function perVersion<T>(compute: (bytes: Buffer) => T): (full: string, info: Stats) => Promise<T> {
+  const known = new Map<string, { size: number; mtimeMs: number; value: T }>();
+  return async (full, info) => {
+    const hit = known.get(full);
+    if (hit && hit.size === info.size && hit.mtimeMs === info.mtimeMs) return hit.value;
+    const value = compute(await readFile(full));
+    if (known.size > 2000) known.clear();
+    known.set(full, { size: info.size, mtimeMs: info.mtimeMs, value });
+    return value;
+  };
+}
 
-async function etagOf(full: string, info: Stats): Promise<string> {
-  const known = tags.get(full);
-  if (known && known.size === info.size && known.mtimeMs === info.mtimeMs) return known.etag;
-  // A hash of the bytes sent, so every node of a cluster gives the same file the same tag.
-  const etag = `"${createHash("sha256").update(await readFile(full)).digest("base64url").slice(0, 22)}"`;
-  if (tags.size > 2000) tags.clear();
-  tags.set(full, { size: info.size, mtimeMs: info.mtimeMs, etag });
-  return etag;
+/** A hash of the bytes sent, so every node of a cluster gives the same file the same tag. */
+const etagOf = perVersion((bytes) => `"${createHash("sha256").update(bytes).digest("base64url").slice(0, 22)}"`);
+
+/** The CSP hashes of a page's inline style elements. */
+const styleHashesOf = perVersion((bytes) => inlineStyles(bytes.toString("utf8")).map(styleHash));
+
+/**
+ * The widget app page's headers: its Content-Security-Policy allowing exactly the inline styles the page
+ * holds (by their hashes, computed from the file served), scripts and connections from this host only, and
+ * framing by `frameAncestors` only. Undefined when the page is not there.
+ */
+export async function widgetAppPageHeaders(root: string, frameAncestors: string): Promise<Record<string, string> | undefined> {
+  const full = insideRoot(root, "app.html");
+  const info = full ? await fileInfo(full) : undefined;
+  if (!full || !info) return undefined;
+  return { "content-security-policy": widgetAppPolicy(await styleHashesOf(full, info), frameAncestors) };
 }
 
 /** Whether If-None-Match names `etag` (weak comparison, RFC 9110 §13.1.2) or is `*`. */
