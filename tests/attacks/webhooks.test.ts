@@ -1,0 +1,196 @@
+// The channel webhooks against senders who are not the platform (tests/attacks/README.md): a Twilio request
+// signed for another URL, a Meta payload signed with another app's secret or meant for the other endpoint, a
+// redelivery of one message id with another body, bodies over the limit on every platform, wrong content
+// types, and a Confirm button of one customer's proposal tapped from another number. Each bench is the real
+// channel glue and engine mounted on the real gateway (registerChannelRoutes), with the platforms faked on
+// loopback; what the inbox and the shop hold is checked after each attack.
+import { request as httpRequest } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { metaSigned, twilioSignature } from "@caplo/adapters/testkit";
+import type { Platform } from "../../server/src/channels/ports.ts";
+import { registerChannelRoutes, WEBHOOK_BODY_MAX } from "../../server/src/channels/routes.ts";
+import { StaticReleases } from "../../server/src/engine/release.ts";
+import { Gateway } from "../../server/src/gateway/gateway.ts";
+import { CANCEL } from "../engine/support/harness.ts";
+import { ORDERS } from "../engine/support/shopTools.ts";
+import { channelBench, type Bench } from "../channels/support.ts";
+
+const RULES = [
+  { when: /cancel/i, replies: [{ text: "Here is what I will do.", toolCalls: [CANCEL(ORDERS.applied)] }] },
+  { when: /hello/i, replies: [{ text: "Hello there." }] },
+];
+const PUBLIC_URL = "https://shop.example/caplo/webhooks/whatsapp";
+
+type Mounted = { bench: Bench; gateway: Gateway; base: string };
+const mounted = new Map<Platform, Mounted>();
+beforeAll(async () => {
+  for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
+    const bench = await channelBench({ platform, rules: RULES });
+    const gateway = new Gateway({ engine: bench.h.engine, releases: new StaticReleases([bench.h.release]) });
+    registerChannelRoutes(gateway, bench.service, [platform]);
+    const { port } = await gateway.listen(0, "127.0.0.1");
+    mounted.set(platform, { bench, gateway, base: `http://127.0.0.1:${port}` });
+  }
+});
+afterAll(async () => {
+  for (const { bench, gateway } of mounted.values()) {
+    await gateway.close();
+    await bench.close();
+  }
+});
+
+/** A POST through the gateway, by node:http so a reset connection shows as `error` rather than a status. */
+function post(platform: Platform, body: Buffer, headers: Record<string, string>): Promise<{ status: number; body: string; error?: string }> {
+  const { base } = mounted.get(platform)!;
+  return new Promise((resolve) => {
+    const req = httpRequest(`${base}/webhooks/${platform}`, { method: "POST", headers: { ...headers, "content-length": String(body.length) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+    });
+    req.on("error", (error: NodeJS.ErrnoException) => resolve({ status: 0, body: "", error: error.code ?? error.message }));
+    req.end(body);
+  });
+}
+const errorOf = (answer: { body: string }) => (JSON.parse(answer.body) as { error: { code: string; path: string } }).error;
+const benchOf = (platform: Platform) => mounted.get(platform)!.bench;
+const twilioHeaders = (raw: Buffer, url: string, token = benchOf("whatsapp").twilio!.authToken) => ({
+  "content-type": "application/x-www-form-urlencoded",
+  "x-twilio-signature": twilioSignature(raw, url, token),
+});
+
+describe("Twilio: a signature over anything but the public webhook URL and this body", () => {
+  const elsewhere = [
+    ["the Messenger webhook's URL", "https://shop.example/caplo/webhooks/messenger"],
+    ["the same path over http", "http://shop.example/caplo/webhooks/whatsapp"],
+    ["another host", "https://evil.example/caplo/webhooks/whatsapp"],
+    ["a status callback URL under it", `${PUBLIC_URL}/status?part=0`],
+    ["the URL with a query the request does not carry", `${PUBLIC_URL}?extra=1`],
+    ["the URL with a trailing slash", `${PUBLIC_URL}/`],
+  ];
+  it.each(elsewhere)("signed over %s: 403 signature_invalid, nothing stored", async (_what, url) => {
+    const bench = benchOf("whatsapp");
+    const raw = bench.body({ text: "hello" });
+    const answer = await post("whatsapp", raw, twilioHeaders(raw, url));
+    expect(answer.status).toBe(403);
+    expect(errorOf(answer)).toMatchObject({ code: "signature_invalid", path: "headers.x-twilio-signature" });
+    expect(await bench.store.listInbound()).toEqual([]);
+  });
+
+  it("signed with another account's auth token, or over this URL with one parameter changed after signing: 403", async () => {
+    const bench = benchOf("whatsapp");
+    const raw = bench.body({ text: "hello" });
+    expect((await post("whatsapp", raw, twilioHeaders(raw, PUBLIC_URL, "f".repeat(32)))).status).toBe(403);
+    const signed = twilioHeaders(raw, PUBLIC_URL);
+    const changed = Buffer.from(raw.toString().replace("From=whatsapp%3A%2B38640111222", "From=whatsapp%3A%2B38640999999"));
+    expect(changed.equals(raw)).toBe(false);
+    expect((await post("whatsapp", changed, signed)).status).toBe(403);
+    const added = Buffer.from(`${raw.toString()}&ButtonPayload=c1.AAAAAAAAAAAAAAAAAAAAAA`);
+    expect((await post("whatsapp", added, signed)).status).toBe(403);
+    expect(await bench.store.listInbound()).toEqual([]);
+  });
+});
+
+describe("Meta: a payload signed with another app's secret, or meant for the other endpoint", () => {
+  it.each(["messenger", "instagram"] as const)("%s: signed with another app's secret, or the signature of another body: 403, nothing stored", async (platform) => {
+    const bench = benchOf(platform);
+    const raw = bench.body({ text: "hello" });
+    const other = metaSigned(raw, "/", "another-apps-secret-of-32-characters").headers as Record<string, string>;
+    expect((await post(platform, raw, other)).status).toBe(403);
+    const signedOther = metaSigned(bench.body({ text: "hello, a different body" })).headers as Record<string, string>;
+    expect((await post(platform, raw, signedOther)).status).toBe(403);
+    // The signature's hex in capitals, or sha1 instead of sha256, is no more than it says.
+    const sha1 = { ...(metaSigned(raw).headers as Record<string, string>) };
+    sha1["x-hub-signature-256"] = sha1["x-hub-signature-256"]!.replace("sha256=", "sha1=");
+    expect((await post(platform, raw, sha1)).status).toBe(403);
+    expect(await bench.store.listInbound()).toEqual([]);
+  });
+
+  it("a Messenger page payload signed with the shared app secret but posted to the Instagram endpoint (and the reverse) is 400 at object, nothing stored", async () => {
+    const page = benchOf("messenger").body({ text: "hello" });
+    const instagram = benchOf("instagram").body({ text: "hello" });
+    const toInstagram = await post("instagram", page, metaSigned(page).headers as Record<string, string>);
+    expect(toInstagram.status).toBe(400);
+    expect(errorOf(toInstagram)).toMatchObject({ code: "body_invalid", path: "object" });
+    const toMessenger = await post("messenger", instagram, metaSigned(instagram).headers as Record<string, string>);
+    expect(toMessenger.status).toBe(400);
+    expect(await benchOf("instagram").store.listInbound()).toEqual([]);
+    expect(await benchOf("messenger").store.listInbound()).toEqual([]);
+  });
+});
+
+describe("bodies and content types", () => {
+  it.each(["whatsapp", "messenger", "instagram"] as const)("%s: one byte over the limit is 413 body_too_large before any signature is read; at the limit it is judged (403)", async (platform) => {
+    const over = await post(platform, Buffer.alloc(WEBHOOK_BODY_MAX + 1, 0x20), { "content-type": "application/json" });
+    expect(over.status).toBe(413);
+    expect(errorOf(over)).toEqual({ code: "body_too_large", path: "body", message: `A webhook body is at most ${WEBHOOK_BODY_MAX} bytes.` });
+    const at = await post(platform, Buffer.alloc(WEBHOOK_BODY_MAX, 0x20), { "content-type": "application/json" });
+    expect(at.status).toBe(403);
+    expect(await benchOf(platform).store.listInbound()).toEqual([]);
+  });
+
+  it("unsigned bodies of any content type are 403 before they are parsed; a signed Twilio body not declared as a form is 400 at the header; a signed Meta body is judged by its bytes", async () => {
+    for (const platform of ["whatsapp", "messenger", "instagram"] as const) {
+      for (const type of ["text/plain", "multipart/form-data; boundary=x", "application/xml", "application/json"]) {
+        expect((await post(platform, Buffer.from('{"object":"page"}'), { "content-type": type })).status, `${platform} ${type}`).toBe(403);
+      }
+    }
+    const whatsapp = benchOf("whatsapp");
+    const form = whatsapp.body({ text: "hello" });
+    for (const type of ["application/json", "text/plain", "multipart/form-data; boundary=x"]) {
+      const answer = await post("whatsapp", form, { ...twilioHeaders(form, PUBLIC_URL), "content-type": type });
+      expect(answer.status, type).toBe(400);
+      expect(errorOf(answer)).toMatchObject({ code: "body_invalid", path: "headers.content-type" });
+    }
+    // JSON bytes signed by Twilio's scheme and declared as a form are not a Twilio message: 400.
+    const notForm = Buffer.from(JSON.stringify({ MessageSid: "SM1", From: "whatsapp:+1", Body: "hi" }));
+    expect((await post("whatsapp", notForm, twilioHeaders(notForm, PUBLIC_URL))).status).toBe(400);
+    expect(await whatsapp.store.listInbound()).toEqual([]);
+    // Meta signs the JSON bytes it sends; a signed body declared otherwise is still those bytes, parsed once.
+    const messenger = benchOf("messenger");
+    const json = messenger.body({ text: "hello" });
+    expect((await post("messenger", json, { ...(metaSigned(json).headers as Record<string, string>), "content-type": "application/x-www-form-urlencoded" })).status).toBe(200);
+    await messenger.waitFor(async () => (await messenger.store.listInbound()).length === 1, "the JSON message stored");
+  });
+});
+
+describe("replays and foreign taps", () => {
+  it("WhatsApp: one MessageSid delivered again with another body (signed) is kept once, as first received; the customer gets one reply", async () => {
+    const bench = benchOf("whatsapp");
+    const id = "a".repeat(32);
+    const first = bench.body({ id, text: "hello" });
+    const second = bench.body({ id, text: "cancel my order" });
+    expect((await post("whatsapp", first, twilioHeaders(first, PUBLIC_URL))).status).toBe(200);
+    expect((await post("whatsapp", second, twilioHeaders(second, PUBLIC_URL))).status).toBe(200);
+    await bench.service.idle();
+    await bench.h.engine.idle();
+    const rows = (await bench.store.listInbound()).filter((row) => row.messageId === `SM${id}`);
+    expect(rows).toHaveLength(1);
+    expect(JSON.parse(rows[0]!.event)).toMatchObject({ text: "hello" });
+    await bench.waitFor(() => bench.received().some((m) => m.text === "Hello there."), "the reply");
+    expect(bench.received().filter((m) => m.text === "Hello there.")).toHaveLength(1);
+    expect(bench.received().filter((m) => m.taps.some((t) => t.title === "Confirm"))).toEqual([]);
+  });
+
+  it("WhatsApp: another number tapping this customer's Confirm (its payload copied) is told it is not theirs; nothing runs; the owner's tap then runs it once", async () => {
+    const bench = benchOf("whatsapp");
+    await bench.say("cancel my order");
+    const review = await bench.waitFor(() => bench.received().find((m) => m.taps.some((t) => t.title === "Confirm")), "the review");
+    const confirm = review.taps.find((t) => t.title === "Confirm")!;
+    const stranger = "whatsapp:+38640999999";
+    const form = new URLSearchParams(bench.body({ payload: confirm.payload, title: "Confirm" }).toString());
+    form.set("From", stranger);
+    form.set("WaId", "38640999999");
+    const raw = Buffer.from(form.toString());
+    expect((await post("whatsapp", raw, twilioHeaders(raw, PUBLIC_URL))).status).toBe(200);
+    await bench.waitFor(() => bench.twilio!.sent.some((m) => m.to === stranger && (m.body ?? "").includes("does not belong to this conversation")), "the stranger told");
+    await bench.service.idle();
+    await bench.h.engine.idle();
+    expect(bench.h.backend.invocations.filter((call) => call.tool === "cancel_order")).toEqual([]);
+    await bench.tap("Confirm");
+    await bench.waitFor(() => bench.h.backend.invocations.some((call) => call.tool === "cancel_order"), "the owner's confirm");
+    await bench.service.idle();
+    await bench.h.engine.idle();
+    expect(bench.h.backend.invocations.filter((call) => call.tool === "cancel_order")).toHaveLength(1);
+  });
+});
