@@ -39,3 +39,32 @@ describe("secret redaction", () => {
     expect(out).toContain("withheld");
   });
 });
+
+describe("the secret as code spells it by accident", () => {
+  const secret = 'sk_live/Ab+cd=ef"gh 42xyZé';
+  const redact = makeRedactor({ SHOP_API_KEY: secret });
+  const basic = (user: string) => Buffer.from(`${user}:${secret}`).toString("base64");
+
+  it.each([
+    ["in a query string (encodeURIComponent)", `https://api.example/x?key=${encodeURIComponent(secret)}&page=1`],
+    ["in a form (URLSearchParams: a space as +)", `body ${new URLSearchParams({ key: secret })}`],
+    ["percent-encoded in lower case", `?key=${encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase())}`],
+    ["in JSON text", `sent ${JSON.stringify({ apiKey: secret })}`],
+    ["in JSON text with every character escaped as \\u", `"${[...secret].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("")}"`],
+    ["as base64", `token ${Buffer.from(secret).toString("base64")}`],
+    ["as base64url", `token ${Buffer.from(secret).toString("base64url")}`],
+    ["in a Basic header after a user name of 1 byte", `Basic ${basic("u")}`],
+    ["in a Basic header after a user name of 2 bytes", `Basic ${basic("us")}`],
+    ["in a Basic header after a user name of 3 bytes", `Basic ${basic("usr")}`],
+    ["after a prefix, in base64url", `state=${Buffer.from(`v1.${secret}`).toString("base64url")}`],
+  ])("%s: replaced, and nothing the secret's bytes decide is left", (_what, text) => {
+    const out = redact(text);
+    expect(out).toContain("[secret:SHOP_API_KEY]");
+    for (const piece of ["sk_live", "42xyZ", "c2tfbGl2", "NDJ4eV"]) expect(out).not.toContain(piece);
+  });
+
+  it("ordinary text, other base64 and a value that only looks alike are left as they are", () => {
+    const text = `sk_live/Ab+cd=ef"gh 42xyz is another key; ${Buffer.from("another value entirely").toString("base64")}`;
+    expect(redact(text)).toBe(text);
+  });
+});

@@ -1,28 +1,77 @@
 // Keeps secret values out of everything the runner hands on: model text, structured results and log
-// lines. Any occurrence of a secret's value (of 4 characters or more) is replaced by [secret:NAME].
+// lines. Any occurrence of a secret's value (of 4 characters or more) is replaced by [secret:NAME], and so
+// is the value as code spells it by accident: percent-encoded in a URL or a form (encodeURIComponent,
+// URLSearchParams, either hex case), escaped in JSON text, or base64 (a Basic authorization header, a token
+// or state parameter), whatever bytes stand before it. A package that means to leak its secret can still
+// spell it some other way; these are the spellings careless code writes into a log line or an error.
 const MIN_SECRET_LENGTH = 4;
+/** A base64 run shorter than this is not looked for: it would match ordinary text by chance. */
+const BASE64_FRAGMENT_MIN = 6;
 
 export type Redactor = <T>(value: T) => T;
+
+const hexAnyCase = (value: number, digits: number) =>
+  value
+    .toString(16)
+    .padStart(digits, "0")
+    .replace(/[a-f]/g, (letter) => `[${letter}${letter.toUpperCase()}]`);
+const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '\\\\"', "\\": "\\\\\\\\", "/": "\\\\/", "\b": "\\\\b", "\f": "\\\\f", "\n": "\\\\n", "\r": "\\\\r", "\t": "\\\\t" };
+
+/** The ways one character of a secret may be written: as itself, percent-encoded, JSON-escaped, a space as +. */
+function characterPattern(char: string): string {
+  const alternatives = new Set<string>([char.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")]);
+  alternatives.add([...Buffer.from(char, "utf8")].map((byte) => `%${hexAnyCase(byte, 2)}`).join(""));
+  alternatives.add(Array.from({ length: char.length }, (_, at) => `\\\\u${hexAnyCase(char.charCodeAt(at), 4)}`).join(""));
+  const short = JSON_SHORT_ESCAPES[char];
+  if (short) alternatives.add(short);
+  if (char === " ") alternatives.add("\\+");
+  return `(?:${[...alternatives].join("|")})`;
+}
+
+/** The secret in plain text, in a URL or form, or in JSON text, in any mix of those spellings (a regex source). */
+function spellingPattern(secret: string): string {
+  return [...secret].map(characterPattern).join("");
+}
+
+/**
+ * The secret's base64 (and base64url) as it appears after 0, 1 or 2 other bytes: the characters that only
+ * the secret's bytes decide. `user:secret` in a Basic header puts the secret at any of the three offsets.
+ */
+function base64Fragments(secret: string): string[] {
+  const bytes = Buffer.from(secret, "utf8");
+  const fragments = new Set<string>();
+  for (let before = 0; before < 3; before++) {
+    const encoded = Buffer.concat([Buffer.alloc(before), bytes]);
+    const start = Math.ceil((8 * before) / 6);
+    const end = Math.floor((8 * (before + bytes.length)) / 6);
+    for (const alphabet of ["base64", "base64url"] as const) {
+      const fragment = encoded.toString(alphabet).slice(start, end);
+      if (fragment.length >= BASE64_FRAGMENT_MIN) fragments.add(fragment);
+    }
+  }
+  return [...fragments].sort((a, b) => b.length - a.length);
+}
 
 export function makeRedactor(secrets: Record<string, string>): Redactor {
   const entries = Object.entries(secrets)
     .filter(([, value]) => value.length >= MIN_SECRET_LENGTH)
     .sort(([, a], [, b]) => b.length - a.length);
-  const redactText = (text: string): string => {
-    let out = text;
-    for (const [name, value] of entries) out = out.split(value).join(`[secret:${name}]`);
-    return out;
-  };
-  // Deeper than the walk goes, the rest is redacted as JSON text: a secret as it appears there (JSON
-  // escapes quotes, backslashes and control characters), then parsed back; if that cannot be parsed,
-  // the whole rest is withheld. Never returned as it came.
-  const escapedEntries = entries.map(([name, value]) => [name, JSON.stringify(value).slice(1, -1)] as const);
+  // One pass per string: every spelling of every secret in one alternation, longest secret first, each its
+  // own group so the match says whose marker replaces it.
+  const alternatives = entries.flatMap(([name, value]) => [
+    { marker: `[secret:${name}]`, source: spellingPattern(value) },
+    ...base64Fragments(value).map((fragment) => ({ marker: `[secret:${name}]`, source: fragment.replace(/[+/]/g, "\\$&") })),
+  ]);
+  const pattern = new RegExp(alternatives.map(({ source }) => `(${source})`).join("|"), "g");
+  const redactText = (text: string): string =>
+    text.replace(pattern, (...groups: unknown[]) => alternatives[groups.slice(1, alternatives.length + 1).findIndex((group) => group !== undefined)]!.marker);
+  // Deeper than the walk goes, the rest is redacted as JSON text (a secret as JSON escapes it is one of the
+  // spellings), then parsed back; if that cannot be parsed, the whole rest is withheld. Never returned as it came.
   const redactDeep = (value: unknown): unknown => {
     try {
-      let text = JSON.stringify(value);
+      const text = JSON.stringify(value);
       if (text === undefined) return value;
-      for (const [name, escaped] of escapedEntries) text = text.split(escaped).join(`[secret:${name}]`);
-      return JSON.parse(text);
+      return JSON.parse(redactText(text));
     } catch {
       return "[withheld: too deeply nested to check for secrets]";
     }
