@@ -6,7 +6,6 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FileReleaseStore } from "../../server/src/agents/index.ts";
 import { buildPackage } from "../../server/src/build/index.ts";
@@ -14,7 +13,7 @@ import { runPublish } from "../../server/src/cli/agent.ts";
 import { parseServeArgs, startServe } from "../../server/src/cli/serve.ts";
 import { run as toolTest } from "../../server/src/cli/tool-test.ts";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
-import { TEST_DATABASE_URL, testDatabaseUrl } from "../support/services.ts";
+import { createTestDatabase } from "../support/testDatabase.ts";
 
 const root = mkdtempSync(join(tmpdir(), "caplo-frozen-release-"));
 const pkgDir = join(root, "which");
@@ -158,18 +157,9 @@ describe("a release runs exactly the code it was published with", () => {
         db = join(root, `serve-${kind}`, "caplo.db");
         return;
       }
-      const name = `caplo_frozen_${process.pid}_${Date.now()}`;
-      const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-      await admin.connect();
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.end();
-      db = testDatabaseUrl(name);
-      drop = async () => {
-        const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await client.connect();
-        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await client.end();
-      };
+      const database = await createTestDatabase("caplo_frozen");
+      db = database.url;
+      drop = database.drop;
     });
     afterAll(async () => drop?.());
 

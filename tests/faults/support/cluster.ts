@@ -3,19 +3,19 @@
 // own, the fault fixture packages built and published as one agent, and a shop that counts applications
 // by idempotency key.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import pg from "pg";
 import { packageVersionSchema, parseAgentConfig, type PackageVersion } from "@caplo/shared";
 import { createRelease } from "../../../server/src/agents/release.ts";
 import { FileReleaseStore } from "../../../server/src/agents/releaseStore.ts";
 import { buildPackage } from "../../../server/src/build/index.ts";
 import type { ScriptedRule } from "../../../server/src/model/scripted.ts";
 import { TEST_DATABASE_URL } from "../../support/services.ts";
+import { createTestDatabase } from "../../support/testDatabase.ts";
 
 export const ROOT = join(import.meta.dirname, "..", "..", "..");
 export const ORIGIN = "https://faults.example";
@@ -92,24 +92,8 @@ export async function publishAgent(dir: string): Promise<{ releasesDir: string; 
 }
 
 /** A database of the test's own on the machine's PostgreSQL (or another server), dropped at the end. */
-export async function createDatabase(adminUrl = ADMIN_URL): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
-  const name = `caplo_faults_${randomBytes(5).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    name,
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
-      await client.end();
-    },
-  };
+export function createDatabase(adminUrl = ADMIN_URL): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  return createTestDatabase("caplo_faults", adminUrl);
 }
 
 /**
