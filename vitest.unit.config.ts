@@ -7,7 +7,8 @@ import { defineConfig } from "vitest/config";
 /** Tests beside the code that start PostgreSQL clients, Node 24 packages, Vite builds or Chromium. */
 const NEEDS_SERVICES = [
   "server/src/cluster/**", // PostgreSQL
-  "server/src/store/store.contract.test.ts", // PostgreSQL
+  "server/src/store/*.contract.test.ts", // PostgreSQL (each port's contract runs on both stores)
+  "server/src/store/postgresStore.test.ts", // PostgreSQL
   "server/src/bus/redisBus.test.ts", // Redis
   "server/src/build/buildPackage.test.ts", // lists tools through Node 24
   "server/src/cli/tool-init.test.ts", // runs the written packages on Node 24

@@ -2,9 +2,8 @@
 // listed without values, versioned, audited, read by another node's store at its next call, rotated to a
 // new key in one transaction; a missing or wrong key is a coded refusal.
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Store } from "../store/index.ts";
-import { eachStore } from "../store/testing/storeHarness.ts";
+import { describe, expect, it } from "vitest";
+import { describeEachStore } from "../store/testing/storeHarness.ts";
 import { openSecret, readSecretKeys, sealSecret, type SecretKeyring } from "./secretBox.ts";
 import { WorkspaceSecrets } from "./workspaceSecrets.ts";
 
@@ -48,19 +47,8 @@ describe("secret keys and sealing", () => {
   });
 });
 
-describe.each(eachStore("caplo_secrets"))("workspace secrets ($name)", (harness) => {
-  let node1: Store;
-  let node2: Store;
+describeEachStore("workspace secrets", ({ store: node1, second: node2, sql }) => {
   const key = keyText();
-  beforeAll(async () => {
-    node1 = await harness.open();
-    node2 = await harness.open();
-  });
-  afterAll(async () => {
-    await node1?.close();
-    await node2?.close();
-    await harness.cleanup();
-  });
 
   it("set, list, read on another node at its next call, remove; versions count on; every change audited without its value", async () => {
     const ops = new WorkspaceSecrets({ store: node1, keyring: keyring(key) });
@@ -73,7 +61,7 @@ describe.each(eachStore("caplo_secrets"))("workspace secrets ($name)", (harness)
     const listed = await ops.list("acme");
     expect(listed.ok && listed.value).toEqual([{ workspaceId: "acme", name: "SHOP_API_KEY", version: 2, updatedAt: expect.any(Number), updatedBy: "cli:ben@host" }]);
     expect(JSON.stringify(listed)).not.toContain("sk_live");
-    const rows = await harness.sql("SELECT * FROM workspace_secrets");
+    const rows = await sql("SELECT * FROM workspace_secrets");
     expect(rows.length).toBeGreaterThan(0);
     expect(JSON.stringify(rows.map((row) => ({ ...row, ciphertext: Buffer.from(row.ciphertext as Buffer).toString("latin1") })))).not.toContain("sk_live_two");
     expect(await ops.remove("acme", "SHOP_API_KEY", "cli:ana@host")).toEqual({ ok: true, value: true });

@@ -297,8 +297,9 @@ export interface Store {
 
 // The store's narrow ports: what each part that keeps state needs of it, so a part names only its own
 // (HandoffDelivery the handoff outbox, FileRetention the files, ProposalSweep the write ledger). Both
-// stores implement every port by implementing Store; store.contract.test.ts runs the Store's contract
-// (so every port's methods) on SQLite and on PostgreSQL. Not yet: a contract suite of its own per port.
+// stores implement every port by implementing Store. Each port has a contract suite of its own, run on
+// SQLite and on PostgreSQL by testing/storeHarness.ts (conversationLog, writeLedger, files, handoffOutbox and
+// inboundEvents .contract.test.ts); store.contract.test.ts holds what belongs to no one port.
 
 /** The conversation log: conversations, their customer-visible events and transcript, and the turns they owe. */
 export type ConversationLogPort = Pick<
