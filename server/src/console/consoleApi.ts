@@ -137,7 +137,7 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
       req.resume();
       return sendError(res, 403, { code: "origin_refused", path: "origin", message: "sign in from the console on this server" });
     }
-    const allowed = sessions.attempt(options.address(req));
+    const allowed = await sessions.attempt(options.address(req));
     if (!allowed.ok) {
       req.resume();
       return sendError(res, 429, { code: "sign_in_rate_limited", path: "", message: `too many sign-in attempts: wait ${allowed.retryAfterSeconds} s and try again` }, { "retry-after": String(allowed.retryAfterSeconds) });

@@ -3,6 +3,7 @@
 // the page. Sessions live in the store (any node checks any session), by the SHA-256 of the cookie's random id
 // (the database holds no usable cookie), and end after CONSOLE_IDLE_MS without a request, or at sign-out.
 // Every change made with a session needs its CSRF token in a header and an Origin of this server's own.
+// Sign-in attempts per client address are counted in the store too, so their limit holds across nodes.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { ConsoleSession, ConsoleSessionStore } from "../store/store.ts";
@@ -39,8 +40,6 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 export class ConsoleSessions {
-  private readonly attempts = new Map<string, { count: number; since: number }>();
-
   private readonly store: ConsoleSessionStore;
   private readonly options: { idleMs?: number; now?: () => number };
 
@@ -57,16 +56,15 @@ export class ConsoleSessions {
     return this.options.idleMs ?? CONSOLE_IDLE_MS;
   }
 
-  /** Counts a sign-in attempt from an address; false when it is over the limit (answer 429), with the seconds to wait. */
-  attempt(address: string): { ok: true } | { ok: false; retryAfterSeconds: number } {
+  /**
+   * Counts a sign-in attempt from an address; refused when it is over the limit (answer 429), with the seconds to
+   * wait. The count is kept in the store (by the address's SHA-256), so the limit holds across every node.
+   */
+  async attempt(address: string): Promise<{ ok: true } | { ok: false; retryAfterSeconds: number }> {
     const now = this.now();
-    const seen = this.attempts.get(address);
-    if (!seen || now - seen.since >= SIGN_IN_WINDOW_MS) {
-      this.attempts.set(address, { count: 1, since: now });
-      if (this.attempts.size > 10_000) for (const [key, value] of this.attempts) if (now - value.since >= SIGN_IN_WINDOW_MS) this.attempts.delete(key);
-      return { ok: true };
-    }
-    seen.count++;
+    const seen = await this.store.countSignInAttempt(sha256(address), now, SIGN_IN_WINDOW_MS);
+    // Now and then, forget addresses whose window has ended.
+    if (Math.random() < 0.05) await this.store.pruneSignInAttempts(now - SIGN_IN_WINDOW_MS);
     if (seen.count > SIGN_IN_ATTEMPTS_MAX) return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((seen.since + SIGN_IN_WINDOW_MS - now) / 1000)) };
     return { ok: true };
   }

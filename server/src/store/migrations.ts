@@ -230,6 +230,19 @@ CREATE TABLE event_ratings (
 );
 `;
 
+/**
+ * The console's sign-in attempts per client address (by its SHA-256, console/sessions.ts), counted in the store
+ * so the limit holds across every node behind a load balancer: one row per address and window.
+ */
+const signInAttempts = (bigint: string) => `
+CREATE TABLE sign_in_attempts (
+  address_hash TEXT PRIMARY KEY,
+  since ${bigint} NOT NULL,
+  count INTEGER NOT NULL
+);
+CREATE INDEX sign_in_attempts_since ON sign_in_attempts (since);
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
@@ -240,6 +253,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 7, name: "workspaces, workspace secrets, team members, audit", sql: workspaces("BLOB", "INTEGER", "TEXT", "") },
   { version: 8, name: "console sessions and team notes", sql: consoleTables("INTEGER") },
   { version: 9, name: "ratings of the agent's replies", sql: eventRatings("INTEGER") },
+  { version: 10, name: "console sign-in attempts per address", sql: signInAttempts("INTEGER") },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
@@ -251,4 +265,5 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 7, name: "workspaces, workspace secrets, team members, audit", sql: workspaces("BYTEA", "BIGINT", "JSONB", " REFERENCES workspaces (id)") },
   { version: 8, name: "console sessions and team notes", sql: consoleTables("BIGINT") },
   { version: 9, name: "ratings of the agent's replies", sql: eventRatings("BIGINT") },
+  { version: 10, name: "console sign-in attempts per address", sql: signInAttempts("BIGINT") },
 ];

@@ -5,7 +5,7 @@ import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, Rating } 
 import type { ModelMessage } from "../model/model.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
+import { SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import { memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
   AuditEntry,
@@ -30,6 +30,7 @@ import type {
   ProposedWrite,
   EventRating,
   RatingCounts,
+  SignInCount,
   Store,
   StoredEvent,
   TranscriptEntry,
@@ -572,6 +573,15 @@ export class PostgresStore implements Store {
 
   async pruneConsoleSessions(before: number): Promise<number> {
     return (await this.q("DELETE FROM console_sessions WHERE last_seen_at < $1 RETURNING id_hash", [before])).length;
+  }
+
+  async countSignInAttempt(addressHash: string, at: number, windowMs: number): Promise<SignInCount> {
+    const [row] = await this.q(SIGN_IN_COUNT_SQL, [addressHash, at, at - windowMs, at - windowMs, at]);
+    return { count: Number(row!.count), since: Number(row!.since) };
+  }
+
+  async pruneSignInAttempts(before: number): Promise<number> {
+    return (await this.q("DELETE FROM sign_in_attempts WHERE since < $1 RETURNING address_hash", [before])).length;
   }
 
   async addTeamNote(note: TeamNote): Promise<void> {

@@ -237,3 +237,14 @@ export function memberChanges(workspaceId: string, recorded: readonly RecordedMe
   }
   return entries;
 }
+
+/**
+ * Counts a sign-in attempt in one statement on both stores ($1 address hash, $2 now, $3 and $4 now minus the
+ * window, $5 now; each once and in order, so SQLite takes them as `?`): the first attempt of an address, or the
+ * first after its window ended, starts a window at 1; any other adds one. Returns the count and the window's start.
+ */
+export const SIGN_IN_COUNT_SQL = `INSERT INTO sign_in_attempts (address_hash, since, count) VALUES ($1, $2, 1)
+  ON CONFLICT (address_hash) DO UPDATE SET
+    count = CASE WHEN sign_in_attempts.since <= $3 THEN 1 ELSE sign_in_attempts.count + 1 END,
+    since = CASE WHEN sign_in_attempts.since <= $4 THEN $5 ELSE sign_in_attempts.since END
+  RETURNING count, since`;

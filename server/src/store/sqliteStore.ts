@@ -15,7 +15,7 @@ import type { ModelMessage } from "../model/model.ts";
 import { parseSetting } from "../config/index.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
-import { changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
+import { SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import { memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
   AuditEntry,
@@ -40,6 +40,7 @@ import type {
   ProposedWrite,
   EventRating,
   RatingCounts,
+  SignInCount,
   Store,
   StoredEvent,
   TranscriptEntry,
@@ -564,6 +565,15 @@ export class SqliteStore implements Store {
 
   async pruneConsoleSessions(before: number): Promise<number> {
     return this.sql("DELETE FROM console_sessions WHERE last_seen_at < ?").run(before).changes;
+  }
+
+  async countSignInAttempt(addressHash: string, at: number, windowMs: number): Promise<SignInCount> {
+    const row = this.sql(SIGN_IN_COUNT_SQL.replaceAll(/\$\d/g, "?")).get(addressHash, at, at - windowMs, at - windowMs, at) as Row;
+    return { count: Number(row.count), since: Number(row.since) };
+  }
+
+  async pruneSignInAttempts(before: number): Promise<number> {
+    return this.sql("DELETE FROM sign_in_attempts WHERE since < ?").run(before).changes;
   }
 
   async addTeamNote(note: TeamNote): Promise<void> {

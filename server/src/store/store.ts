@@ -125,8 +125,13 @@ export type HandoffAttempt = Pick<HandoffNotice, "state" | "nextAttemptAt" | "la
 
 /** A team console session: the member it signs in and its CSRF token, found by the SHA-256 of the cookie's id. */
 export type ConsoleSession = { idHash: string; member: string; csrf: string; createdAt: number; lastSeenAt: number };
+/** Sign-in attempts from one address in its current window: how many so far (this one included) and when the window began. */
+export type SignInCount = { count: number; since: number };
 /** The part of the store the team console's sessions use (console/sessions.ts). */
-export type ConsoleSessionStore = Pick<Store, "createConsoleSession" | "getConsoleSession" | "touchConsoleSession" | "deleteConsoleSession" | "pruneConsoleSessions">;
+export type ConsoleSessionStore = Pick<
+  Store,
+  "createConsoleSession" | "getConsoleSession" | "touchConsoleSession" | "deleteConsoleSession" | "pruneConsoleSessions" | "countSignInAttempt" | "pruneSignInAttempts"
+>;
 /** A team member's internal note on a conversation: shown to the team only, never sent to the customer. */
 export type TeamNote = { id: string; conversationId: string; member: string; text: string; at: number };
 /** A workspace secret's value as kept: AES-256-GCM under the operator's key `keyId` (secrets/secretBox.ts), never in the clear. */
@@ -264,6 +269,13 @@ export interface Store {
   deleteConsoleSession(idHash: string): Promise<void>;
   /** Forget sessions last seen before `before` (idle past their expiry); how many. */
   pruneConsoleSessions(before: number): Promise<number>;
+  /**
+   * Count one sign-in attempt from `addressHash` at `at`, in one statement (every node shares the count): a new
+   * window begins when the address's last began `windowMs` or more before `at`. Returns the window's count so far.
+   */
+  countSignInAttempt(addressHash: string, at: number, windowMs: number): Promise<SignInCount>;
+  /** Forget addresses whose window began before `before`; how many. */
+  pruneSignInAttempts(before: number): Promise<number>;
   addTeamNote(note: TeamNote): Promise<void>;
   listTeamNotes(conversationId: string): Promise<TeamNote[]>;
   /**

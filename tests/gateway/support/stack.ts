@@ -11,6 +11,7 @@ import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scri
 import { teamMember } from "../../../server/src/gateway/teamMembers.ts";
 import { StartStack } from "../../../server/src/app/stack.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
+import type { Store } from "../../../server/src/store/store.ts";
 import { CANCEL } from "../../engine/support/harness.ts";
 import { InMemoryMcpRunner } from "../../engine/support/inMemoryMcpRunner.ts";
 import { createShopServer, ORDERS, ShopBackend, shopVersion } from "../../engine/support/shopTools.ts";
@@ -36,6 +37,8 @@ export type StackOptions = {
   nodeId?: string;
   /** A model of the test's own instead of the scripted rules (for example one that writes slowly). */
   model?: Model;
+  /** The store instead of a SQLite file in `dir` (for example a PostgreSQL schema two nodes share); migrated here. */
+  store?: () => Store;
 };
 
 export async function startStack(options: StackOptions = {}) {
@@ -43,7 +46,7 @@ export async function startStack(options: StackOptions = {}) {
   // Started on the composition root's start/stop stack (app/stack.ts): stopped last-first, and a start
   // that fails part way leaves nothing running.
   const stack = new StartStack();
-  const store = stack.push("store", new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
+  const store = stack.push("store", options.store?.() ?? new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
   await store.migrate();
   const backend = new ShopBackend(options.backendFile);
   const runner = stack.push("runner", new InMemoryMcpRunner({ shop: () => createShopServer(backend) }), (started) => started.close());
