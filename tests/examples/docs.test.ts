@@ -143,11 +143,14 @@ const CHECKS: Check[] = [
   },
   {
     pattern: /^npx vite build -c console\/vite\.config\.ts$/,
-    how: "the console's build: tests/console/build.ts runs this exact build before the console's browser tests, and the demo runs it when console/dist is stale",
+    how: "the console's build: server/src/demo/viteBuilds.ts runs this exact build (vite build -c console/vite.config.ts), which tests/console/build.ts calls before the console's browser tests and the demo when console/dist is stale",
     check: () => {
       expect(existsSync(join(ROOT, "console", "vite.config.ts"))).toBe(true);
-      expect(readFileSync(join(ROOT, "tests", "console", "build.ts"), "utf8")).toContain('"build", "-c", "console/vite.config.ts"');
-      expect(readFileSync(join(ROOT, "server", "src", "demo", "demo.ts"), "utf8")).toContain('"build", "-c", "console/vite.config.ts"');
+      const builds = readFileSync(join(ROOT, "server", "src", "demo", "viteBuilds.ts"), "utf8");
+      expect(builds).toContain('[vite, "build", "-c", build.config]');
+      expect(builds).toContain('config: join("console", "vite.config.ts")');
+      expect(readFileSync(join(ROOT, "tests", "console", "build.ts"), "utf8")).toContain('from "../../server/src/demo/viteBuilds.ts"');
+      expect(readFileSync(join(ROOT, "server", "src", "demo", "demo.ts"), "utf8")).toMatch(/buildConsole/);
     },
   },
   {
