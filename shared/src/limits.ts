@@ -112,15 +112,20 @@ export const FILE_MAX_BYTES_MIN = 1024;
 export const FILE_MAX_BYTES_MAX = 10_485_760;
 export const FILES_PER_RESULT_MAX = 3;
 
-/** Widget status line: 3 to 40 characters, no trailing punctuation, no links, never interpolated. */
+/**
+ * Widget status line: 3 to 40 characters, no trailing punctuation, no links, never interpolated. Counted in
+ * characters (the `u` flag: an emoji is one), as the seeds count them and as JSON Schema validators run the
+ * pattern; without it an emoji counted twice and the build refused what the editor's schema accepted.
+ */
 export const PROGRESS_LABEL_PATTERN =
-  /^(?![\s\S]*(?:https?:|www\.))[^\s<>{}\u0000-\u001f\u007f][^<>{}\u0000-\u001f\u007f]{1,38}[^\s.!?:;,\u2026<>{}\u0000-\u001f\u007f]$/;
+  /^(?![\s\S]*(?:https?:|www\.))[^\s<>{}\u0000-\u001f\u007f][^<>{}\u0000-\u001f\u007f]{1,38}[^\s.!?:;,\u2026<>{}\u0000-\u001f\u007f]$/u;
 /**
  * Voice acknowledgement: one sentence of 3 to 90 characters ending with a full stop. (The seed's own
  * pattern has {1,87} here, which stops at 89; its text says 90, and 90 is what an author is promised.)
+ * In characters, like the label (the `u` flag).
  */
 export const PROGRESS_SPOKEN_PATTERN =
-  /^(?![\s\S]*(?:https?:|www\.))[^\s<>{}\u0000-\u001f\u007f][^<>{}\u0000-\u001f\u007f]{1,88}\.$/;
+  /^(?![\s\S]*(?:https?:|www\.))[^\s<>{}\u0000-\u001f\u007f][^<>{}\u0000-\u001f\u007f]{1,88}\.$/u;
 
 export const ELICITATION_STYLES = ["form", "questions"] as const;
 export const ELICITATION_FIELDS_MAX = 12;
