@@ -6,6 +6,11 @@ import { inboundSchema, outboundSchema, RATINGS } from "./messages.ts";
 export const PROTOCOL_VERSION = 1;
 
 export const WS_PATH = "/v1/ws";
+/**
+ * The highest event seq there can be: a conversation's events are numbered 1, 2, 3 ... in a 32-bit column
+ * (PostgreSQL `integer`). A seq or `after` asked for above it is refused as invalid, never sent to the store.
+ */
+export const EVENT_SEQ_MAX = 2_147_483_647;
 /** A frame's `ref` (echoed on its ack or error): at most this many characters; a longer one is refused, never cut. */
 export const FRAME_REF_MAX = 64;
 const ref = z.string().max(FRAME_REF_MAX);
@@ -37,7 +42,7 @@ export const clientFrameSchema = z.discriminatedUnion("t", [
   /** Stop the reply the agent is writing now: the text so far is kept as the reply, nothing more is asked of the model. */
   z.object({ t: z.literal("stop"), ref: z.string().max(64) }),
   /** Rate the agent's reply stored as event `seq` of this conversation; a later rate replaces it, `null` takes it back. */
-  z.object({ t: z.literal("rate"), ref, seq: z.int().min(1), rating: z.enum(RATINGS).nullable() }),
+  z.object({ t: z.literal("rate"), ref, seq: z.int().min(1).max(EVENT_SEQ_MAX), rating: z.enum(RATINGS).nullable() }),
 ]);
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 

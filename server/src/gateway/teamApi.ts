@@ -16,7 +16,7 @@ import { readJson, sendError, sendJson, type RouteTable } from "./http.ts";
 import { authenticateMember, type TeamMember } from "./teamMembers.ts";
 import type { EvalService } from "../eval/evalService.ts";
 import { CSRF_HEADER, sameSecret, type ConsoleSessions } from "../console/sessions.ts";
-import { EVAL_CASES_MAX_BYTES, EVAL_REPEAT_MAX } from "@caplo/shared";
+import { EVAL_CASES_MAX_BYTES, EVAL_REPEAT_MAX, EVENT_SEQ_MAX } from "@caplo/shared";
 
 const BODY_MAX = 16 * 1024;
 /** Takeover and release take no fields: who acts is the token's member. */
@@ -194,7 +194,7 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       const conversation = await ownConversation(params.id!, member);
       if (!conversation) return notFound(res);
       const after = Number(new URL(req.url ?? "/", "http://gateway").searchParams.get("after") ?? "0");
-      if (!Number.isInteger(after) || after < 0) return sendError(res, 400, { code: "after_invalid", path: "after", message: "after is a whole number of at least 0" });
+      if (!Number.isInteger(after) || after < 0 || after > EVENT_SEQ_MAX) return sendError(res, 400, { code: "after_invalid", path: "after", message: `after is a whole number from 0 to ${EVENT_SEQ_MAX}` });
       const events = await engine.eventsAfter(conversation.id, after, 1000);
       // An outbound event sent on a messaging channel carries how it went out and what the platform reported since.
       const deliveries = new Map<number, DeliveryRecord[]>();
@@ -270,7 +270,7 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
       // The workspace's audit: changes to secrets, members, served releases and follow-up outcomes, oldest first.
       const url = new URL(req.url ?? "/", "http://gateway");
       const after = Number(url.searchParams.get("after") ?? "0");
-      if (!Number.isInteger(after) || after < 0) return sendError(res, 400, { code: "after_invalid", path: "after", message: "after is a whole number of at least 0 (the last id read)" });
+      if (!Number.isSafeInteger(after) || after < 0) return sendError(res, 400, { code: "after_invalid", path: "after", message: `after is a whole number from 0 to ${Number.MAX_SAFE_INTEGER} (the last id read)` });
       const events = await engine.audit(member.workspaceId, { after, limit: 500 });
       sendJson(res, 200, { events: events.map((event) => ({ ...event, at: new Date(event.at).toISOString() })) });
     }),

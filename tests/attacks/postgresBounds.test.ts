@@ -1,0 +1,82 @@
+// Numbers past what the store can hold (tests/attacks/README.md), on a gateway whose engine keeps its
+// conversations in PostgreSQL: an event seq is a 32-bit column there, an audit id a 64-bit one. A team API
+// `after` or a widget's rate `seq` beyond them was passed to the store, which refused the query, and the
+// caller got 500 internal_error (an error frame) instead of a located refusal. Each is now refused by code
+// at its path before the store is asked, and the same request at the bound is answered normally.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EVENT_SEQ_MAX } from "@caplo/shared";
+import { Engine } from "../../server/src/engine/engine.ts";
+import { releaseFromVersions, StaticReleases } from "../../server/src/engine/release.ts";
+import { Gateway } from "../../server/src/gateway/gateway.ts";
+import { teamMember } from "../../server/src/gateway/teamMembers.ts";
+import { ScriptedModel } from "../../server/src/model/scripted.ts";
+import type { Store } from "../../server/src/store/store.ts";
+import { postgresHarness, type StoreHarness } from "../../server/src/store/testing/storeHarness.ts";
+import { InMemoryMcpRunner } from "../engine/support/inMemoryMcpRunner.ts";
+import { createShopServer, ShopBackend, shopVersion } from "../engine/support/shopTools.ts";
+import { TestClient } from "../gateway/support/client.ts";
+
+const ORIGIN = "https://shop.example";
+const TOKEN = "ct_bounds-team-token-0123456789abcdef";
+let harness: StoreHarness;
+let store: Store;
+let engine: Engine;
+let gateway: Gateway;
+let base = "";
+
+beforeAll(async () => {
+  harness = postgresHarness("caplo_attacks");
+  store = await harness.open();
+  const releases = new StaticReleases([releaseFromVersions({ agent: "shop-agent", instructions: "Help.", origins: [ORIGIN], versions: [shopVersion()] })]);
+  engine = new Engine({ store, runner: new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) }), model: new ScriptedModel([{ when: "hello", replies: [{ text: "Hi there." }] }], { fallback: "Hello." }), releases, nodeId: "bounds" });
+  await engine.start({ scheduler: false });
+  gateway = new Gateway({ engine, releases, teamMembers: [teamMember("ana", TOKEN)] });
+  base = `http://127.0.0.1:${(await gateway.listen(0, "127.0.0.1")).port}`;
+}, 60_000);
+afterAll(async () => {
+  await gateway?.close();
+  await engine?.stop();
+  await store?.close();
+  await harness?.cleanup();
+});
+
+const team = async (path: string) => {
+  const answer = await fetch(`${base}/v1/team${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  return { status: answer.status, body: (await answer.json()) as { error?: { code: string; path: string; message: string }; events?: unknown[] } };
+};
+
+describe("numbers past the store's columns, on PostgreSQL", () => {
+  it(`the team API's events after ${EVENT_SEQ_MAX} are none; after ${EVENT_SEQ_MAX + 1}, 1e308 or 2^63 it is 400 after_invalid, not 500`, async () => {
+    const c = await TestClient.open(base.replace("http", "ws") + "/v1/ws", ORIGIN);
+    const { conversationId } = await c.hello("shop-agent");
+    await c.close();
+    expect(await team(`/conversations/${conversationId}/events?after=${EVENT_SEQ_MAX}`)).toMatchObject({ status: 200, body: { events: [] } });
+    for (const after of [String(EVENT_SEQ_MAX + 1), "1e308", "9223372036854775808", "-1", "1.5", "x"]) {
+      const answer = await team(`/conversations/${conversationId}/events?after=${after}`);
+      expect(answer.status, after).toBe(400);
+      expect(answer.body.error).toEqual({ code: "after_invalid", path: "after", message: `after is a whole number from 0 to ${EVENT_SEQ_MAX}` });
+    }
+  });
+
+  it(`the audit after ${Number.MAX_SAFE_INTEGER} is empty; after 2^53, 1e308 or 2^63 it is 400 after_invalid, not 500`, async () => {
+    expect(await team(`/audit?after=${Number.MAX_SAFE_INTEGER}`)).toMatchObject({ status: 200, body: { events: [] } });
+    for (const after of ["9007199254740992", "1e308", "9223372036854775808"]) {
+      const answer = await team(`/audit?after=${after}`);
+      expect(answer.status, after).toBe(400);
+      expect(answer.body.error?.code).toBe("after_invalid");
+    }
+  });
+
+  it(`a rate frame for seq ${EVENT_SEQ_MAX} is not_rateable; for ${EVENT_SEQ_MAX + 1} it is frame_invalid at seq; the socket lives on`, async () => {
+    const c = await TestClient.open(base.replace("http", "ws") + "/v1/ws", ORIGIN);
+    await c.hello("shop-agent");
+    c.send({ t: "rate", ref: "at", seq: EVENT_SEQ_MAX, rating: "up" });
+    expect(await c.waitFor((frame) => frame.t === "error" && frame.ref === "at")).toMatchObject({ code: "not_rateable", path: "seq" });
+    c.send({ t: "rate", ref: "past", seq: EVENT_SEQ_MAX + 1, rating: "up" });
+    expect(await c.waitFor((frame) => frame.t === "error" && frame.ref === "past")).toMatchObject({ code: "frame_invalid", path: "seq" });
+    c.send({ t: "in", ref: "hi", event: { type: "message", text: "hello" } });
+    await c.waitFor((frame) => frame.t === "event" && frame.message.type === "text" && frame.message.from === "agent");
+    expect(c.frames.some((frame) => frame.t === "error" && frame.code === "internal_error")).toBe(false);
+    await c.close();
+  });
+});
