@@ -9,6 +9,8 @@ import type { Browser, FrameLocator, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { downloadedBytes, launchChromium } from "../widget/browser.ts";
 import { freePort, ROOT, spawnDemo, waitForUrl, type DemoProcess } from "./demoProcess.ts";
+import { DEFAULT_API_KEY } from "../../examples/shop-api/src/index.ts";
+import { spellingsIn } from "../attacks/support/secretSpellings.ts";
 
 const ARTIFACTS = `${ROOT}tests/artifacts/demo/`;
 let demo: DemoProcess;
@@ -252,6 +254,17 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     expect(await team.locator(".ledger").count()).toBeGreaterThan(1);
     await team.screenshot({ path: `${ARTIFACTS}${String(++shot).padStart(2, "0")}-team-console.png` });
     await team.context().close();
+  });
+
+  test("the shop's API key, which every tool call sent, is in no spelling in what the demo printed or in any file of its data folder", async () => {
+    // The packages sent it on every call of the walk (authorization: Bearer <key>); the shop refuses a call without it.
+    const { readdirSync, readFileSync, statSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const files = (folder: string): string[] => readdirSync(folder).flatMap((name) => (statSync(join(folder, name)).isDirectory() ? files(join(folder, name)) : [join(folder, name)]));
+    const all = files(demo.dataDir);
+    expect(all.some((file) => file.endsWith("caplo.db"))).toBe(true);
+    expect(spellingsIn(demo.output(), DEFAULT_API_KEY)).toEqual([]);
+    for (const file of all) expect(spellingsIn(readFileSync(file).toString("latin1"), DEFAULT_API_KEY), file).toEqual([]);
   });
 
   test("Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops the demo and its tool processes, with exit code 0", async () => {
