@@ -4,20 +4,21 @@
 /** Characters that every encoding spells differently: / + = " and a space. */
 export const SECRET = 'sk_live/Ab+cd=ef"gh 42xyZ';
 
-/** Each spelling of `secret` the leaky package writes, as it appears in the package's text. */
+/**
+ * The spellings of `secret` looked for: raw, percent-encoded (a URL, a form), escaped in JSON text, and its
+ * base64 and base64url after 0, 1 or 2 other bytes (the characters only the secret's bytes decide), which is
+ * how it shows in a `Basic user:secret` header or an encoded token whatever stands before it.
+ */
 export function secretSpellings(secret: string = SECRET): string[] {
-  const bitsOf = (text: string) => Buffer.byteLength(text) * 8;
-  const basic = Buffer.from(`shop-user:${secret}`).toString("base64");
-  return [
-    secret,
-    encodeURIComponent(secret),
-    new URLSearchParams({ key: secret }).toString().slice("key=".length),
-    JSON.stringify(secret).slice(1, -1),
-    Buffer.from(secret).toString("base64").replace(/=+$/, ""),
-    // The part of a Basic header or a base64url state that only the secret's bytes decide.
-    basic.slice(Math.ceil(bitsOf("shop-user:") / 6), Math.floor(bitsOf(`shop-user:${secret}`) / 6)),
-    Buffer.from(`v1.${secret}`).toString("base64url").slice(4, Math.floor(bitsOf(`v1.${secret}`) / 6)),
-  ];
+  const bytes = Buffer.from(secret);
+  const base64 = [0, 1, 2].flatMap((before) =>
+    (["base64", "base64url"] as const).map((alphabet) =>
+      Buffer.concat([Buffer.alloc(before), bytes])
+        .toString(alphabet)
+        .slice(Math.ceil((before * 8) / 6), Math.floor(((before + bytes.length) * 8) / 6)),
+    ),
+  );
+  return [...new Set([secret, encodeURIComponent(secret), new URLSearchParams({ key: secret }).toString().slice("key=".length), JSON.stringify(secret).slice(1, -1), ...base64])];
 }
 
 /** The spellings of the secret found in `text`, also as JSON would escape each one. */
