@@ -93,10 +93,10 @@ describe("a release runs exactly the code it was published with", () => {
     expect(after.ok && after.version.id).toBe(before.version.id);
 
     const first = io();
-    expect(await runPublish([join(root, "agent.yaml"), "--packages", pkgDir, "--store", releasesDir], first.io, {}, NOW)).toBe(0);
+    expect(await runPublish([join(root, "agent.yaml"), "--packages", pkgDir, "--store", releasesDir], first.io, { CAPLO_DB: join(root, "publish.db") }, NOW)).toBe(0);
     expect(first.out[0]).toMatch(/^Published which-agent@sha256:/);
     const again = io();
-    expect(await runPublish([join(root, "agent.yaml"), "--packages", pkgDir, "--store", releasesDir], again.io, {}, NOW)).toBe(0);
+    expect(await runPublish([join(root, "agent.yaml"), "--packages", pkgDir, "--store", releasesDir], again.io, { CAPLO_DB: join(root, "publish.db") }, NOW)).toBe(0);
     expect(again.out[0]).toMatch(/^Unchanged \(already published; now the latest\) which-agent@sha256:/);
     publishedId = before.version.id;
   }, 120_000);

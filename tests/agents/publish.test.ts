@@ -12,6 +12,8 @@ import { runInit, runPublish, runValidate } from "../../server/src/cli/agent.ts"
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const NOW = new Date("2026-03-01T12:00:00Z");
 let work: string;
+/** The store publishing records its audit in: one beside the test's releases (never the repository's .caplo). */
+const env = () => ({ CAPLO_DB: join(work, "caplo.db") });
 
 const AGENT = `apiVersion: v1
 kind: Agent
@@ -53,7 +55,7 @@ describe("caplo agent publish", () => {
     const args = [join(work, "agent.yaml"), "--packages", join(work, "order-lookup"), join(work, "cancel-order"), "--store", store];
 
     const first = capture();
-    expect(await runPublish([...args, "--json"], first.io, {}, NOW)).toBe(0);
+    expect(await runPublish([...args, "--json"], first.io, env(), NOW)).toBe(0);
     expect(first.err).toEqual([]);
     const r1 = releaseSchema.parse(JSON.parse(first.out.join("\n")));
     expect(r1.tools.map((tool) => [tool.modelName, tool.policy.effect])).toEqual([
@@ -71,10 +73,10 @@ describe("caplo agent publish", () => {
     // The same agent and unchanged packages: the same release, nothing new.
     const again = capture();
     const recorded = [join(work, "agent.yaml"), "--packages", join(work, "order-lookup.json"), join(work, "cancel-order.json"), "--store", store];
-    expect(await runPublish(recorded, again.io, {}, new Date("2026-03-02T00:00:00Z"))).toBe(0);
+    expect(await runPublish(recorded, again.io, env(), new Date("2026-03-02T00:00:00Z"))).toBe(0);
     expect(again.out[0]!.split("\n")[0]).toBe(`Unchanged (already published; now the latest) ${r1.id}`);
     const againJson = capture();
-    expect(await runPublish([...recorded, "--json"], againJson.io, {}, new Date("2026-03-03T00:00:00Z"))).toBe(0);
+    expect(await runPublish([...recorded, "--json"], againJson.io, env(), new Date("2026-03-03T00:00:00Z"))).toBe(0);
     expect(JSON.parse(againJson.out.join("\n"))).toEqual(r1);
 
     // A changed package is a new version, but the latest release still pins the old one.
@@ -84,7 +86,7 @@ describe("caplo agent publish", () => {
 
     const second = capture();
     const changed = [join(work, "agent.yaml"), "--packages", join(work, "order-lookup"), join(work, "cancel-order.json"), "--store", store, "--json"];
-    expect(await runPublish(changed, second.io, {}, NOW)).toBe(0);
+    expect(await runPublish(changed, second.io, env(), NOW)).toBe(0);
     const r2 = releaseSchema.parse(JSON.parse(second.out.join("\n")));
     expect(r2.id).not.toBe(r1.id);
     expect(r2.tools[0]!.packageVersionId).not.toBe(r1.tools[0]!.packageVersionId);
@@ -99,7 +101,7 @@ describe("caplo agent publish", () => {
     const file = join(work, "typo.yaml");
     await writeFile(file, AGENT.replace("cancel-order/cancel_order", "cancel-order/cancel"));
     const run = capture();
-    expect(await runPublish([file, "--packages", join(work, "cancel-order.json"), join(work, "order-lookup.json"), "--store", join(work, "none")], run.io, {}, NOW)).toBe(1);
+    expect(await runPublish([file, "--packages", join(work, "cancel-order.json"), join(work, "order-lookup.json"), "--store", join(work, "none")], run.io, env(), NOW)).toBe(1);
     expect(run.err).toEqual([`${file}:7: tools[1]: ${"cancel-order@sha256:"}${run.err[0]!.split("cancel-order@sha256:")[1]!.split(" ")[0]} has no tool cancel (its tools: cancel_order) [tool_unknown]`]);
     expect(run.out).toEqual([]);
   });
@@ -107,24 +109,24 @@ describe("caplo agent publish", () => {
   it("refuses an unknown package and stores nothing", async () => {
     const store = join(work, "unknown-store");
     const run = capture();
-    expect(await runPublish([join(work, "agent.yaml"), "--packages", join(work, "order-lookup.json"), "--store", store], run.io, {}, NOW)).toBe(1);
+    expect(await runPublish([join(work, "agent.yaml"), "--packages", join(work, "order-lookup.json"), "--store", store], run.io, env(), NOW)).toBe(1);
     expect(run.err[0]).toMatch(/tools\[1\]: no built version of package cancel-order was given \(packages given: order-lookup\) \[package_unknown\]$/);
     expect(await new FileReleaseStore(store).latest("shop-assistant")).toBeUndefined();
   });
 
   it("reports a package that does not build with the build's own error, and an unreadable version file", async () => {
     const run = capture();
-    expect(await runPublish([join(work, "agent.yaml"), "--packages", join(work, "missing-package")], run.io, {}, NOW)).toBe(1);
+    expect(await runPublish([join(work, "agent.yaml"), "--packages", join(work, "missing-package")], run.io, env(), NOW)).toBe(1);
     expect(run.err[0]).toMatch(/missing-package: .*is not a folder \[manifest_invalid\]$/);
     const json = capture();
-    expect(await runPublish([join(work, "agent.yaml"), "--packages", join(work, "nothing.json")], json.io, {}, NOW)).toBe(1);
+    expect(await runPublish([join(work, "agent.yaml"), "--packages", join(work, "nothing.json")], json.io, env(), NOW)).toBe(1);
     expect(json.err[0]).toMatch(/nothing\.json: cannot read a built version from it: .* \[package_version_unreadable\]$/);
   });
 
   it("answers usage errors with exit code 2", async () => {
     for (const args of [[], ["a.yaml", "b.yaml"], ["a.yaml", "--packages"], ["a.yaml", "--store"], ["a.yaml", "--force"]]) {
       const run = capture();
-      expect(await runPublish(args, run.io, {}, NOW), args.join(" ")).toBe(2);
+      expect(await runPublish(args, run.io, env(), NOW), args.join(" ")).toBe(2);
     }
   });
 });

@@ -37,7 +37,7 @@ async function publish(tools: string[], file: string) {
   writeFileSync(agent, `apiVersion: v1\nkind: Agent\nname: crm-agent\ninstructions: Help.\ntools:\n${tools.map((tool) => `  - ${tool}\n`).join("")}origins:\n  - https://crm.example\nchannels:\n  web: {}\n`);
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runPublish([agent, "--packages", file, "--store", join(dir, "releases")], { out: (line) => out.push(line), err: (line) => err.push(line) }, {}, new Date("2026-03-01T10:00:00Z"));
+  const code = await runPublish([agent, "--packages", file, "--store", join(dir, "releases")], { out: (line) => out.push(line), err: (line) => err.push(line) }, { CAPLO_DB: join(dir, "publish.db") }, new Date("2026-03-01T10:00:00Z"));
   return { code, out: out.join("\n"), err: err.join("\n") };
 }
 

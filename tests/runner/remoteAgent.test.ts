@@ -167,7 +167,7 @@ async function publishAgent(file: string, tools: string[]): Promise<{ code: numb
   writeFileSync(agentFile, `apiVersion: v1\nkind: Agent\nname: bank-agent\ninstructions: Help.\ntools:\n${tools.map((tool) => `  - ${tool}\n`).join("")}origins:\n  - https://bank.example\nchannels:\n  web: {}\n`);
   const out: string[] = [];
   const err: string[] = [];
-  const code = await runPublish([agentFile, "--packages", file, "--store", join(dir, "releases"), "--json"], { out: (line) => out.push(line), err: (line) => err.push(line) }, {});
+  const code = await runPublish([agentFile, "--packages", file, "--store", join(dir, "releases"), "--json"], { out: (line) => out.push(line), err: (line) => err.push(line) }, { CAPLO_DB: join(dir, "publish.db") });
   return { code, err, ...(code === 0 && { release: JSON.parse(out.join("\n")) as Release }) };
 }
 

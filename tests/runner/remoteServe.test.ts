@@ -75,7 +75,7 @@ it("serve loads the remote version from the release and a conversation reads and
   const agentFile = join(dir, "agent.yaml");
   writeFileSync(agentFile, "apiVersion: v1\nkind: Agent\nname: loyalty\ninstructions: Help.\ntools:\n  - crm/points\n  - crm/redeem\norigins:\n  - https://site.example\nchannels:\n  web: {}\n");
   const err: string[] = [];
-  expect(await runPublish([agentFile, "--packages", versionFile, "--store", join(dir, "releases")], { out: () => undefined, err: (line) => err.push(line) }, {})).toBe(0);
+  expect(await runPublish([agentFile, "--packages", versionFile, "--store", join(dir, "releases")], { out: () => undefined, err: (line) => err.push(line) }, { CAPLO_DB: join(dir, "publish.db") })).toBe(0);
 
   const script = join(dir, "script.json");
   writeFileSync(

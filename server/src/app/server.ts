@@ -359,9 +359,9 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
 
 
 /**
- * At start: every served workspace exists in the store; its configured team members are recorded, with
- * what changed since the last start in its audit (member.added, member.removed, member.token_changed); and
- * a served release other than the one last served is audited as release.served. The actor is this node.
+ * At start: every served workspace exists in the store, and its configured team members are recorded, with
+ * what changed since the last start in its audit (member.added, member.removed, member.token_changed). The
+ * actor is this node. (Releases are audited when they are published: caplo agent publish.)
  */
 async function recordServed(store: Store, releases: readonly AgentRelease[], members: readonly TeamMember[], nodeId: string): Promise<void> {
   const now = Date.now();
@@ -371,12 +371,5 @@ async function recordServed(store: Store, releases: readonly AgentRelease[], mem
     await store.ensureWorkspace(workspaceId, now);
     const configured = members.filter((member) => member.workspaceId === workspaceId).map((member) => ({ name: member.name, tokenSha256: member.tokenSha256.toString("hex") }));
     await store.syncTeamMembers(workspaceId, configured, actor, now);
-    const audit = await store.listAudit(workspaceId, { limit: 100_000 });
-    for (const release of releases.filter((candidate) => workspaceOf(candidate) === workspaceId)) {
-      const last = audit.findLast((entry) => entry.action === "release.served" && entry.target === release.agent);
-      if (last?.detail?.release !== release.id) {
-        await store.appendAudit({ workspaceId, at: now, actor, action: "release.served", target: release.agent, detail: { release: release.id, ...(last && { previous: last.detail?.release }) } });
-      }
-    }
   }
 }

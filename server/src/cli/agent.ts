@@ -9,6 +9,9 @@ import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, TOOL_REF_PATTERN, WORKSPACE_ID_P
 import { agentJsonSchemaText, createRelease, FileReleaseStore, loadAgentFile, parseAgentYaml } from "../agents/index.ts";
 import { readRemoteVersionFile, remotePackageVersion } from "../remote/remotePin.ts";
 import { workspaceReleasesDir } from "../agents/releaseStore.ts";
+import { auditPublish } from "../agents/releaseAudit.ts";
+import { openStore, type Store } from "../store/index.ts";
+import { ACTOR_PATTERN, operatorActor, storeLocation } from "./operator.ts";
 
 /** Where releases are kept unless --store or CAPLO_RELEASES_DIR says otherwise. */
 export const DEFAULT_RELEASES_DIR = ".caplo/releases";
@@ -26,7 +29,7 @@ Prints each problem as FILE:LINE: PATH: MESSAGE [CODE]. Exit code 0 when valid, 
 };
 
 export const publish = {
-  help: `caplo agent publish FILE --packages DIR... [--store DIR] [--workspace ID] [--json]
+  help: `caplo agent publish FILE --packages DIR... [--store DIR] [--workspace ID] [--db PATH|URL] [--by WHO] [--json]
 
 Publishes an agent as an immutable release. Each --packages DIR is a tool package folder, built now
 (the same build as caplo tool build), a built version's JSON file, or a remote MCP server version file
@@ -40,6 +43,10 @@ A new package version reaches customers only through a new release.
   --store DIR  where releases are kept (default $CAPLO_RELEASES_DIR or ${DEFAULT_RELEASES_DIR})
   --workspace ID  publish in this workspace (default: default): kept in DIR/@ID/ with its own versions/,
                served as caplo serve --agent ID/NAME (docs/operators/workspaces.md)
+  --db PATH|URL   the store caplo serve uses (default $CAPLO_DATABASE_URL, else $CAPLO_DB, else .caplo/caplo.db):
+               the publish is recorded there, in the workspace's audit, as release.published with who and when
+               (once per change of the latest release); nothing is published when it cannot be reached
+  --by WHO     who publishes, for the audit (default: cli:<user>@<host> of the operating system)
   --json       print the whole release as JSON instead of a summary`,
   run: (args: string[]) => runPublish(args, consoleIo),
 };
@@ -151,7 +158,7 @@ export async function runValidate(args: string[], io: Io): Promise<number> {
   return 0;
 }
 
-type PublishArgs = { file: string; packages: string[]; store: string; json: boolean };
+type PublishArgs = { file: string; packages: string[]; store: string; workspace: string; db: string; by: string; json: boolean };
 
 export function parsePublishArgs(args: string[], env: Record<string, string | undefined>): PublishArgs | string {
   const files: string[] = [];
@@ -159,6 +166,8 @@ export function parsePublishArgs(args: string[], env: Record<string, string | un
   let store = env.CAPLO_RELEASES_DIR || DEFAULT_RELEASES_DIR;
   let workspace = DEFAULT_WORKSPACE;
   let json = false;
+  let db: string | undefined;
+  let by: string | undefined;
   let mode: "file" | "packages" = "file";
   for (let index = 0; index < args.length; index++) {
     const arg = args[index]!;
@@ -174,6 +183,15 @@ export function parsePublishArgs(args: string[], env: Record<string, string | un
       if (value === undefined || !WORKSPACE_ID_PATTERN.test(value)) return "--workspace needs a workspace id (lowercase letters, digits and dashes, starting with a letter, 2 to 40 characters)";
       workspace = value;
     }
+    else if (arg === "--db" || arg.startsWith("--db=")) {
+      const value = arg.includes("=") ? arg.slice("--db=".length) : args[++index];
+      if (!value || value.startsWith("-")) return "--db needs the store: a SQLite file's path or a postgres:// URL (where caplo serve reads the audit)";
+      db = value;
+    } else if (arg === "--by" || arg.startsWith("--by=")) {
+      const value = arg.includes("=") ? arg.slice("--by=".length) : args[++index];
+      if (value === undefined || !ACTOR_PATTERN.test(value)) return "--by names who publishes, for the workspace's audit: 1 to 200 printable characters";
+      by = value;
+    }
     else if (arg === "--json") json = true;
     else if (arg.startsWith("-")) return `unknown option ${arg}`;
     else if (mode === "packages") packages.push(arg);
@@ -181,13 +199,13 @@ export function parsePublishArgs(args: string[], env: Record<string, string | un
   }
   if (files.length !== 1) return "give exactly one agent file";
   if (packages.length === 0 && args.includes("--packages")) return "--packages needs at least one folder";
-  return { file: files[0]!, packages, store: workspaceReleasesDir(store, workspace), json };
+  return { file: files[0]!, packages, store: workspaceReleasesDir(store, workspace), workspace, db: storeLocation(db, env), by: operatorActor(by), json };
 }
 
 export async function runPublish(args: string[], io: Io, env: Record<string, string | undefined> = process.env, now = new Date()): Promise<number> {
   const parsed = parsePublishArgs(args, env);
   if (typeof parsed === "string") {
-    io.err(`caplo agent publish: ${parsed}\nusage: caplo agent publish FILE --packages DIR... [--store DIR] [--json]`);
+    io.err(`caplo agent publish: ${parsed}\nusage: caplo agent publish FILE --packages DIR... [--store DIR] [--workspace ID] [--db PATH|URL] [--by WHO] [--json]`);
     return 2;
   }
   const loaded = await loadAgentFile(parsed.file);
@@ -223,19 +241,50 @@ export async function runPublish(args: string[], io: Io, env: Record<string, str
     printIssues(io, parsed.file, located);
     return 1;
   }
-  const store = new FileReleaseStore(resolve(parsed.store));
-  // The pinned versions' frozen copies go with the release: serving runs exactly those files.
-  const kept = store.keepVersions(result.release);
-  if (kept) {
-    io.err(`${parsed.file}: ${kept.message} [${kept.code}]`);
+  // The workspace's audit records who published, in the store caplo serve uses: reached before anything is
+  // written, so a publish that cannot be recorded changes nothing.
+  let audit: Store;
+  try {
+    audit = await openStore(parsed.db, { synchronous: read.config.CAPLO_SQLITE_SYNCHRONOUS });
+  } catch (error) {
+    io.err(`caplo agent publish: store_unavailable at --db: the store ${redactUrl(parsed.db)} cannot be opened (${(error as Error).message}); nothing was published`);
     return 1;
   }
-  const { created } = await store.put(result.release);
-  // Unchanged content keeps the release as first published (its publishedAt included).
-  const release = created ? result.release : ((await store.get(result.release.id)) ?? result.release);
-  if (parsed.json) io.out(JSON.stringify(release, null, 2));
-  else io.out(describeRelease(release, created));
-  return 0;
+  try {
+    const store = new FileReleaseStore(resolve(parsed.store));
+    // The pinned versions' frozen copies go with the release: serving runs exactly those files.
+    const kept = store.keepVersions(result.release);
+    if (kept) {
+      io.err(`${parsed.file}: ${kept.message} [${kept.code}]`);
+      return 1;
+    }
+    const { created } = await store.put(result.release);
+    // Unchanged content keeps the release as first published (its publishedAt included).
+    const release = created ? result.release : ((await store.get(result.release.id)) ?? result.release);
+    let audited: Awaited<ReturnType<typeof auditPublish>>;
+    try {
+      audited = await auditPublish(audit, { workspaceId: parsed.workspace, agent: release.agent, releaseId: release.id, actor: parsed.by, at: now.getTime() });
+    } catch (error) {
+      io.err(`caplo agent publish: audit_not_recorded: ${release.id} is published but its audit entry could not be stored (${(error as Error).message}); run the same publish again to record it`);
+      return 1;
+    }
+    if (parsed.json) io.out(JSON.stringify(release, null, 2));
+    else io.out(`${describeRelease(release, created)}\n  audit     ${audited ? `${audited.action} by ${audited.actor} in workspace ${parsed.workspace}` : "already recorded (the latest published)"}`);
+    return 0;
+  } finally {
+    await audit.close();
+  }
+}
+
+/** A store location for a message: a postgres:// URL without its password. */
+function redactUrl(location: string): string {
+  try {
+    const url = new URL(location);
+    if (url.password) url.password = "***";
+    return url.protocol.startsWith("postgres") ? url.toString() : location;
+  } catch {
+    return location;
+  }
 }
 
 /** A package folder is built now; a .json file is a version `caplo tool build` already recorded. */

@@ -2,11 +2,11 @@
 // operator's key (CAPLO_SECRETS_KEY_FILE). A value comes from standard input or --file, never from the
 // command line (where the shell history and the process list would keep it), and is never printed.
 import { readFileSync } from "node:fs";
-import { hostname, userInfo } from "node:os";
 import { DEFAULT_WORKSPACE } from "@caplo/shared";
 import { readConfig } from "../config/index.ts";
 import { readSecretKeys, WorkspaceSecrets } from "../secrets/index.ts";
 import { openStore } from "../store/index.ts";
+import { ACTOR_PATTERN, operatorActor, storeLocation } from "./operator.ts";
 
 export const help = `caplo secret set NAME [--file FILE] [--workspace ID] [--db PATH|URL] [--by WHO]
 caplo secret list [--workspace ID] [--db PATH|URL]
@@ -55,12 +55,7 @@ function parse(args: string[], env: Record<string, string | undefined>): { ok: t
   if (positional.length > (wantsName ? 1 : 0)) {
     return { ok: false, message: sub === "set" ? "secret_value_in_argv: a value is never taken from the command line (the shell history and process list keep it); pipe it on standard input or use --file, and consider that value exposed" : `unexpected argument ${positional.at(-1)}` };
   }
-  let who = "cli";
-  try {
-    who = `cli:${userInfo().username}@${hostname()}`;
-  } catch {
-    // no user name (a container's uid): cli
-  }
+  if (flags.by !== undefined && !ACTOR_PATTERN.test(flags.by)) return { ok: false, message: "actor_invalid: --by names who makes the change: 1 to 200 printable characters" };
   return {
     ok: true,
     value: {
@@ -68,8 +63,8 @@ function parse(args: string[], env: Record<string, string | undefined>): { ok: t
       ...(positional[0] !== undefined && { name: positional[0] }),
       ...(flags.file !== undefined && { file: flags.file }),
       workspace: flags.workspace ?? DEFAULT_WORKSPACE,
-      db: flags.db ?? (env.CAPLO_DATABASE_URL || undefined) ?? (env.CAPLO_DB || ".caplo/caplo.db"),
-      by: flags.by ?? who,
+      db: storeLocation(flags.db, env),
+      by: operatorActor(flags.by),
     },
   };
 }

@@ -9,6 +9,7 @@ import { uniqueNodeId } from "../cluster/clusterNode.ts";
 import { parseSetting } from "../config/index.ts";
 import { flagsHelp, settingsHelp } from "../config/help.ts";
 import { parseTeamMembers } from "../gateway/teamMembers.ts";
+import { storeLocation } from "./operator.ts";
 
 // The server's start is the composition root's; these names stay for the tests that start servers.
 export { startServer as startServe, type RunningServer, type ServeError, type ServeOptions } from "../app/server.ts";
@@ -62,7 +63,7 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   const settingError = settings.find((setting) => !setting.ok);
   if (settingError && !settingError.ok) return { ok: false, error: settingError.error };
   const [statusCheckBaseMs, nodeLeaseMs, busPollMs, webhooksPerSecond] = settings.map((setting) => (setting.ok ? setting.value : undefined)) as (number | undefined)[];
-  const db = last("db") ?? (env.CAPLO_DATABASE_URL || undefined) ?? (env.CAPLO_DB || ".caplo/caplo.db");
+  const db = storeLocation(last("db"), env);
   const team = parseTeamMembers(env.CAPLO_TEAM_MEMBERS);
   if (!team.ok) return { ok: false, error: team.error };
   const script = last("script") ?? env.CAPLO_SCRIPT;

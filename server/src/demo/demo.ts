@@ -6,11 +6,12 @@ import { existsSync, mkdirSync, readFileSync, openSync, readSync, closeSync, sta
 import { createServer } from "node:net";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import type { PackageVersion } from "@caplo/shared";
+import { DEFAULT_WORKSPACE, type PackageVersion } from "@caplo/shared";
 import { startDemoShop, type DemoShop } from "../../../examples/shop-api/src/demo.ts";
 import { loadAgentFile } from "../agents/agentFile.ts";
 import { createRelease } from "../agents/release.ts";
 import { FileReleaseStore } from "../agents/releaseStore.ts";
+import { auditPublish } from "../agents/releaseAudit.ts";
 import { buildPackage, contentHash, type BuildOptions } from "../build/index.ts";
 import { packageVersionSchema } from "@caplo/shared";
 import { startServer, type RunningServer } from "../app/server.ts";
@@ -295,6 +296,8 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
     return failed({ code: "demo_start_failed", path: "", message: error instanceof Error ? error.message : String(error) });
   }
   closers.push(() => server.close());
+  // The demo's publish goes to its workspace's audit like `caplo agent publish`'s (once per new latest release).
+  await auditPublish(server.store, { workspaceId: DEFAULT_WORKSPACE, agent: agent.name, releaseId: release.release.id, actor: "caplo demo", at: Date.now() }).catch((error: unknown) => log(`warn: the release's audit entry was not stored: ${String(error)}`));
 
   page.configure({ gatewayUrl, agent: agent.name, identitySecret, issuer: String(agent.identity?.issuer ?? ""), audience: String(agent.identity?.audience ?? ""), offline });
   log(offline ? 'Model: the offline demo model (no OPENAI_API_KEY set). It understands the demo\'s phrases: type "help" in the chat.' : "Model: the configured OpenAI-compatible model.");

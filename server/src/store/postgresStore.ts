@@ -664,6 +664,11 @@ export class PostgresStore implements Store {
     return { id: Number(rows[0]!.id), ...entry };
   }
 
+  async lastAudit(workspaceId: string, action: string, target: string): Promise<AuditEvent | undefined> {
+    const rows = await this.q("SELECT * FROM audit_events WHERE workspace_id = $1 AND action = $2 AND target = $3 ORDER BY id DESC LIMIT 1", [workspaceId, action, target]);
+    return rows[0] ? toAuditEvent(rows[0]) : undefined;
+  }
+
   async listAudit(workspaceId: string, options: { after?: number; limit?: number } = {}): Promise<AuditEvent[]> {
     const rows = await this.q("SELECT * FROM audit_events WHERE workspace_id = $1 AND id > $2 ORDER BY id LIMIT $3", [workspaceId, options.after ?? 0, options.limit ?? 500]);
     return rows.map(toAuditEvent);

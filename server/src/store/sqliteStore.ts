@@ -649,6 +649,11 @@ export class SqliteStore implements Store {
     return { id: Number(row.id), ...entry };
   }
 
+  async lastAudit(workspaceId: string, action: string, target: string): Promise<AuditEvent | undefined> {
+    const row = this.sql("SELECT * FROM audit_events WHERE workspace_id = ? AND action = ? AND target = ? ORDER BY id DESC LIMIT 1").get(workspaceId, action, target) as Row | undefined;
+    return row ? toAuditEvent(row) : undefined;
+  }
+
   async listAudit(workspaceId: string, options: { after?: number; limit?: number } = {}): Promise<AuditEvent[]> {
     const rows = this.sql("SELECT * FROM audit_events WHERE workspace_id = ? AND id > ? ORDER BY id LIMIT ?").all(workspaceId, options.after ?? 0, options.limit ?? 500) as Row[];
     return rows.map(toAuditEvent);

@@ -300,6 +300,8 @@ export interface Store {
   appendAudit(entry: AuditEntry): Promise<AuditEvent>;
   /** A workspace's audit, oldest first, ids after `after`. */
   listAudit(workspaceId: string, options?: { after?: number; limit?: number }): Promise<AuditEvent[]>;
+  /** The newest entry of one action on one target in a workspace's audit, or undefined. */
+  lastAudit(workspaceId: string, action: string, target: string): Promise<AuditEvent | undefined>;
   /**
    * Record a workspace's configured team members and audit what changed since the last record (member.added,
    * member.removed, member.token_changed; never a token or its hash), in one transaction. Returns the entries.
