@@ -9,6 +9,7 @@ const NEEDS_SERVICES = [
   "server/src/cluster/**", // PostgreSQL
   "server/src/store/*.contract.test.ts", // PostgreSQL (each port's contract runs on both stores)
   "server/src/store/postgresStore.test.ts", // PostgreSQL
+  "server/src/channels/inbox/{inboxStore.contract,postgresInboxStore,migrations}.test.ts", // PostgreSQL
   "server/src/bus/redisBus.test.ts", // Redis
   "server/src/build/buildPackage.test.ts", // lists tools through Node 24
   "server/src/cli/tool-init.test.ts", // runs the written packages on Node 24

@@ -11,7 +11,7 @@ import { createMessengerAdapter, MESSENGER_CAPABILITIES } from "@caplo/adapters/
 import { APP_SECRET, VERIFY_TOKEN } from "@caplo/adapters/testkit";
 import { ChannelService } from "../../server/src/channels/channelService.ts";
 import { EnginePort } from "../../server/src/channels/enginePort.ts";
-import { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
+import { SqliteInboxStore } from "../../server/src/channels/inbox/index.ts";
 import { engineHarness } from "../engine/support/harness.ts";
 import { ALL_CHANNELS, agentConfigOf } from "./support.ts";
 import { startFakeGraph, type FakeGraph } from "./fakeGraph.ts";

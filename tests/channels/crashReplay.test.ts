@@ -6,7 +6,7 @@ import { CANCEL } from "../engine/support/harness.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
 import { ChannelService } from "../../server/src/channels/channelService.ts";
 import type { InboxStore } from "../../server/src/channels/ports.ts";
-import type { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
+import type { SqliteInboxStore } from "../../server/src/channels/inbox/index.ts";
 import { channelBench, type Bench } from "./support.ts";
 
 const rules = [

@@ -6,7 +6,7 @@ import { StaticReleases } from "../../server/src/engine/release.ts";
 import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
 import type { InboxStore } from "../../server/src/channels/ports.ts";
-import type { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
+import type { SqliteInboxStore } from "../../server/src/channels/inbox/index.ts";
 import { channelBench, PUBLIC_BASE, type Bench } from "./support.ts";
 
 const rules = [{ when: /invoice/i, replies: [{ toolCalls: [{ name: "shop__invoice", args: { orderId: ORDERS.applied } }] }, { text: "Here is your invoice." }] }];

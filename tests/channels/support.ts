@@ -16,7 +16,7 @@ import { ChannelService } from "../../server/src/channels/channelService.ts";
 import { storeContentCache } from "../../server/src/channels/contentCache.ts";
 import { EnginePort } from "../../server/src/channels/enginePort.ts";
 import type { ChannelAgentConfig, InboxStore, Platform, TeamAlert } from "../../server/src/channels/ports.ts";
-import { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
+import { SqliteInboxStore } from "../../server/src/channels/inbox/index.ts";
 import { engineHarness, type Harness } from "../engine/support/harness.ts";
 import type { ScriptedRule } from "../../server/src/model/scripted.ts";
 import { startFakeGraph, type FakeGraph } from "./fakeGraph.ts";

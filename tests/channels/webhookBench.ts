@@ -10,7 +10,7 @@ import { adapterCases, metaSigned, recordingRefs } from "@caplo/adapters/testkit
 import type { Outbound } from "@caplo/shared/messages";
 import { ChannelService } from "../../server/src/channels/channelService.ts";
 import type { ConversationPort } from "../../server/src/channels/ports.ts";
-import { SqliteInboxStore } from "../../server/src/channels/sqliteInboxStore.ts";
+import { SqliteInboxStore } from "../../server/src/channels/inbox/index.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "caplo-bench-"));
 let received = 0;

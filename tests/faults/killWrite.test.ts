@@ -6,7 +6,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServerFrame } from "@caplo/shared";
-import { CHANNEL_MIGRATIONS, CHANNEL_MIGRATIONS_TABLE } from "../../server/src/cluster/postgresInboxStore.ts";
+import { CHANNEL_MIGRATIONS_TABLE, CHANNEL_POSTGRES_MIGRATIONS } from "../../server/src/channels/inbox/index.ts";
 import { NODE_LEASE_MIGRATIONS, NODE_MIGRATIONS_TABLE } from "../../server/src/cluster/nodeLeases.ts";
 import { POSTGRES_MIGRATIONS } from "../../server/src/store/migrations.ts";
 import { TestClient } from "../gateway/support/client.ts";
@@ -52,7 +52,7 @@ describe("three nodes started together, without Redis", () => {
       for (const [table, migrations] of [
         ["schema_migrations", POSTGRES_MIGRATIONS],
         [NODE_MIGRATIONS_TABLE, NODE_LEASE_MIGRATIONS],
-        [CHANNEL_MIGRATIONS_TABLE, CHANNEL_MIGRATIONS],
+        [CHANNEL_MIGRATIONS_TABLE, CHANNEL_POSTGRES_MIGRATIONS],
       ] as const) {
         const applied = await look.query(`SELECT version FROM ${table} ORDER BY version`);
         expect(applied.rows.map((row) => Number(row.version)), table).toEqual(migrations.map((migration) => migration.version));

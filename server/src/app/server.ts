@@ -12,7 +12,7 @@ import { channelAgentProblems, mountChannels, readChannelSettings, webhookUrls, 
 import type { ChannelAgentConfig } from "../channels/ports.ts";
 import { limitRoutes } from "../channels/webhookRateLimit.ts";
 import { startClusterNode, type ClusterNode } from "../cluster/clusterNode.ts";
-import { PostgresInboxStore } from "../cluster/postgresInboxStore.ts";
+import { PostgresInboxStore } from "../channels/inbox/index.ts";
 import { readConfig } from "../config/index.ts";
 import { Engine } from "../engine/engine.ts";
 import { DAY_MS } from "../engine/fileRetention.ts";

@@ -12,7 +12,7 @@ import { currentStatus } from "./deliveryStatus.ts";
 import { EnginePort, type DeliveryView, type EngineView } from "./enginePort.ts";
 import type { ChannelAgentConfig, InboxStore, OutboxRecord, Platform, TeamAlerts } from "./ports.ts";
 import { registerChannelRoutes, type RouteRegistry } from "./routes.ts";
-import { SqliteInboxStore } from "./sqliteInboxStore.ts";
+import { SqliteInboxStore } from "./inbox/index.ts";
 import { routeAgent, type ChannelSettings } from "./channelSettings.ts";
 
 export { channelAgentProblems, parseAccountTokens, parseAgentRoutes, readChannelSettings, routeAgent, webhookUrls, CHANNEL_VARIABLES } from "./channelSettings.ts";

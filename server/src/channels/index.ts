@@ -1,7 +1,7 @@
-// The channel glue's public face: the service, its ports and the SQLite store of its state.
+// The channel glue's public face: the service, its ports and the stores of its state (SQLite, PostgreSQL).
 export { ChannelService, newToken, type ChannelServiceOptions, type WebhookHandler } from "./channelService.ts";
 export type * from "./ports.ts";
-export { SqliteInboxStore } from "./sqliteInboxStore.ts";
+export { PostgresInboxStore, SqliteInboxStore } from "./inbox/index.ts";
 export { handleWebhook, toWebhookRequest, type WebhookAnswer } from "./webhook.ts";
 export { DEFAULT_RETRY, type RetryPolicy } from "./retry.ts";
 export { storeContentCache } from "./contentCache.ts";

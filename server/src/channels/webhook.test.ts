@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { adapterCases, metaSigned } from "@caplo/adapters/testkit";
 import { ChannelService } from "./channelService.ts";
 import type { ConversationPort } from "./ports.ts";
-import { SqliteInboxStore } from "./sqliteInboxStore.ts";
+import { SqliteInboxStore } from "./inbox/index.ts";
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

@@ -1,7 +1,8 @@
-// The store's schema as numbered migrations, one list per dialect, applied in order and recorded in
-// schema_migrations. A migration is never edited once released: add the next number instead.
+// The store's schema as numbered migrations, one list per dialect, applied in order by migrate.ts and
+// recorded in schema_migrations. A migration is never edited once released: add the next number instead.
+import type { Migration } from "./migrate.ts";
 
-export type Migration = { version: number; name: string; sql: string };
+export type { Migration };
 
 const tables = (json: string, bool: string, bigint: string) => `
 CREATE TABLE conversations (

@@ -3,6 +3,8 @@
 import pg from "pg";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, Rating } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
+import { migratePostgres } from "./migrate.ts";
+import { postgresTransaction } from "./postgresTransaction.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
 import { SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
@@ -145,40 +147,12 @@ export class PostgresStore implements Store {
     return result.rows as Row[];
   }
 
-  private async tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    // A checked-out client whose connection is cut (PostgreSQL restarting) emits 'error' besides failing
-    // its query; without a listener that event would end the process. The failed query rejects below.
-    const onLost = () => undefined;
-    client.on("error", onLost);
-    try {
-      await client.query("BEGIN");
-      const value = await fn(client);
-      await client.query("COMMIT");
-      return value;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw error;
-    } finally {
-      client.off("error", onLost);
-      client.release();
-    }
+  private tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return postgresTransaction(this.pool, fn);
   }
 
   async migrate(): Promise<void> {
-    await this.tx(async (client) => {
-      // One migrator at a time across nodes; the schema is created under the lock too, since two nodes
-      // starting together would otherwise race on CREATE SCHEMA IF NOT EXISTS (a unique-key error).
-      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`caplo-migrate:${this.schema}`]);
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
-      await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
-      const applied = new Set((await client.query("SELECT version FROM schema_migrations")).rows.map((row) => Number(row.version)));
-      for (const migration of POSTGRES_MIGRATIONS) {
-        if (applied.has(migration.version)) continue;
-        await client.query(migration.sql);
-        await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [migration.version, migration.name, Date.now()]);
-      }
-    });
+    await migratePostgres(this.pool, this.schema, { table: "schema_migrations", migrations: POSTGRES_MIGRATIONS });
   }
 
   async ping(): Promise<boolean> {

@@ -13,6 +13,7 @@ import { dirname } from "node:path";
 import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, Rating } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { parseSetting } from "../config/index.ts";
+import { migrateSqlite } from "./migrate.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
 import { SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
@@ -121,16 +122,9 @@ export class SqliteStore implements Store {
   }
 
   async migrate(): Promise<void> {
-    this.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
-    this.tx(() => {
-      const applied = new Set((this.db.prepare("SELECT version FROM schema_migrations").all() as Row[]).map((row) => Number(row.version)));
-      for (const migration of SQLITE_MIGRATIONS) {
-        if (applied.has(migration.version)) continue;
-        this.db.exec(migration.sql);
-        this.db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(migration.version, migration.name, Date.now());
-      }
-    });
+    migrateSqlite(this.db, { table: "schema_migrations", migrations: SQLITE_MIGRATIONS });
   }
+
 
   async ping(): Promise<boolean> {
     return (this.sql("SELECT 1 AS ok").get() as Row).ok === 1;

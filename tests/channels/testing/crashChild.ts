@@ -7,7 +7,7 @@ import { APP_SECRET, VERIFY_TOKEN } from "@caplo/adapters/testkit";
 import { ChannelService } from "../../../server/src/channels/channelService.ts";
 import { EnginePort } from "../../../server/src/channels/enginePort.ts";
 import type { InboxStore } from "../../../server/src/channels/ports.ts";
-import { SqliteInboxStore } from "../../../server/src/channels/sqliteInboxStore.ts";
+import { SqliteInboxStore } from "../../../server/src/channels/inbox/index.ts";
 import { engineHarness } from "../../engine/support/harness.ts";
 import { ALL_CHANNELS, agentConfigOf } from "../support.ts";
 import { CRASH_RULES, crashEvent } from "./crashShared.ts";

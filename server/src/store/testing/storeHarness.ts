@@ -97,14 +97,14 @@ export type EachStore = {
   sql: StoreHarness["sql"];
 };
 
-/** A stand-in that forwards to whichever store `current()` answers (the stores open only once the suite runs). */
-function forwarding(current: () => Store | undefined): Store {
-  return new Proxy({} as Store, {
+/** A stand-in that forwards to whichever instance `current()` answers (a suite's stores open only once it runs). */
+export function forwarding<T extends object>(current: () => T | undefined): T {
+  return new Proxy({} as T, {
     get: (_target, name) => {
-      const store = current();
-      if (!store) throw new Error("describeEachStore: the stores are open only inside the suite's tests");
-      const value: unknown = Reflect.get(store, name, store);
-      return typeof value === "function" ? value.bind(store) : value;
+      const instance = current();
+      if (!instance) throw new Error("the stores are open only inside the suite's tests");
+      const value: unknown = Reflect.get(instance, name, instance);
+      return typeof value === "function" ? value.bind(instance) : value;
     },
   });
 }

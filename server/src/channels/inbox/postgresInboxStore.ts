@@ -1,109 +1,23 @@
 // The messaging channels' state on the deployment's PostgreSQL, shared by every node: the webhook inbox,
-// customers' bindings to conversations, button references and the outbox. Each received webhook event is
-// claimed by exactly one node (`FOR UPDATE SKIP LOCKED`), and each part of each outbound message is claimed
-// by exactly one node before it is sent, so several nodes subscribed to one conversation send it once.
+// customers' bindings to conversations, button references and the outbox (its tables: the inbox's numbered
+// migrations, migrations.ts). Each received webhook event is claimed by exactly one node (`FOR UPDATE SKIP
+// LOCKED`), and each part of each outbound message is claimed by exactly one node before it is sent, so
+// several nodes subscribed to one conversation send it once.
 //
 // An inbound claim lasts as long as its node's liveness lease (`cluster_nodes`, see nodeLeases.ts): once the
 // node that claimed an event is lost (its lease ran out, or a survivor took it over and removed it), the next
 // node that drains the inbox claims the event again. INBOUND_CLAIM_MS bounds a claim even of a live node.
 import pg from "pg";
-import type { Binding, BindingKey, ButtonRef, DeliveryStatus, InboxRow, InboxState, InboxStore, OpenQuestion, OutboxRecord, Platform } from "../channels/ports.ts";
-import { migrateOnce, SCHEMA_NAME_PATTERN, type Migration } from "./migrationLock.ts";
-import { NodeLeases } from "./nodeLeases.ts";
+import { SCHEMA_NAME_PATTERN } from "../../cluster/migrationLock.ts";
+import { NodeLeases } from "../../cluster/nodeLeases.ts";
+import { migratePostgres } from "../../store/migrate.ts";
+import type { Binding, BindingKey, ButtonRef, DeliveryStatus, InboxRow, InboxState, InboxStore, OpenQuestion, OutboxRecord, Platform } from "../ports.ts";
+import { CHANNEL_POSTGRES_SET } from "./migrations.ts";
 
 /** An inbound event claimed this long ago is claimed again even if its node's lease is alive (a stuck node). */
 export const INBOUND_CLAIM_MS = 120_000;
 /** A node sending one outbound part has this long before another node may send it instead. */
 export const OUTBOX_CLAIM_MS = 60_000;
-
-export const CHANNEL_MIGRATIONS_TABLE = "channel_migrations";
-export const CHANNEL_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: "channel state shared by the nodes",
-    sql: `
-CREATE TABLE channel_inbox (
-  platform TEXT NOT NULL,
-  message_id TEXT NOT NULL,
-  event TEXT NOT NULL,
-  received_at BIGINT NOT NULL,
-  state TEXT NOT NULL DEFAULT 'received',
-  error TEXT,
-  handed TEXT,
-  claimed_by TEXT,
-  claimed_at TIMESTAMPTZ,
-  PRIMARY KEY (platform, message_id)
-);
-CREATE INDEX channel_inbox_state ON channel_inbox (state, received_at);
-CREATE TABLE channel_binding (
-  platform TEXT NOT NULL,
-  account TEXT NOT NULL DEFAULT '',
-  external_id TEXT NOT NULL,
-  conversation_id TEXT NOT NULL UNIQUE,
-  last_inbound_at BIGINT NOT NULL,
-  disclosed BOOLEAN NOT NULL DEFAULT FALSE,
-  cursor BIGINT NOT NULL DEFAULT 0,
-  PRIMARY KEY (platform, account, external_id)
-);
-CREATE TABLE channel_ref (
-  token TEXT PRIMARY KEY,
-  platform TEXT NOT NULL,
-  conversation_id TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  target_id TEXT NOT NULL,
-  field TEXT,
-  value TEXT
-);
-CREATE TABLE channel_proposal (
-  conversation_id TEXT NOT NULL,
-  proposal_id TEXT NOT NULL,
-  state TEXT NOT NULL,
-  PRIMARY KEY (conversation_id, proposal_id)
-);
-CREATE TABLE channel_question (
-  conversation_id TEXT PRIMARY KEY,
-  question TEXT NOT NULL
-);
-CREATE TABLE channel_outbox (
-  id BIGSERIAL,
-  platform TEXT NOT NULL,
-  conversation_id TEXT NOT NULL,
-  seq BIGINT NOT NULL,
-  part INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  attempts INTEGER NOT NULL,
-  code TEXT,
-  message TEXT,
-  platform_id TEXT,
-  at BIGINT NOT NULL,
-  claimed_by TEXT,
-  lease_until TIMESTAMPTZ,
-  PRIMARY KEY (platform, conversation_id, seq, part)
-);
-CREATE INDEX channel_outbox_platform_id ON channel_outbox (platform_id);
-CREATE INDEX channel_outbox_state_at ON channel_outbox (state, at);
-CREATE TABLE channel_content (
-  hash TEXT PRIMARY KEY,
-  content_sid TEXT NOT NULL
-);
-`,
-  },
-  {
-    version: 2,
-    name: "delivery statuses of sent parts",
-    sql: `
-CREATE TABLE channel_status (
-  id BIGSERIAL,
-  platform TEXT NOT NULL,
-  platform_id TEXT NOT NULL,
-  status TEXT NOT NULL,
-  at BIGINT NOT NULL,
-  error_code INTEGER,
-  PRIMARY KEY (platform, platform_id, status)
-);
-`,
-  },
-];
 
 type Row = Record<string, unknown>;
 
@@ -175,19 +89,19 @@ export class PostgresInboxStore implements InboxStore {
   }
 
   /**
-   * Migrate (once across nodes, under the advisory lock) and open. The node liveness table is migrated too:
-   * inbound claims are held by live nodes (`nodeId` must renew its lease, as a cluster node does).
+   * Migrate (the inbox's numbered migrations, one node at a time) and open. The node liveness table is
+   * migrated too: inbound claims are held by live nodes (`nodeId` must renew its lease, as a cluster node does).
    */
   static async open(options: PostgresInboxStoreOptions): Promise<PostgresInboxStore> {
     const store = new PostgresInboxStore(options);
-    const failed = async (error: { code: string; message: string }) => {
+    try {
+      const leases = await NodeLeases.migrate(store.#pool, store.schema);
+      if (!leases.ok) throw Object.assign(new Error(leases.error.message), { code: leases.error.code });
+      await migratePostgres(store.#pool, store.schema, CHANNEL_POSTGRES_SET);
+    } catch (error) {
       await store.#pool.end();
-      return Object.assign(new Error(error.message), { code: error.code });
-    };
-    const leases = await NodeLeases.migrate(store.#pool, store.schema);
-    if (!leases.ok) throw await failed(leases.error);
-    const migrated = await migrateOnce(store.#pool, { schema: store.schema, table: CHANNEL_MIGRATIONS_TABLE, migrations: CHANNEL_MIGRATIONS });
-    if (!migrated.ok) throw await failed(migrated.error);
+      throw error;
+    }
     return store;
   }
 

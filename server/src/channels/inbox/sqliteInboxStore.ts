@@ -1,6 +1,9 @@
 // The channel glue's durable state in a SQLite file (better-sqlite3): the inbox with an atomic unique key on
-// (platform, message id), bindings of customers to conversations, button references and the outbox.
+// (platform, message id), bindings of customers to conversations, button references and the outbox. Its
+// tables are the inbox's numbered migrations (migrations.ts), applied when the file is opened.
 import Database from "better-sqlite3";
+import { migrateSqlite } from "../../store/migrate.ts";
+import { CHANNEL_SQLITE_SET } from "./migrations.ts";
 import type {
   Binding,
   BindingKey,
@@ -12,77 +15,7 @@ import type {
   DeliveryStatus,
   OutboxRecord,
   Platform,
-} from "./ports.ts";
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS channel_inbox (
-  platform TEXT NOT NULL,
-  message_id TEXT NOT NULL,
-  event TEXT NOT NULL,
-  received_at INTEGER NOT NULL,
-  state TEXT NOT NULL DEFAULT 'received',
-  error TEXT,
-  handed TEXT,
-  PRIMARY KEY (platform, message_id)
-);
-CREATE INDEX IF NOT EXISTS channel_inbox_state ON channel_inbox (state, received_at);
-CREATE TABLE IF NOT EXISTS channel_binding (
-  platform TEXT NOT NULL,
-  account TEXT NOT NULL DEFAULT '',
-  external_id TEXT NOT NULL,
-  conversation_id TEXT NOT NULL UNIQUE,
-  last_inbound_at INTEGER NOT NULL,
-  disclosed INTEGER NOT NULL DEFAULT 0,
-  cursor INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (platform, account, external_id)
-);
-CREATE TABLE IF NOT EXISTS channel_ref (
-  token TEXT PRIMARY KEY,
-  platform TEXT NOT NULL,
-  conversation_id TEXT NOT NULL,
-  kind TEXT NOT NULL,
-  target_id TEXT NOT NULL,
-  field TEXT,
-  value TEXT
-);
-CREATE TABLE IF NOT EXISTS channel_proposal (
-  conversation_id TEXT NOT NULL,
-  proposal_id TEXT NOT NULL,
-  state TEXT NOT NULL,
-  PRIMARY KEY (conversation_id, proposal_id)
-);
-CREATE TABLE IF NOT EXISTS channel_question (
-  conversation_id TEXT PRIMARY KEY,
-  question TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS channel_outbox (
-  platform TEXT NOT NULL,
-  conversation_id TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  part INTEGER NOT NULL,
-  state TEXT NOT NULL,
-  attempts INTEGER NOT NULL,
-  code TEXT,
-  message TEXT,
-  platform_id TEXT,
-  at INTEGER NOT NULL,
-  PRIMARY KEY (platform, conversation_id, seq, part)
-);
-CREATE INDEX IF NOT EXISTS channel_outbox_platform_id ON channel_outbox (platform_id);
-CREATE INDEX IF NOT EXISTS channel_outbox_state_at ON channel_outbox (state, at);
-CREATE TABLE IF NOT EXISTS channel_status (
-  platform TEXT NOT NULL,
-  platform_id TEXT NOT NULL,
-  status TEXT NOT NULL,
-  at INTEGER NOT NULL,
-  error_code INTEGER,
-  PRIMARY KEY (platform, platform_id, status)
-);
-CREATE TABLE IF NOT EXISTS channel_content (
-  hash TEXT PRIMARY KEY,
-  content_sid TEXT NOT NULL
-);
-`;
+} from "../ports.ts";
 
 interface InboxDbRow {
   platform: Platform;
@@ -147,25 +80,7 @@ export class SqliteInboxStore implements InboxStore {
     this.db.pragma("journal_mode = WAL");
     this.db.pragma("busy_timeout = 5000");
     this.db.pragma(`synchronous = ${(options.synchronous ?? "normal") === "full" ? "FULL" : "NORMAL"}`);
-    this.db.exec(SCHEMA);
-    this.#addMissingColumns();
-  }
-
-  /** Files made before a column existed get it (CREATE TABLE IF NOT EXISTS leaves an old table as it was). */
-  #addMissingColumns(): void {
-    const columns = (table: string) => new Set((this.db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name));
-    if (!columns("channel_inbox").has("handed")) this.db.exec(`ALTER TABLE channel_inbox ADD COLUMN handed TEXT`);
-    if (!columns("channel_binding").has("account")) {
-      // The key gains our account (SQLite cannot change a primary key in place): old bindings get '' and
-      // are adopted by the account their customer next writes to (findBinding).
-      this.db.transaction(() => {
-        this.db.exec(`ALTER TABLE channel_binding RENAME TO channel_binding_v1`);
-        this.db.exec(SCHEMA);
-        this.db.exec(`INSERT INTO channel_binding (platform, account, external_id, conversation_id, last_inbound_at, disclosed, cursor)
-          SELECT platform, '', external_id, conversation_id, last_inbound_at, disclosed, cursor FROM channel_binding_v1`);
-        this.db.exec(`DROP TABLE channel_binding_v1`);
-      })();
-    }
+    migrateSqlite(this.db, CHANNEL_SQLITE_SET);
   }
 
   close(): void {

@@ -1,12 +1,12 @@
-// The channels' state shared by nodes on the machine's PostgreSQL (a schema of this run's own): each
-// received webhook event claimed by exactly one node, each outbound part sent by exactly one node, and
-// a customer bound to one conversation whichever node hears from them.
+// What only the PostgreSQL inbox does, with several nodes on the machine's PostgreSQL (a schema of this run's
+// own; the rest is inboxStore.contract.test.ts): each received webhook event claimed by exactly one of three
+// nodes, a claim held only as long as its node's lease, each outbound part sent by exactly one node, and a
+// customer bound to one conversation whichever node hears from them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Platform } from "../channels/ports.ts";
-import { NodeLeases } from "./nodeLeases.ts";
+import { NodeLeases } from "../../cluster/nodeLeases.ts";
+import { TEST_DATABASE_URL, TestSchema } from "../../cluster/testSchema.ts";
+import type { Platform } from "../ports.ts";
 import { PostgresInboxStore } from "./postgresInboxStore.ts";
-import { checkDeliveryStatuses } from "../channels/testing/deliveryStatusContract.ts";
-import { TEST_DATABASE_URL, TestSchema } from "./testSchema.ts";
 
 const schema = new TestSchema();
 const stores: PostgresInboxStore[] = [];
@@ -125,31 +125,5 @@ describe("PostgresInboxStore", () => {
     expect(await other.getOutbox(whatsapp, "c_1", 5, 0)).toMatchObject({ state: "sent" });
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(await other.getOutbox(whatsapp, "c_1", 5, 0)).toBeUndefined();
-  });
-
-  it("keeps refs, proposal states, open questions, failures and content ids for every node", async () => {
-    await a.putRefs([{ token: "c1.tokentokentokentokenAA", platform: whatsapp, conversationId: "c_2", kind: "confirm", targetId: "p_1" }]);
-    expect(await b.getRef("c1.tokentokentokentokenAA")).toEqual({ token: "c1.tokentokentokentokenAA", platform: whatsapp, conversationId: "c_2", kind: "confirm", targetId: "p_1" });
-    await a.setProposalState("c_2", "p_1", "running");
-    expect(await c.getProposalState("c_2", "p_1")).toBe("running");
-    await b.setOpenQuestion("c_2", { elicitationId: "q_1", field: "slot", options: [{ value: "a", label: "A" }] });
-    expect(await a.getOpenQuestion("c_2")).toMatchObject({ elicitationId: "q_1" });
-    await a.setOpenQuestion("c_2", null);
-    expect(await c.getOpenQuestion("c_2")).toBeUndefined();
-    await a.recordOutbox({ platform: whatsapp, conversationId: "c_2", seq: 1, part: 0, state: "sent", attempts: 1, platformId: "SMx", at: 20 });
-    expect(await b.markFailedByPlatformId("SMx", "undelivered", "Not delivered.")).toMatchObject({ state: "failed", code: "undelivered" });
-    expect((await c.listFailures()).map((failure) => failure.platformId)).toContain("SMx");
-    await a.putContentSid("h1", "HX1");
-    await b.putContentSid("h1", "HX2");
-    expect(await c.getContentSid("h1")).toBe("HX1");
-  });
-});
-
-describe("PostgresInboxStore delivery statuses", () => {
-  it("kept once per part and status (also when two nodes hear the same callback), listed per conversation by seq and part", async () => {
-    await checkDeliveryStatuses(a, "conv-status");
-    const twice = await Promise.all([a, b].map((store) => store.recordStatus("whatsapp", "conv-status-a", { status: "read", at: 12 })));
-    expect(twice.filter(Boolean)).toHaveLength(1);
-    expect((await c.listOutbox("conv-status"))[0]!.statuses!.map((status) => status.status)).toEqual(["sent", "delivered", "read"]);
   });
 });
