@@ -3,25 +3,11 @@
 // zod as peer dependencies. `npx tsx scripts/pack-tools.ts [OUT_DIR]` prints the tarball's path
 // (default dist/pack/). In the repository itself the workspace keeps importing sdk/src/*.ts.
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-
-type PackageJson = { name: string; version: string; description: string; dependencies: Record<string, string> };
-
-function readJson(path: string): PackageJson {
-  return JSON.parse(readFileSync(path, "utf8")) as PackageJson;
-}
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
-}
+import { filesUnder, npmPack, readJson, relativeSpecifier, ROOT } from "./pack-common.ts";
 
 /** Builds the package folder (dist/pack/tools) and packs it; returns the tarball's path. */
 export async function packTools(outDir = join(ROOT, "dist", "pack")): Promise<string> {
@@ -68,7 +54,7 @@ export async function packTools(outDir = join(ROOT, "dist", "pack")): Promise<st
     writeFileSync(file, text);
   }
 
-  const peer = (name: string) => root.dependencies[name]!.replace(/^\^?/, "^");
+  const peer = (name: string) => root.dependencies![name]!.replace(/^\^?/, "^");
   writeFileSync(
     join(stage, "package.json"),
     `${JSON.stringify(
@@ -89,13 +75,7 @@ export async function packTools(outDir = join(ROOT, "dist", "pack")): Promise<st
     )}\n`,
   );
   cpSync(join(ROOT, "sdk", "README.md"), join(stage, "README.md"));
-  const name = execFileSync("npm", ["pack", "--silent", "--pack-destination", outDir], { cwd: stage, encoding: "utf8" }).trim().split("\n").pop()!;
-  return join(outDir, name);
-}
-
-function relativeSpecifier(from: string, to: string): string {
-  const path = relative(dirname(from), to).split("\\").join("/");
-  return path.startsWith(".") ? path : `./${path}`;
+  return npmPack(stage, outDir);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -132,13 +132,23 @@ const CHECKS: Check[] = [
     },
   },
   {
-    pattern: /^npm run (test:unit|test:faults|docs:build)$/,
-    how: "an npm script of this repository (test:unit and test:faults run vitest with their own config; docs:build is tests/docs/site.test.ts's builder)",
+    pattern: /^npm run (test:unit|test:faults|test:packaging|docs:build|pack:packages)$/,
+    how: "an npm script of this repository (the test scripts run vitest with their own config; docs:build is tests/docs/site.test.ts's builder; pack:packages the packaging test's packer)",
     check: (command) => {
       const script = packageJson.scripts[command.slice("npm run ".length)];
       expect(script).toBeDefined();
       const config = /-c (\S+)/.exec(script!)?.[1];
       if (config) expect(existsSync(join(ROOT, config))).toBe(true);
+    },
+  },
+  {
+    pattern: /^(npm install (\$T\/[\w.-]+\.tgz ?)+|cd (orders|\.\.)|npx caplo (tool (init orders --type mcp|build orders|test orders|dev orders)|agent init shop --tools \S+ --origin \S+|agent publish agent\.yaml --packages orders|serve --agent shop))$/,
+    how: "a newcomer's steps with the two tarballs, which tests/packaging/newcomer.test.ts (npm run test:packaging, run by .ci/run) takes in a folder outside the checkout; here: each tarball is one pack:packages makes",
+    check: (command) => {
+      const root = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { name: string; version: string };
+      const sdk = JSON.parse(readFileSync(join(ROOT, "sdk", "package.json"), "utf8")) as { version: string };
+      for (const [, name] of command.matchAll(/\$T\/(\S+\.tgz)/g)) expect([`${root.name}-${root.version}.tgz`, `caplo-tools-${sdk.version}.tgz`]).toContain(name);
+      expect(readFileSync(join(ROOT, "tests", "packaging", "newcomer.test.ts"), "utf8")).toContain('"tool", "dev"');
     },
   },
   {

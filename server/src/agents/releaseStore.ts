@@ -5,7 +5,7 @@
 // keepVersions): every node that serves the releases folder runs exactly those files.
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, releaseSchema, type Release } from "@caplo/shared";
 // Not ../build/index.ts: that pulls in the MCP SDK and the Node 24 host, which keeping files needs not.
 import { frozenDir, keepFrozen, type FrozenProblem } from "../build/frozenVersion.ts";
@@ -47,7 +47,8 @@ const RELEASE_ID_PATTERN = /^([a-z][a-z0-9-]{1,39})@sha256:([0-9a-f]{64})$/;
 export class FileReleaseStore implements ReleaseStore {
   readonly dir: string;
   constructor(dir: string) {
-    this.dir = dir;
+    // Absolute: the kept versions' folders are handed to sandboxed processes, whose working folder is not ours.
+    this.dir = resolve(dir);
   }
 
   async put(release: Release): Promise<{ created: boolean }> {

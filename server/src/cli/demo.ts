@@ -1,6 +1,7 @@
 // `caplo demo` (what `npm start` runs): the demo shop with the widget, the example tools, an embedded
 // SQLite store and, without a model key, the offline demo model; one URL to open, Ctrl-C to stop.
-import { startDemo } from "../demo/demo.ts";
+import { existsSync } from "node:fs";
+import { DEMO_AGENT_FILE, startDemo } from "../demo/demo.ts";
 import { parseDemoArgs } from "../demo/demoOptions.ts";
 
 export const help = `caplo demo [options]        (npm start runs this)
@@ -42,6 +43,11 @@ export async function run(args: string[]): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
     console.log(help);
     return 0;
+  }
+  // The installed `caplo` package carries the server, not the demo shop's example packages and page.
+  if (!existsSync(DEMO_AGENT_FILE)) {
+    console.error(`caplo demo: demo_unavailable: ${DEMO_AGENT_FILE} is not here; the demo runs from a checkout of the repository (npm install && npm start there)`);
+    return 1;
   }
   const parsed = parseDemoArgs(args, process.env);
   if (!parsed.ok) {

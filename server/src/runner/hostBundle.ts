@@ -17,8 +17,8 @@ import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
-import { REPO_ROOT } from "./node24.ts";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { ownModule, REPO_ROOT } from "./node24.ts";
 
 /** Bump to force a rebuild when the bundle's layout changes. */
 const FORMAT = 3;
@@ -39,6 +39,15 @@ const SHARED_MODULES: Record<string, string> = {
   zod: "zod",
   "zod-v4": "zod/v4",
 };
+/**
+ * Caplo's own modules among them, by file: in a checkout the workspace links resolve to these sources; an
+ * installed `caplo` package has no @caplo/* packages to resolve, only its built files.
+ */
+const OWN_MODULES: Record<string, string[]> = {
+  "@caplo/tools": ["sdk", "src", "index"],
+  "@caplo/shared": ["shared", "src", "index"],
+  "@caplo/shared/outcome": ["shared", "src", "outcome"],
+};
 /** Packages whose version is part of the hash (their code is in the bundle). */
 const BUNDLED_PACKAGES = ["@modelcontextprotocol/sdk", "zod", "yaml", "ajv", "ajv-formats", "esbuild"];
 
@@ -52,9 +61,12 @@ export type HostBundle = {
 
 export type HostBundleResult = { ok: true; bundle: HostBundle } | { ok: false; reason: string };
 
+/** A folder's modules: its .ts sources (a checkout) or, with none, its built .js (an installed package). */
 function sourceFiles(dir: string): string[] {
-  return readdirSync(dir)
-    .filter((name) => name.endsWith(".ts") && !name.endsWith(".test.ts"))
+  const names = readdirSync(dir);
+  const extension = names.some((name) => name.endsWith(".ts")) ? ".ts" : ".js";
+  return names
+    .filter((name) => name.endsWith(extension) && !name.endsWith(`.test${extension}`))
     .sort()
     .map((name) => join(dir, name));
 }
@@ -68,7 +80,7 @@ export function hostBundleHash(node: string): string {
   const files = [
     ...sourceFiles(join(REPO_ROOT, "sdk", "src")),
     ...sourceFiles(join(REPO_ROOT, "shared", "src")),
-    join(REPO_ROOT, "server", "src", "runner", "sandboxPreload.ts"),
+    ownModule("server", "src", "runner", "sandboxPreload"),
     fileURLToPath(import.meta.url),
   ];
   for (const file of files) hash.update(`${relative(REPO_ROOT, file)}\n`).update(readFileSync(file)).update("\n");
@@ -97,8 +109,8 @@ if (process.argv[2] === "--check") {
 
 async function build(dir: string, node: string): Promise<void> {
   const esbuild = await import("esbuild");
-  const resolveFrom = (specifier: string) => import.meta.resolve(specifier);
-  const entryPoints: Record<string, string> = { host: join(REPO_ROOT, "sdk", "src", "hostServe.ts") };
+  const resolveFrom = (specifier: string) => (OWN_MODULES[specifier] ? pathToFileURL(ownModule(...OWN_MODULES[specifier])).href : import.meta.resolve(specifier));
+  const entryPoints: Record<string, string> = { host: ownModule("sdk", "src", "hostServe") };
   const redirects: Record<string, string> = {};
   for (const [name, specifier] of Object.entries(SHARED_MODULES)) {
     const url = resolveFrom(specifier);
@@ -126,7 +138,7 @@ async function build(dir: string, node: string): Promise<void> {
     logLevel: "silent",
   });
   await esbuild.build({
-    entryPoints: { preload: join(REPO_ROOT, "server", "src", "runner", "sandboxPreload.ts") },
+    entryPoints: { preload: ownModule("server", "src", "runner", "sandboxPreload") },
     outdir: dir,
     bundle: true,
     format: "esm",

@@ -18,9 +18,18 @@ export function findNode24(configured?: string): Node24Lookup {
   return { ok: true, path };
 }
 
+/**
+ * A module of Caplo's own by its path without extension: the TypeScript source in a checkout, the built
+ * JavaScript beside it in an installed `caplo` package (scripts/pack-caplo.ts ships no .ts).
+ */
+export function ownModule(...parts: string[]): string {
+  const source = `${join(REPO_ROOT, ...parts)}.ts`;
+  return existsSync(source) ? source : `${source.slice(0, -3)}.js`;
+}
+
 /** The module Node 24 runs to serve a package over stdio (`host.ts <packageDir>`), from the SDK. */
-export const HOST_MODULE = join(REPO_ROOT, "sdk", "src", "host.ts");
+export const HOST_MODULE = ownModule("sdk", "src", "host");
 /** The egress preload (see sandboxPreload.ts). */
-export const PRELOAD_MODULE = join(REPO_ROOT, "server", "src", "runner", "sandboxPreload.ts");
+export const PRELOAD_MODULE = ownModule("server", "src", "runner", "sandboxPreload");
 /** What every package process may read besides its own folder: the SDK, shared formats, installed modules. */
 export const RUNTIME_READ_PATHS = [join(REPO_ROOT, "sdk"), join(REPO_ROOT, "shared"), join(REPO_ROOT, "node_modules")];
