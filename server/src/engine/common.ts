@@ -28,6 +28,8 @@ export const HANDOFF_TOOL = "handoff_to_team";
 export const UNDELIVERED_NOTE_PREFIX = "undelivered_";
 
 export type EngineResult = { ok: true } | { ok: false; error: Problem };
+/** A value the engine answers with, or its refusal (a coded error as a value). */
+export type EngineValue<T> = { ok: true; value: T } | { ok: false; error: Problem };
 
 export type OpenConversation = {
   /** The agent's reference: its name, or `<workspace>/<name>` for another workspace than default (agentRef). */
@@ -93,7 +95,7 @@ export function randomId(prefix: string, bytes = 12): string {
   return id;
 }
 
-export const fail = (code: string, path: string, message: string): EngineResult => ({ ok: false, error: { code, path, message } });
+export const fail = (code: string, path: string, message: string): { ok: false; error: Problem } => ({ ok: false, error: { code, path, message } });
 
 export function progressEvent(tool: EngineTool, callId: string, state: "start" | "end"): OutboundOf<"progress"> {
   const progress = tool.policy.progress;

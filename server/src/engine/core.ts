@@ -8,6 +8,7 @@ import type { ToolRunner } from "../runner/api.ts";
 import type { ConversationRecord, Store } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
 import type { ConversationLog } from "./conversationLog.ts";
+import type { CustomerActions } from "./customerActions.ts";
 import type { HandoffNotifier } from "./handoff.ts";
 import type { OpenQuestions } from "./openQuestions.ts";
 import { PROPOSAL_TTL_DEFAULT_MS } from "./proposalSweep.ts";
@@ -64,6 +65,7 @@ export type EngineOptions = {
 /** The parts of an engine, each set once by the Engine that owns the core. */
 export type EngineParts = {
   conversations: ConversationLog;
+  customers: CustomerActions;
   transcripts: TranscriptCache;
   turns: Turns;
   recovery: TurnRecovery;
@@ -86,6 +88,7 @@ export class EngineCore {
   readonly inFlight = new Set<Promise<unknown>>();
   stopped = false;
   conversations!: ConversationLog;
+  customers!: CustomerActions;
   transcripts!: TranscriptCache;
   turns!: Turns;
   recovery!: TurnRecovery;

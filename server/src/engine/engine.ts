@@ -1,7 +1,8 @@
 // The conversation engine's facade: what the gateway, the channels and the team API ask of a conversation,
 // and the per-conversation queue that keeps one conversation's turns from interleaving in this process.
-// Each responsibility is a part of its own (core.ts wires them): the conversation log, the transcript
-// cache, a turn, turn recovery, writes, status checks, open questions and team actions. Every ledger
+// Each responsibility is a part of its own (core.ts wires them): the conversation log, the customer's
+// actions (customerActions.ts), the transcript cache, a turn, turn recovery, writes, status checks, open
+// questions and team actions. Every ledger
 // transition is stored (compare-and-set) before it is acted on; the pure rules live in writePolicy.ts
 // and presentation.ts.
 import type { CallSubject, Inbound, Outbound, Rating } from "@caplo/shared";
@@ -9,8 +10,9 @@ import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ChannelCapabilities } from "@caplo/shared";
 import type { AuditEntry, AuditEvent, ConsoleSessionStore, ConversationRecord, EventRating, HandoffNotice, RatingCounts, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
-import { fail, randomId, type DeliveryRecord, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
+import { randomId, type DeliveryRecord, type EngineResult, type EngineValue, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
+import { CustomerActions, type OpenQuestionView, type ProposalView } from "./customerActions.ts";
 import type { ReplyDelta } from "./replyStream.ts";
 import { EngineCore, type EngineOptions } from "./core.ts";
 import { FileRetention } from "./fileRetention.ts";
@@ -24,11 +26,10 @@ import { TurnRecovery } from "./turnRecovery.ts";
 import { Writes } from "./writes.ts";
 import { agentRef, workspaceOf } from "./release.ts";
 
-export { FILES_PATH, HANDOFF_TOOL, INTERRUPTED_NOTE, UNDELIVERED_NOTE_PREFIX, type DeliveryRecord, type EngineResult, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
+export { FILES_PATH, HANDOFF_TOOL, INTERRUPTED_NOTE, UNDELIVERED_NOTE_PREFIX, type DeliveryRecord, type EngineResult, type EngineValue, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
+export type { OpenQuestionView, ProposalView } from "./customerActions.ts";
 export type { EngineOptions } from "./core.ts";
 export { TRANSCRIPT_CACHE_MAX_CHARS } from "./transcriptCache.ts";
-
-const RECENT_OWNERS = 10_000;
 
 export class Engine {
   /** Private: the gateway, the team API and the channels ask the engine, never its store. */
@@ -37,8 +38,6 @@ export class Engine {
   private readonly core: EngineCore;
   /** The options it was made with (some tests read the releases through it). */
   private readonly options: EngineOptions;
-  /** Conversation id → owner id of recent conversations (an owner never changes). */
-  private readonly owners = new Map<string, string>();
   private readonly proposalSweep: ProposalSweep;
   private readonly fileRetention: FileRetention;
 
@@ -46,6 +45,7 @@ export class Engine {
     const core = new EngineCore(options);
     core.attach({
       conversations: new ConversationLog(core),
+      customers: new CustomerActions(core),
       transcripts: new TranscriptCache(core),
       turns: new Turns(core),
       recovery: new TurnRecovery(core),
@@ -119,24 +119,8 @@ export class Engine {
 
   // ---------------------------------------------------------------- conversations and events
 
-  async openConversation(input: OpenConversation): Promise<ConversationRecord> {
-    const release = this.core.options.releases.get(input.agent);
-    if (!release) throw new Error(`openConversation: no release for agent ${input.agent}`);
-    const conversation = await this.core.store.createConversation({
-      id: randomId("c", 16),
-      workspaceId: workspaceOf(release),
-      agent: release.agent,
-      releaseId: release.id,
-      channel: input.channel,
-      externalId: input.externalId ?? null,
-      resumeHash: input.resumeHash ?? null,
-      ownerId: input.ownerId,
-      subject: input.subject ?? null,
-      capabilities: input.capabilities,
-      createdAt: this.core.now(),
-    });
-    if (release.config.greeting) await this.emit(conversation.id, { type: "text", id: randomId("m"), from: "agent", text: release.config.greeting });
-    return conversation;
+  openConversation(input: OpenConversation): Promise<ConversationRecord> {
+    return this.core.customers.open(input);
   }
 
   /** Store a customer-visible event and notify subscribers (on every node through the bus). */
@@ -170,28 +154,16 @@ export class Engine {
   }
 
   /** The conversation's owner stops the reply being written: the text so far is stored as the reply. */
-  async stopReply(conversationId: string, ownerId: string): Promise<EngineResult> {
-    const owner = await this.ownerOf(conversationId);
-    if (owner === undefined) return fail("conversation_not_found", "conversationId", "no such conversation");
-    if (owner !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
-    this.core.replies.stop(conversationId);
-    return { ok: true };
+  stopReply(conversationId: string, ownerId: string): Promise<EngineResult> {
+    return this.core.customers.stopReply(conversationId, ownerId);
   }
 
   /**
    * The conversation's owner rates one of the agent's replies (the stored event `seq`, an agent's text), or
    * takes the rating back with `null`; a later rating replaces the earlier one.
    */
-  async rate(conversationId: string, ownerId: string, seq: number, rating: Rating | null): Promise<EngineResult> {
-    const owner = await this.ownerOf(conversationId);
-    if (owner === undefined) return fail("conversation_not_found", "conversationId", "no such conversation");
-    if (owner !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
-    const [event] = await this.core.store.listEvents(conversationId, seq - 1, 1);
-    if (!event || event.seq !== seq || event.message.type !== "text" || event.message.from !== "agent") {
-      return fail("not_rateable", "seq", `event ${seq} is not one of the agent's replies in this conversation`);
-    }
-    await this.core.store.rateEvent(conversationId, seq, rating, this.core.now());
-    return { ok: true };
+  rate(conversationId: string, ownerId: string, seq: number, rating: Rating | null): Promise<EngineResult> {
+    return this.core.customers.rate(conversationId, ownerId, seq, rating);
   }
 
   /** A conversation's ratings of the agent's replies, by event seq (for the team). */
@@ -216,44 +188,23 @@ export class Engine {
    * `recorded` is called once a confirm or decline is recorded, before the write runs and the model's next
    * turn (the widget acks the decision then; the outcome follows as events).
    */
-  async handle(conversationId: string, ownerId: string, inbound: Inbound, source?: InboundSource, recorded?: () => void): Promise<EngineResult> {
-    const owner = await this.ownerOf(conversationId);
-    if (owner === undefined) return fail("conversation_not_found", "conversationId", "no such conversation");
-    if (owner !== ownerId) return fail("not_conversation_owner", "", "this connection does not own the conversation");
-    // A platform event (MessageSid, mid) is accepted once, atomically in the store, right before it acts:
-    // its redelivery, or its replay after a crash, gets no second turn.
-    const once = (act: () => Promise<EngineResult>) => async (): Promise<EngineResult> => {
-      if (source && !(await this.core.store.claimInboundSource(source.sourceId, conversationId, this.core.now()))) {
-        this.core.log("info", "inbound event already accepted; not processed again", { conversationId, sourceId: source.sourceId });
-        return { ok: true };
-      }
-      return act();
-    };
-    switch (inbound.type) {
-      case "answer":
-        return once(() => this.core.elicitations.answer(conversationId, inbound))();
-      case "message":
-        return this.core.serial(conversationId, once(() => this.customerMessage(conversationId, inbound.text)));
-      case "confirm":
-      case "decline":
-        return this.core.serial(conversationId, once(() => this.core.writes.decideProposal(conversationId, ownerId, inbound, recorded)));
-    }
+  handle(conversationId: string, ownerId: string, inbound: Inbound, source?: InboundSource, recorded?: () => void): Promise<EngineResult> {
+    return this.core.customers.handle(conversationId, ownerId, inbound, source, recorded);
   }
 
-  private async customerMessage(conversationId: string, text: string): Promise<EngineResult> {
-    // The event and the transcript entry in one transaction, which also reads the conversation as it now
-    // stands and records the turn this node owes the message (a restart or a survivor runs it if this dies).
-    const { conversation, transcript } = await this.core.conversations.record(conversationId, {
-      events: [{ type: "text", id: randomId("m"), from: "customer", text }],
-      transcript: [{ role: "user", content: text }],
-      owedBy: this.core.nodeId,
-    });
-    const seq = transcript[0]!.seq;
-    // The turn's last append clears what it owes; a turn that ended by throwing (the store away) stays owed,
-    // for a restart or a survivor. The team holds the conversation: the agent stays silent, nothing is owed.
-    if (!conversation.handoff) await this.core.turns.runTurn(conversation, true, seq);
-    else await this.core.store.finishTurn(conversationId, this.core.nodeId, seq);
-    return { ok: true };
+  /** A proposal of the conversation and where it stands as the customer is told it; proposal_not_found (a value) for any other. */
+  proposal(conversationId: string, proposalId: string): Promise<EngineValue<ProposalView>> {
+    return this.core.customers.proposal(conversationId, proposalId);
+  }
+
+  /** The proposal waiting for the customer's decision in the conversation (one at most), if any. */
+  openProposal(conversationId: string): Promise<ProposalView | undefined> {
+    return this.core.customers.openProposal(conversationId);
+  }
+
+  /** The question a running tool asked in the conversation and waits for on this node, as shown to the customer, if any. */
+  openQuestion(conversationId: string): OpenQuestionView | undefined {
+    return this.core.customers.openQuestion(conversationId);
   }
 
   /**
@@ -347,17 +298,6 @@ export class Engine {
   /** Retention: forget the platform event ids accepted before `before` (a redelivery older than that is not expected). Returns how many. */
   pruneInboundSources(before: number): Promise<number> {
     return this.store.pruneInboundSources(before);
-  }
-
-  /** A conversation's owner (it never changes): remembered for recent conversations, else read from the store. */
-  private async ownerOf(conversationId: string): Promise<string | undefined> {
-    const known = this.owners.get(conversationId);
-    if (known !== undefined) return known;
-    const conversation = await this.core.store.getConversation(conversationId);
-    if (!conversation) return undefined;
-    this.owners.set(conversationId, conversation.ownerId);
-    if (this.owners.size > RECENT_OWNERS) this.owners.delete(this.owners.keys().next().value!);
-    return conversation.ownerId;
   }
 
   /** A customer verified (identity token, or a channel identity): cancel other customers' proposals, resume step-ups. */

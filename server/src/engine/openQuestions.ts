@@ -3,7 +3,7 @@
 // question waits at most ELICITATION_WAIT_SECONDS (a wait that does not count against the tool's
 // timeoutSeconds: the runner pauses the call's clock); it expires then, or when the call that asked it
 // ends, the tool seeing cancel, and a late answer is told the question expired (question_expired).
-import { ELICITATION_WAIT_SECONDS, type Inbound } from "@caplo/shared";
+import { ELICITATION_WAIT_SECONDS, type Inbound, type OutboundOf } from "@caplo/shared";
 import type { ElicitRequest, ElicitResponse } from "../runner/api.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
 import type { ConversationRecord } from "../store/store.ts";
@@ -12,7 +12,8 @@ import { EnginePart } from "./core.ts";
 import { questionFields } from "./elicitation.ts";
 import type { EngineTool } from "./release.ts";
 
-type Pending = { conversationId: string; resolve: (response: ElicitResponse) => void; schema: Record<string, unknown>; timer: NodeJS.Timeout };
+type Question = OutboundOf<"question">;
+type Pending = { conversationId: string; question: Question; resolve: (response: ElicitResponse) => void; schema: Record<string, unknown>; timer: NodeJS.Timeout };
 
 /** Expired questions remembered per node, so a late answer is told it came too late (oldest forgotten first). */
 const EXPIRED_KEPT = 10_000;
@@ -36,11 +37,13 @@ export class OpenQuestions extends EnginePart {
     const style = tool.policy.effect === "read" && tool.policy.elicitation?.style === "questions" ? "questions" : "form";
     const elicitationId = randomId("q");
     asked?.add(elicitationId);
+    const question: Question = { type: "question", id: randomId("m"), elicitationId, style, message: request.message, fields: questionFields(request.requestedSchema) };
     return new Promise<ElicitResponse>((resolve) => {
       const timer = setTimeout(() => this.expire(elicitationId), this.waitMs);
       timer.unref?.();
       this.elicitations.set(elicitationId, {
         conversationId: conversation.id,
+        question,
         schema: request.requestedSchema,
         timer,
         resolve: (response) => {
@@ -48,7 +51,7 @@ export class OpenQuestions extends EnginePart {
           resolve(response);
         },
       });
-      void this.core.conversations.emit(conversation.id, { type: "question", id: randomId("m"), elicitationId, style, message: request.message, fields: questionFields(request.requestedSchema) });
+      void this.core.conversations.emit(conversation.id, question);
     });
   }
 
@@ -71,6 +74,13 @@ export class OpenQuestions extends EnginePart {
     this.elicitations.delete(inbound.elicitationId);
     pending.resolve({ action: "accept", content });
     return { ok: true };
+  }
+
+  /** The latest question of the conversation still waiting on this node for the customer's answer, as shown to them. */
+  open(conversationId: string): Pick<Question, "elicitationId" | "style" | "message" | "fields"> | undefined {
+    let latest: Question | undefined;
+    for (const pending of this.elicitations.values()) if (pending.conversationId === conversationId) latest = pending.question;
+    return latest && { elicitationId: latest.elicitationId, style: latest.style, message: latest.message, fields: latest.fields };
   }
 
   /** The wait ended, or the asking call did: the tool (if still waiting) sees cancel; a later answer is told it expired. */

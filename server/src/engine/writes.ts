@@ -9,6 +9,7 @@ import type { AppendBatch, ConversationRecord, WriteAudit } from "../store/store
 import type { WriteChange, WriteRecord } from "./ledger.ts";
 import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type ToolUse, type EngineResult, type ToolCallOutcome } from "./common.ts";
 import { EnginePart } from "./core.ts";
+import { shownState } from "./customerActions.ts";
 import { blockedCustomerText, customerText, modelNote } from "./outcomeText.ts";
 import { applyEdits, receiptFields, reviewCard } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
@@ -268,7 +269,7 @@ export class Writes extends EnginePart {
       type: "outcome",
       id: randomId("m"),
       proposalId: write.id,
-      state: write.state === "confirmed" ? "running" : write.state,
+      state: shownState(write.state),
       message: customerText(title, write),
       ...(receipt && receipt.length > 0 && { receipt }),
     });
