@@ -225,9 +225,15 @@ describe("the engine's transcript cache", () => {
     expect(cost(stored)).toBeGreaterThan(8 * budget);
     expect(first.engine.transcriptCacheSize().messages).toBeLessThan(stored.length / 3);
     expect(first.asked).toHaveLength(80);
+    // A read turn's second request also carries its held step (the call and its result, stored with the
+    // answer): each request is the window of the transcript as stored up to then plus what was held.
+    const held: number[] = [];
     for (const { request, storedUpTo } of first.asked) {
-      expect(request.messages.slice(1)).toEqual(transcriptWindow(stored.slice(0, storedUpTo), budget));
+      const heldCount = request.messages.at(-1)?.role === "tool" ? 2 : 0;
+      held.push(heldCount);
+      expect(request.messages.slice(1)).toEqual(transcriptWindow(stored.slice(0, storedUpTo + heldCount), budget));
     }
+    expect(held.filter((count) => count > 0)).toHaveLength(20);
     expect(isNote(first.asked.at(-1)!.request.messages[1])).toBe(true);
 
     // Another engine on the same store starts with no copy: it reads the transcript, keeps only the window's part, and sends the same window.

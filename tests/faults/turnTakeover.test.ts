@@ -4,7 +4,9 @@
 // (kill -9). The customer comes back to node b with its resume token; once a's lease runs out, exactly one
 // survivor takes a over and runs the turn it owed: the cut read is recorded as interrupted (its progress
 // ended) and the agent answers. The customer gets that answer once, in order, right after what it had
-// seen; the message is stored once, and no second turn runs.
+// seen; the message is stored once, and no second turn runs. Then the same with a read that answered at once:
+// its step is held (not stored) while the model writes the answer, node d is killed then, and the survivor
+// runs the turn again from the customer's message, read included: the customer gets the read and one answer.
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ServerFrame } from "@caplo/shared";
@@ -17,11 +19,12 @@ const work = scratch();
 let db: Awaited<ReturnType<typeof createDatabase>>;
 let redis: RedisServer;
 let nodes: CaploNode[] = [];
+let published: Awaited<ReturnType<typeof publishAgent>>;
 
 beforeAll(async () => {
   db = await createDatabase();
   redis = await RedisServer.start();
-  const published = await publishAgent(work.dir);
+  published = await publishAgent(work.dir);
   // CAPLO_NODE_LEASE_MS is 2 s (the cluster support's default): a lost node is taken over within seconds.
   nodes = await Promise.all(["a", "b", "c"].map((name) => CaploNode.start({ name, databaseUrl: db.url, redisUrl: redis.url, ...published })));
 });
@@ -105,6 +108,55 @@ describe("kill -9 of the node inside a customer's turn", () => {
       const texts = resumed.events().filter((frame) => frame.message.type === "text").map((frame) => (frame.message as { text: string }).text);
       expect(texts).toEqual([REPLY, "say again", "You said: say again"]);
       await resumed.close();
+    } finally {
+      await look.end();
+    }
+  });
+
+  it("kill -9 while a read that answered at once is held with its step (the model writing): a survivor runs the turn again from the message; the read and one answer reach the customer once", async () => {
+    const d = await CaploNode.start({ name: "d", databaseUrl: db.url, redisUrl: redis.url, ...published });
+    const survivors = nodes.filter((node) => node.alive);
+    // A first read on d starts the echo package's sandbox, so the measured read answers at once (within 250 ms).
+    const warm = await TestClient.open(d.wsUrl, ORIGIN);
+    await warm.hello(AGENT);
+    warm.send({ t: "in", ref: "w1", event: { type: "message", text: "echo warm" } });
+    await warm.waitFor(agentText, 30_000);
+    await warm.close();
+    const customer = await TestClient.open(d.wsUrl, ORIGIN);
+    const welcome = await customer.hello(AGENT);
+    customer.send({ t: "in", ref: "s1", event: { type: "message", text: "slowly echo ping" } });
+    // The read has answered and the model is writing: its first word streams as a preview, nothing of the step is stored.
+    await customer.waitFor((frame) => frame.t === "delta", 20_000);
+    const lastSeen = customer.events().at(-1)!.seq;
+    expect(customer.events().map((frame) => frame.message.type)).toEqual(["text"]);
+
+    const look = new pg.Client({ connectionString: db.url });
+    await look.connect();
+    try {
+      const types = async () => (await look.query("SELECT message FROM events WHERE conversation_id = $1 ORDER BY seq", [welcome.conversationId])).rows.map((row) => (typeof row.message === "string" ? JSON.parse(row.message) : row.message) as { type: string; from?: string; text?: string });
+      const roles = async () => (await look.query("SELECT message FROM transcript WHERE conversation_id = $1 ORDER BY seq", [welcome.conversationId])).rows.map((row) => ((typeof row.message === "string" ? JSON.parse(row.message) : row.message) as { role: string }).role);
+      expect((await types()).map((message) => message.type)).toEqual(["text"]);
+      expect(await roles()).toEqual(["user"]);
+
+      const resumedBefore = survivors.reduce((sum, node) => sum + node.lines.filter((line) => line.includes("resuming a turn that was interrupted")).length, 0);
+      await d.kill9();
+      // The customer comes back to a survivor at once (within d's lease).
+      const back = await TestClient.open(survivors[0]!.wsUrl, ORIGIN);
+      await back.hello(AGENT, { token: welcome.resumeToken, after: lastSeen });
+      const reply = await back.waitFor(agentText, 30_000);
+      expect(reply).toMatchObject({ message: { from: "agent", text: 'Slow echo: {"word":"ping"}' } });
+      await until("the owed turn to be cleared", async () => (await look.query("SELECT turn_node FROM conversations WHERE id = $1", [welcome.conversationId])).rows[0].turn_node === null, 20_000);
+
+      // One survivor resumed it once; the customer got the read's progress and one answer, in order, no gap.
+      const resumed = survivors.reduce((sum, node) => sum + node.lines.filter((line) => line.includes("resuming a turn that was interrupted")).length, 0);
+      expect(resumed - resumedBefore).toBe(1);
+      const received = back.events();
+      expect(received.map((frame) => frame.seq)).toEqual(received.map((_, index) => lastSeen + 1 + index));
+      expect(received.map((frame) => frame.message.type)).toEqual(["progress", "progress", "text"]);
+      expect(received.filter(agentText)).toHaveLength(1);
+      expect((await types()).map((message) => message.type)).toEqual(["text", "progress", "progress", "text"]);
+      expect(await roles()).toEqual(["user", "assistant", "tool", "assistant"]);
+      await back.close();
     } finally {
       await look.end();
     }

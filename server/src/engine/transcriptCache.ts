@@ -116,14 +116,15 @@ export class TranscriptCache extends EnginePart {
   }
 
   /**
-   * What of the conversation's transcript the model is sent (transcriptWindow of what transcriptOf gives),
-   * found from the held copy's window index: a step's cost does not grow with the conversation.
+   * What of the conversation's transcript the model is sent (transcriptWindow of what transcriptOf gives,
+   * followed by `pending`: a step held for the turn's end, not stored yet), found from the held copy's window
+   * index: a step's cost does not grow with the conversation.
    */
-  async windowOf(conversation: ConversationRecord, budgetChars: number): Promise<ModelMessage[]> {
+  async windowOf(conversation: ConversationRecord, budgetChars: number, pending: readonly ModelMessage[] = []): Promise<ModelMessage[]> {
     const { messages, earlier } = await this.transcriptOf(conversation);
     let index = this.windows.get(messages);
     if (!index) this.windows.set(messages, (index = new TranscriptWindowIndex()));
-    return index.window(messages, budgetChars, earlier);
+    return index.window(messages, budgetChars, earlier, pending);
   }
 
   private async reloadTranscript(conversationId: string): Promise<{ messages: readonly ModelMessage[]; earlier: number }> {

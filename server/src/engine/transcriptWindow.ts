@@ -134,11 +134,33 @@ export class TranscriptWindowIndex {
   /** The index of the latest tool result that belongs to no unit (-1: none). */
   private lastOrphan = -1;
 
-  /** transcriptWindow(messages, budgetChars, earlier), for `messages` that only grow at the end between calls (a new array starts over). */
-  window(messages: readonly ModelMessage[], budgetChars: number, earlier = 0): ModelMessage[] {
+  /**
+   * transcriptWindow of `messages` followed by `pending`, for `messages` that only grow at the end between calls
+   * (a new array starts over). `pending`: messages not stored yet (a step held for the turn's end), indexed for
+   * this answer only, so the next call sees `messages` as they are.
+   */
+  window(messages: readonly ModelMessage[], budgetChars: number, earlier = 0, pending: readonly ModelMessage[] = []): ModelMessage[] {
     this.catchUp(messages);
+    if (pending.length === 0) return this.windowOfIndexed(messages, pending, budgetChars, earlier);
     const units = this.starts.length;
-    if (units === 0 || this.lastCost > budgetChars) return transcriptWindow(messages, budgetChars, earlier);
+    const { lastCost, lastCalls, lastOrphan } = this;
+    for (let k = 0; k < pending.length; k++) this.indexMessage(pending[k]!, messages.length + k);
+    try {
+      return this.windowOfIndexed(messages, pending, budgetChars, earlier);
+    } finally {
+      this.starts.length = units;
+      this.before.length = units;
+      this.lastCost = lastCost;
+      this.lastCalls = lastCalls;
+      this.lastOrphan = lastOrphan;
+    }
+  }
+
+  /** The window of `messages` then `pending`, every one of them indexed. */
+  private windowOfIndexed(messages: readonly ModelMessage[], pending: readonly ModelMessage[], budgetChars: number, earlier: number): ModelMessage[] {
+    const units = this.starts.length;
+    const whole = () => (pending.length === 0 ? messages : [...messages, ...pending]);
+    if (units === 0 || this.lastCost > budgetChars) return transcriptWindow(whole(), budgetChars, earlier);
     // The oldest unit from which every unit to the newest fits the budget (what the units cost from k on falls as k grows).
     const last = units - 1;
     const from = (k: number) => this.before[last]! - this.before[k]! + this.lastCost;
@@ -150,9 +172,10 @@ export class TranscriptWindowIndex {
       else low = middle + 1;
     }
     const start = this.starts[low]!;
-    if (this.lastOrphan >= start) return transcriptWindow(messages, budgetChars, earlier);
+    if (this.lastOrphan >= start) return transcriptWindow(whole(), budgetChars, earlier);
     const sent: ModelMessage[] = low === 0 && earlier === 0 ? [] : [{ role: "system", content: `[${start + earlier} earlier message(s) of this conversation are not shown here, to keep within the context budget.]` }];
     for (let index = start; index < messages.length; index++) sent.push(messages[index]!);
+    for (let k = Math.max(0, start - messages.length); k < pending.length; k++) sent.push(pending[k]!);
     return sent;
   }
 
@@ -166,21 +189,23 @@ export class TranscriptWindowIndex {
       this.lastCalls = undefined;
       this.lastOrphan = -1;
     }
-    for (let index = this.indexed; index < messages.length; index++) {
-      const message = messages[index]!;
-      if (message.role === "tool") {
-        // A result joins the unit of the call it answers (unitAt); one with no such call is sent with no unit.
-        const toolCallId = message.toolCallId;
-        if (this.lastCalls?.some((call) => call.id === toolCallId)) this.lastCost += messageCost(message);
-        else this.lastOrphan = index;
-        continue;
-      }
-      this.before.push(this.starts.length === 0 ? 0 : this.before.at(-1)! + this.lastCost);
-      this.starts.push(index);
-      this.lastCost = messageCost(message);
-      this.lastCalls = message.role === "assistant" && message.toolCalls?.length ? message.toolCalls : undefined;
-    }
+    for (let index = this.indexed; index < messages.length; index++) this.indexMessage(messages[index]!, index);
     this.indexed = messages.length;
+  }
+
+  /** Add the message at `index` to the index (after every message before it). */
+  private indexMessage(message: ModelMessage, index: number): void {
+    if (message.role === "tool") {
+      // A result joins the unit of the call it answers (unitAt); one with no such call is sent with no unit.
+      const toolCallId = message.toolCallId;
+      if (this.lastCalls?.some((call) => call.id === toolCallId)) this.lastCost += messageCost(message);
+      else this.lastOrphan = index;
+      return;
+    }
+    this.before.push(this.starts.length === 0 ? 0 : this.before.at(-1)! + this.lastCost);
+    this.starts.push(index);
+    this.lastCost = messageCost(message);
+    this.lastCalls = message.role === "assistant" && message.toolCalls?.length ? message.toolCalls : undefined;
   }
 }
 

@@ -43,20 +43,30 @@ function transcript(seed: number, length: number): ModelMessage[] {
   return messages;
 }
 
-describe("the transcript window index", () => {
-  it("answers exactly as transcriptWindow after every append, for several budgets, with and without earlier messages", () => {
-    for (let seed = 1; seed <= 12; seed++) {
-      const all = transcript(seed, 160);
-      for (const budget of [300, 2_000, 48_000]) {
-        const earlier = seed % 3 === 0 ? 7 : 0;
-        const index = new TranscriptWindowIndex();
-        const held: ModelMessage[] = [];
-        for (const message of all) {
-          held.push(message);
-          expect(index.window(held, budget, earlier), `seed ${seed}, budget ${budget}, ${held.length} messages`).toEqual(transcriptWindow(held, budget, earlier));
-        }
+/**
+ * For `seeds` random transcripts of 160 messages and three budgets (every third seed with earlier messages
+ * not held): a fresh index, and `check` called after each message is appended to the held copy.
+ */
+function everyAppend(seeds: number, check: (index: TranscriptWindowIndex, held: ModelMessage[], next: ModelMessage[], budget: number, earlier: number, label: string) => void): void {
+  for (let seed = 1; seed <= seeds; seed++) {
+    const all = transcript(seed, 160);
+    for (const budget of [300, 2_000, 48_000]) {
+      const earlier = seed % 3 === 0 ? 7 : 0;
+      const index = new TranscriptWindowIndex();
+      const held: ModelMessage[] = [];
+      for (let at = 0; at < all.length; at++) {
+        held.push(all[at]!);
+        check(index, held, all.slice(at + 1), budget, earlier, `seed ${seed}, budget ${budget}, ${held.length} messages`);
       }
     }
+  }
+}
+
+describe("the transcript window index", () => {
+  it("answers exactly as transcriptWindow after every append, for several budgets, with and without earlier messages", () => {
+    everyAppend(12, (index, held, _next, budget, earlier, label) => {
+      expect(index.window(held, budget, earlier), label).toEqual(transcriptWindow(held, budget, earlier));
+    });
   });
 
   it("a new array (the cache cut its copy) is indexed afresh", () => {
@@ -66,5 +76,17 @@ describe("the transcript window index", () => {
     const cut = all.slice(120);
     expect(index.window(cut, 2_000, 120)).toEqual(transcriptWindow(cut, 2_000, 120));
     expect(index.window(all.slice(0, 50), 2_000)).toEqual(transcriptWindow(all.slice(0, 50), 2_000));
+  });
+});
+
+describe("the window with messages not stored yet (a step held for the turn's end)", () => {
+  it("answers as transcriptWindow of the held copy and the pending messages, and forgets the pending ones afterwards", () => {
+    everyAppend(6, (index, held, next, budget, earlier, label) => {
+      for (const count of [1, 3]) {
+        const pending = next.slice(0, count);
+        expect(index.window(held, budget, earlier, pending), `${label} + ${pending.length} pending`).toEqual(transcriptWindow([...held, ...pending], budget, earlier));
+      }
+      expect(index.window(held, budget, earlier), label).toEqual(transcriptWindow(held, budget, earlier));
+    });
   });
 });

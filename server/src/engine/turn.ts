@@ -1,8 +1,10 @@
 // A turn: model steps until the model answers without tool calls; a read runs at once, a write becomes a
 // proposal (writes.ts), the handoff tool hands the conversation to the team. What a step produces waits in
-// the turn's carry and is stored in one transaction before anyone sees it or anything acts on it: before
-// the next model call, with the turn's last append (which clears what it owed), or earlier when a
-// proposal, a handoff, a question, a file or a slow read's progress needs it stored.
+// the turn's carry and is stored in one transaction before the customer sees it or anything acts on it:
+// before the next model call, with the turn's last append (which clears what it owed), or earlier when a
+// proposal, a handoff, a question, a file or a slow read's progress needs it stored. A step whose reads
+// answered at once and that showed nothing is held: the model is asked with it from the carry, and it is
+// stored with the turn's answer (a read turn is two commits: the customer's message, then the turn's end).
 import { FILE_TYPES, type CallSubject } from "@caplo/shared";
 import type { Model, ModelMessage, ModelTool, ModelToolCall } from "../model/model.ts";
 import type { DeliveredFile, ElicitRequest } from "../runner/api.ts";
@@ -39,8 +41,8 @@ export class Turns extends EnginePart {
   /**
    * A turn: model steps until the model answers without tool calls. Each step's results (the model's reply,
    * a read's progress and result, the tool entry) wait in the carry, shown to no one, and are stored in one
-   * transaction before the next model call (or with the turn's last append); `fresh` says the caller's
-   * record was read in the transaction that stored the customer's input.
+   * transaction before the next model call, or with the turn's last append when the step is held
+   * (turnSteps); `fresh` says the caller's record was read in the transaction that stored the customer's input.
    */
   async runTurn(conversation: ConversationRecord, fresh = false, owedSeq?: number): Promise<void> {
     const release = this.core.releaseOf(conversation);
@@ -84,14 +86,21 @@ export class Turns extends EnginePart {
     }
   }
 
-  /** The model steps of a turn (runTurn stores what they leave in the carry). */
+  /**
+   * The model steps of a turn (runTurn stores what they leave in the carry). Before each model call the
+   * previous step's carry is stored, and that transaction reads the conversation (is the turn still this
+   * node's, is the team holding it), unless the step is held: it only ran reads that answered at once and
+   * showed the customer nothing (no text of the model's, nothing stored meanwhile), so it stays in the carry,
+   * the model is asked with it, and it is stored with what follows (at most the turn's last append). A crash
+   * before then runs the turn again from the customer's message, reads again included (reads change nothing).
+   */
   private async turnSteps(conversation: ConversationRecord, release: AgentRelease, model: Model, turnId: string, carry: Carry, fresh: boolean, owedSeq: number | undefined): Promise<void> {
-    {
-      for (let step = 0; step < (this.core.options.maxModelSteps ?? 8); step++) {
-        // The previous step's results are stored first (the model is asked only what is stored); that
-        // transaction reads the conversation too.
+    let current = conversation;
+    let held = false;
+    for (let step = 0; step < (this.core.options.maxModelSteps ?? 8); step++) {
+      if (!held) {
         const stored = await this.core.conversations.flushCarry(conversation.id, carry);
-        const current = stored?.conversation ?? (step === 0 && fresh ? conversation : (await this.core.store.getConversation(conversation.id))!);
+        current = stored?.conversation ?? (step === 0 && fresh ? conversation : (await this.core.store.getConversation(conversation.id))!);
         if (current.handoff) return;
         // The turn owed to a customer message stops once it is no longer this node's: this node stalled and
         // another took it over, or a newer message on another node owes the next turn (which sees this one's steps).
@@ -99,47 +108,55 @@ export class Turns extends EnginePart {
           this.core.log("warn", "a turn no longer owed by this node stops", { conversationId: conversation.id, owedTurn: current.owedTurn });
           return;
         }
-        const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
-        const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...(await this.core.transcripts.windowOf(current, this.core.transcriptBudget()))];
-        let text = "";
-        const calls: ModelToolCall[] = [];
-        let failed: string | undefined;
-        // The reply streams to listeners (the widget) as it comes and is stored once below, under the same id.
-        const reply = this.core.replies.begin(conversation.id, randomId("m"));
-        try {
-          for await (const part of model.stream({ messages, tools: this.modelTools(release, current), signal: reply.signal })) {
-            if (part.type === "text-delta") {
-              text += part.text;
-              reply.push(part.text);
-            } else if (part.type === "tool-call") calls.push(part.call);
-            else if (part.type === "error") failed = `${part.code}: ${part.message}`;
-            if (reply.stopped) break;
-          }
-        } finally {
-          reply.end();
-        }
-        // Stopped by the visitor: what was written so far is the reply; no tool call of this step runs.
-        if (reply.stopped) {
-          failed = undefined;
-          calls.length = 0;
-        }
-        if (failed) {
-          this.core.log("error", "model failed", { conversationId: conversation.id, error: failed });
-          carry.events.push({ type: "text", id: randomId("m"), from: "system", text: "Sorry, I could not answer just now. Please try again." });
-          return;
-        }
-        carry.transcript.push({ role: "assistant", content: text, ...(calls.length > 0 && { toolCalls: calls }) });
-        if (text.trim()) carry.events.push({ type: "text", id: reply.id, from: "agent", text });
-        if (calls.length === 0) return;
-        let endTurn = false;
-        for (const call of calls) {
-          const outcome = await this.toolCall(current, release, turnId, call, carry);
-          // A proposal stored its tool entry with the write itself.
-          if (!outcome.stored) carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: outcome.modelText });
-          if (outcome.endTurn) endTurn = true;
-        }
-        if (endTurn) return;
       }
+      const verified = current.subject ? `The customer is verified (level ${current.subject.level}).` : "The customer is not verified.";
+      // The stored transcript's window, then the held step (an empty carry when it was stored above).
+      const window = await this.core.transcripts.windowOf(current, this.core.transcriptBudget(), carry.transcript);
+      const messages: ModelMessage[] = [{ role: "system", content: `${release.config.instructions}\n\n${verified}` }, ...window];
+      let text = "";
+      const calls: ModelToolCall[] = [];
+      let failed: string | undefined;
+      // The reply streams to listeners (the widget) as it comes and is stored once below, under the same id.
+      const reply = this.core.replies.begin(conversation.id, randomId("m"));
+      try {
+        for await (const part of model.stream({ messages, tools: this.modelTools(release, current), signal: reply.signal })) {
+          if (part.type === "text-delta") {
+            text += part.text;
+            reply.push(part.text);
+          } else if (part.type === "tool-call") calls.push(part.call);
+          else if (part.type === "error") failed = `${part.code}: ${part.message}`;
+          if (reply.stopped) break;
+        }
+      } finally {
+        reply.end();
+      }
+      // Stopped by the visitor: what was written so far is the reply; no tool call of this step runs.
+      if (reply.stopped) {
+        failed = undefined;
+        calls.length = 0;
+      }
+      if (failed) {
+        this.core.log("error", "model failed", { conversationId: conversation.id, error: failed });
+        carry.events.push({ type: "text", id: randomId("m"), from: "system", text: "Sorry, I could not answer just now. Please try again." });
+        return;
+      }
+      const said = text.trim() !== "";
+      const stepMessage: ModelMessage = { role: "assistant", content: text, ...(calls.length > 0 && { toolCalls: calls }) };
+      carry.transcript.push(stepMessage);
+      if (said) carry.events.push({ type: "text", id: reply.id, from: "agent", text });
+      if (calls.length === 0) return;
+      let endTurn = false;
+      for (const call of calls) {
+        const outcome = await this.toolCall(current, release, turnId, call, carry);
+        // A proposal stored its tool entry with the write itself.
+        if (!outcome.stored) carry.transcript.push({ role: "tool", toolCallId: call.id, name: call.name, content: outcome.modelText });
+        if (outcome.endTurn) endTurn = true;
+      }
+      if (endTurn) return;
+      // Held when the carry still starts with this step (nothing of it was stored while its calls ran: no slow
+      // read shown working, no question, file, proposal or handoff) and the customer saw no text of it streaming
+      // (a streamed part is stored before the next step's replaces it on screen). One step at most is held.
+      held = carry.transcript[0] === stepMessage && !said;
     }
   }
 
@@ -187,8 +204,9 @@ export class Turns extends EnginePart {
   /**
    * A read runs at once. Its progress start joins the carry; a read still running after
    * PROGRESS_SHOWN_AFTER_MS (or asking the customer a question) stores the carry then, so the customer sees
-   * it working, while a faster one is stored with its result, in the same order, in the step's one append
-   * before the next model call. Its progress end, result and step-up notice join the carry.
+   * it working, while a faster one is stored with its result, in the same order, in one append: before the
+   * next model call, or with the turn's answer when its step is held (turnSteps). Its progress end, result
+   * and step-up notice join the carry.
    */
   private async runRead(use: ToolUse): Promise<{ modelText: string }> {
     const { conversation, tool, turnId, call, args, carry } = use;

@@ -16,6 +16,7 @@ const scriptSchema = z.array(
         text: z.string().optional(),
         toolCalls: z.array(z.strictObject({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).optional() })).optional(),
         cases: z.array(z.strictObject({ tool: patternSchema, text: z.string() })).optional(),
+        pauseMs: z.int().min(0).max(600_000).optional(),
       }),
     ),
   }),
@@ -45,6 +46,7 @@ export async function loadScript(file: string): Promise<{ ok: true; rules: Scrip
         ...(reply.text !== undefined && { text: reply.text }),
         ...(reply.toolCalls && { toolCalls: reply.toolCalls }),
         ...(reply.cases && { cases: reply.cases.map((entry) => ({ tool: pattern(entry.tool)!, text: entry.text })) }),
+        ...(reply.pauseMs !== undefined && { pauseMs: reply.pauseMs }),
       })),
     })),
   };

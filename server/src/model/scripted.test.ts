@@ -46,4 +46,21 @@ describe("ScriptedModel", () => {
     expect(text(await collect(model, [{ role: "system", content: "x" }, { role: "user", content: "hm" }]))).toBe("Sorry?");
     expect(text(await collect(model, [{ role: "system", content: "x" }, { role: "user", content: "hm" }, { role: "assistant", content: "Sorry?" }]))).toBe("");
   });
+
+  it("a reply with pauseMs streams its first part, waits, then the rest; the visitor's stop ends the wait", async () => {
+    const slow = new ScriptedModel([{ when: "slow", replies: [{ text: "One two three.", pauseMs: 60_000 }] }]);
+    const controller = new AbortController();
+    const parts: ModelStreamPart[] = [];
+    const streaming = (async () => {
+      for await (const part of slow.stream({ messages: [{ role: "system", content: "x" }, { role: "user", content: "slow please" }], tools: [], signal: controller.signal })) parts.push(part);
+    })();
+    while (parts.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(text(parts)).toBe("One ");
+    controller.abort();
+    await streaming;
+    expect(text(parts)).toBe("One ");
+    const quick = new ScriptedModel([{ when: "slow", replies: [{ text: "One two three.", pauseMs: 1 }] }]);
+    expect(text(await collect(quick, [{ role: "system", content: "x" }, { role: "user", content: "slow please" }]))).toBe("One two three.");
+  });
 });

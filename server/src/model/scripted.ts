@@ -15,6 +15,8 @@ export type ScriptedReply = {
   toolCalls?: ScriptedToolCall[];
   /** Text by the latest tool result: the first case whose pattern matches it wins over `text` (so a line follows what the tool did). */
   cases?: { tool: string | RegExp; text: string }[];
+  /** A model that writes slowly: after the text's first part, wait this long before the rest (the visitor's stop ends the wait). */
+  pauseMs?: number;
 };
 
 export type ScriptedRule = {
@@ -45,6 +47,20 @@ function fill(value: unknown, groups: RegExpMatchArray): unknown {
   if (Array.isArray(value)) return value.map((item) => fill(item, groups));
   if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, fill(item, groups)]));
   return value;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 export class ScriptedModel implements Model {
@@ -97,7 +113,9 @@ export class ScriptedModel implements Model {
     const text = (byTool?.text ?? reply?.text ?? "")
       .replaceAll("{{tool}}", lastTool?.content ?? "")
       .replaceAll("{{user}}", lastUser?.content ?? "");
+    let parts = 0;
     for (const chunk of text.match(/\S+\s*|\s+/g) ?? []) {
+      if (parts++ === 1 && reply?.pauseMs) await pause(reply.pauseMs, request.signal);
       if (request.signal?.aborted) return;
       yield { type: "text-delta", text: chunk };
     }

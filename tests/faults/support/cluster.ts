@@ -27,6 +27,8 @@ const PACKAGES = ["fault-shop", "fault-hang", "fault-crash", "fault-big", "fault
 /** What the scripted model does in these tests (pattern strings are regular expressions, case-insensitive). */
 export const FAULT_RULES: ScriptedRule[] = [
   { when: /\bchange ([A-Za-z0-9-]+)/i, replies: [{ text: "Please review the change.", toolCalls: [{ name: "fault_shop__apply_change", args: { ref: "$1" } }] }] },
+  // The read answers at once, then the model writes slowly (its first word, 3 s, the rest): its step is held meanwhile.
+  { when: /\bslowly echo (\w+)/i, replies: [{ toolCalls: [{ name: "fault_echo__echo", args: { word: "$1" } }] }, { text: "Slow echo: {{tool}}", pauseMs: 3_000 }] },
   { when: /\becho (\w+)/i, replies: [{ toolCalls: [{ name: "fault_echo__echo", args: { word: "$1" } }] }, { text: "Echo: {{tool}}" }] },
   { when: /\bhang\b/i, replies: [{ toolCalls: [{ name: "fault_hang__hang", args: {} }] }, { text: "The lookup gave no answer: {{tool}}" }] },
   { when: /\bcrash\b/i, replies: [{ toolCalls: [{ name: "fault_crash__crash", args: {} }] }, { text: "The lookup failed: {{tool}}" }] },

@@ -26,6 +26,13 @@ export const SHOP_RULES: ScriptedRule[] = [
   { whenNote: /outcome: applied/, replies: [{ text: "Done: your order is cancelled." }] },
 ];
 
+/**
+ * "slowly, order SO-n": the read answers at once and the model then writes its answer slowly (its first word,
+ * a pause, the rest), so a test can kill the process while the read's step is held, not yet stored.
+ */
+export const SLOW_ANSWER = "Your order is on its way, slowly.";
+export const SLOW_RULE: ScriptedRule = { when: /slowly, order (SO-\d{4})/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: SLOW_ANSWER, pauseMs: 2_000 }] };
+
 export type StackOptions = {
   dir?: string;
   backendFile?: string;
