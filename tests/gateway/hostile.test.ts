@@ -196,6 +196,8 @@ describe("the resume token is replaced when the visitor signs in", () => {
       await sameNode.hello("shop-agent", { token: before, after: 0 });
       const otherNode = await client(`ws://127.0.0.1:${address.port}/v1/ws`);
       await otherNode.hello("shop-agent", { token: before, after: 0 });
+      const otherTalker = await client(`ws://127.0.0.1:${address.port}/v1/ws`);
+      await otherTalker.hello("shop-agent", { token: before, after: 0 });
       const listener = await client(`ws://127.0.0.1:${address.port}/v1/ws`);
       await listener.hello("shop-agent", { token: before, after: 0 });
       const proposalId = await proposal(c, "SO-8401");
@@ -212,6 +214,16 @@ describe("the resume token is replaced when the visitor signs in", () => {
       await otherNode.waitFor(() => otherNode.closed !== undefined).catch(() => undefined);
       expect(otherNode.closed?.code).toBe(4409);
       expect((await stack.store.getWrite(proposalId))?.state).toBe("proposed");
+      // A message from the old token on the other node is refused where it would be stored: never acked, never stored, never answered.
+      const customerTexts = async () => (await stack.store.listEvents(welcome.conversationId, 0)).filter((event) => event.message.type === "text" && event.message.from === "customer").length;
+      const textsBefore = await customerTexts();
+      otherTalker.send({ t: "in", ref: "steal-text", event: { type: "message", text: "where is order SO-1001" } });
+      expect(await otherTalker.waitFor(answerTo("steal-text"))).toMatchObject({ t: "error", code: "resume_rotated" });
+      await otherTalker.waitFor(() => otherTalker.closed !== undefined).catch(() => undefined);
+      expect(otherTalker.closed?.code).toBe(4409);
+      expect(otherTalker.frames.some((frame) => frame.t === "ack")).toBe(false);
+      await stack.engine.idle();
+      expect(await customerTexts()).toBe(textsBefore);
       // A socket of the old token that only listens is closed before the next event reaches it.
       await stack.engine.emit(welcome.conversationId, { type: "text", id: "m_after_sign_in", from: "system", text: "for the signed-in customer only" });
       await c.waitFor(isT("event", (frame) => frame.message.id === "m_after_sign_in"));

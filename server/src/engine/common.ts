@@ -42,8 +42,13 @@ export type OpenConversation = {
   subject?: CallSubject | null;
 };
 
-/** The platform event an inbound came from (`whatsapp:SM…`, `messenger:m_…`): the same for every redelivery. */
-export type InboundSource = { sourceId: string };
+/**
+ * Where an inbound came from: a platform event (`sourceId`, `whatsapp:SM…`, `messenger:m_…`: the same for
+ * every redelivery, accepted once), or a widget connection (`resumeHash`: the hash of the resume token it
+ * joined with, which must still be the conversation's; checked in the transaction that stores a customer
+ * message, so a message sent with a replaced token is refused with resume_rotated and nothing is stored).
+ */
+export type InboundSource = { sourceId: string; resumeHash?: undefined } | { sourceId?: undefined; resumeHash: string };
 
 /** A message that never reached its customer, as the team's follow-up list shows it. */
 export type UndeliveredMessage = { conversationId: string; channel: string; code: string; message: string; at: number };

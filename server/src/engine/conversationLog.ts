@@ -2,7 +2,7 @@
 // transaction, then remembered (the latest events of recent conversations, so delivery rarely reads the
 // store) and announced on the bus. Nothing appended here has been shown or acted on before the append returns.
 import type { Outbound } from "@caplo/shared";
-import type { AppendBatch, AppendedBatch, StoredEvent } from "../store/store.ts";
+import type { AppendBatch, AppendedBatch, CheckedAppendBatch, StoredEvent } from "../store/store.ts";
 import { RECENT_CONVERSATIONS, type Carry } from "./common.ts";
 import { EnginePart } from "./core.ts";
 
@@ -23,10 +23,13 @@ export class ConversationLog extends EnginePart {
   /**
    * Store one step's events and transcript entries in ONE transaction, then remember them and notify
    * subscribers. Nothing in the batch has been shown to anyone or given to the model before this returns.
+   * A batch with a `resumeHash` that is no longer the conversation's stores nothing: undefined.
    */
-  async record(conversationId: string, batch: AppendBatch): Promise<AppendedBatch> {
-    const stored = await this.core.store.append(conversationId, batch, this.core.now());
-    await this.announce(stored);
+  async record(conversationId: string, batch: CheckedAppendBatch): Promise<AppendedBatch | undefined>;
+  async record(conversationId: string, batch: AppendBatch): Promise<AppendedBatch>;
+  async record(conversationId: string, batch: AppendBatch & { resumeHash?: string }): Promise<AppendedBatch | undefined> {
+    const stored = batch.resumeHash !== undefined ? await this.core.store.append(conversationId, batch as CheckedAppendBatch, this.core.now()) : await this.core.store.append(conversationId, batch as AppendBatch, this.core.now());
+    if (stored) await this.announce(stored);
     return stored;
   }
 

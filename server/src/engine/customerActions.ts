@@ -53,7 +53,7 @@ export class CustomerActions extends EnginePart {
     // A platform event (MessageSid, mid) is accepted once, atomically in the store, right before it acts:
     // its redelivery, or its replay after a crash, gets no second turn.
     const once = (act: () => Promise<EngineResult>) => async (): Promise<EngineResult> => {
-      if (source && !(await this.core.store.claimInboundSource(source.sourceId, conversationId, this.core.now()))) {
+      if (source?.sourceId !== undefined && !(await this.core.store.claimInboundSource(source.sourceId, conversationId, this.core.now()))) {
         this.core.log("info", "inbound event already accepted; not processed again", { conversationId, sourceId: source.sourceId });
         return { ok: true };
       }
@@ -63,21 +63,22 @@ export class CustomerActions extends EnginePart {
       case "answer":
         return once(() => this.core.elicitations.answer(conversationId, inbound))();
       case "message":
-        return this.core.serial(conversationId, once(() => this.message(conversationId, inbound.text)));
+        return this.core.serial(conversationId, once(() => this.message(conversationId, inbound.text, source?.resumeHash, recorded)));
       case "confirm":
       case "decline":
         return this.core.serial(conversationId, once(() => this.core.writes.decideProposal(conversationId, ownerId, inbound, recorded)));
     }
   }
 
-  private async message(conversationId: string, text: string): Promise<EngineResult> {
+  private async message(conversationId: string, text: string, resumeHash: string | undefined, recorded: (() => void) | undefined): Promise<EngineResult> {
     // The event and the transcript entry in one transaction, which also reads the conversation as it now
-    // stands and records the turn this node owes the message (a restart or a survivor runs it if this dies).
-    const { conversation, transcript } = await this.core.conversations.record(conversationId, {
-      events: [{ type: "text", id: randomId("m"), from: "customer", text }],
-      transcript: [{ role: "user", content: text }],
-      owedBy: this.core.nodeId,
-    });
+    // stands and records the turn this node owes the message (a restart or a survivor runs it if this dies),
+    // and, from a widget connection, checks its resume token is still the conversation's.
+    const batch = { events: [{ type: "text", id: randomId("m"), from: "customer", text } as const], transcript: [{ role: "user", content: text } as const], owedBy: this.core.nodeId };
+    const stored = resumeHash !== undefined ? await this.core.conversations.record(conversationId, { ...batch, resumeHash }) : await this.core.conversations.record(conversationId, batch);
+    if (!stored) return fail("resume_rotated", "", "this conversation's resume token was replaced (the visitor signed in); resume with the new token");
+    recorded?.();
+    const { conversation, transcript } = stored;
     const seq = transcript[0]!.seq;
     // The turn's last append clears what it owes; a turn that ended by throwing (the store away) stays owed,
     // for a restart or a survivor. The team holds the conversation: the agent stays silent, nothing is owed.

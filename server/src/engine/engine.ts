@@ -185,8 +185,8 @@ export class Engine {
   /**
    * One customer action from the customer's own client. `ownerId` is the connection owner (resume-token
    * holder or channel identity); only `confirm` from that owner runs a write. Typed text never does.
-   * `recorded` is called once a confirm or decline is recorded, before the write runs and the model's next
-   * turn (the widget acks the decision then; the outcome follows as events).
+   * `recorded` is called once a message, a confirm or a decline is recorded, before the turn, the write or
+   * the model's next turn runs (the widget acks the frame then; what follows comes as events).
    */
   handle(conversationId: string, ownerId: string, inbound: Inbound, source?: InboundSource, recorded?: () => void): Promise<EngineResult> {
     return this.core.customers.handle(conversationId, ownerId, inbound, source, recorded);

@@ -215,14 +215,19 @@ export class Connection {
         return this.hello(frame);
       case "in": {
         if (!this.conversationId || !this.ownerId) return this.error("not_started", "say hello first", { ref: frame.ref });
-        if (!(await this.stillCurrent(frame.ref))) return;
+        if (!this.tokenHash) return this.closeRotated(frame.ref);
         if (frame.event.type === "message") {
-          // Accepted: the turn runs on; its events arrive as they are stored.
-          this.ack(answer, frame.ref);
-          const result = await this.deps.engine.handle(this.conversationId, this.ownerId, frame.event);
+          // The resume token is checked in the transaction that stores the message (a replaced one stores
+          // nothing); the frame is acked once the message is stored, and the turn runs on: its events arrive as they are stored.
+          const result = await this.deps.engine.handle(this.conversationId, this.ownerId, frame.event, { resumeHash: this.tokenHash }, () => {
+            this.checkedAt = this.deps.now();
+            this.ack(answer, frame.ref);
+          });
+          if (!result.ok && result.error.code === "resume_rotated") return this.closeRotated(frame.ref);
           if (!result.ok) this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
           return;
         }
+        if (!(await this.stillCurrent(frame.ref))) return;
         // A confirm or decline is acked once recorded: the write and the model's next turn run after it,
         // and their outcome arrives as events.
         const result = await this.deps.engine.handle(this.conversationId, this.ownerId, frame.event, undefined, () => this.ack(answer, frame.ref));

@@ -154,6 +154,27 @@ describeEachStore("Conversation log contract", ({ store, second, conversation })
     expect((await store.getConversation(c.id))?.resumeHash).toBe(winner);
   });
 
+  it("a widget customer's input is stored only while its resume hash is still the conversation's, checked in the append itself (also in a group of appends, and from another store instance)", async () => {
+    const [before, after] = [1, 2].map(() => randomBytes(32).toString("hex")) as [string, string];
+    const c = await conversation({ resumeHash: before });
+    const other = await conversation();
+    const input = (word: string) => ({ events: [text(word)], transcript: [{ role: "user" as const, content: word }], owedBy: "node-a" });
+    const stored = await store.append(c.id, { ...input("first"), resumeHash: before }, 1);
+    expect(stored?.events.map((event) => event.seq)).toEqual([1]);
+    expect(stored?.conversation).toMatchObject({ id: c.id, resumeHash: before, lastSeq: 1, lastTranscriptSeq: 1, owedTurn: { nodeId: "node-a", seq: 1 } });
+    expect(await second.rotateResumeHash(c.id, before, after)).toBe(true);
+    // The old hash stores nothing, not even alongside other appends committed with it; the new one goes on.
+    const [refused, alongside] = await Promise.all([store.append(c.id, { ...input("stolen"), resumeHash: before }, 2), store.append(other.id, input("elsewhere"), 2)]);
+    expect(refused).toBeUndefined();
+    expect(alongside.events.map((event) => event.seq)).toEqual([1]);
+    expect(await store.append("no-such-conversation", { ...input("nobody"), resumeHash: before }, 2)).toBeUndefined();
+    const again = await second.append(c.id, { ...input("second"), resumeHash: after }, 3);
+    expect(again?.events.map((event) => event.seq)).toEqual([2]);
+    expect((await store.listEvents(c.id, 0)).map((event) => (event.message.type === "text" ? event.message.text : ""))).toEqual(["first", "second"]);
+    expect((await store.listTranscript(c.id)).map((entry) => entry.message.content)).toEqual(["first", "second"]);
+    expect(await store.getConversation(c.id)).toMatchObject({ lastSeq: 2, lastTranscriptSeq: 2, owedTurn: { nodeId: "node-a", seq: 2 } });
+  });
+
   it("a customer input owes its turn until finished; a lost node's owed turns are claimed once, even by two store instances at the same moment", async () => {
     const lost = uid("node-lost");
     const [a, b, c] = [await conversation(), await conversation(), await conversation()];

@@ -18,6 +18,7 @@ import type {
   StoredSecret,
   AppendBatch,
   AppendedBatch,
+  CheckedAppendBatch,
   ChangedWrite,
   ConversationRecord,
   HandoffAttempt,
@@ -292,10 +293,15 @@ export class PostgresStore implements Store {
     return (await this.q("SELECT * FROM transcript WHERE conversation_id = $1 AND seq > $2 ORDER BY seq", [conversationId, after])).map(toTranscript);
   }
 
-  async append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch> {
-    // One statement, so one round trip and one implicit transaction (all or nothing).
+  append(conversationId: string, batch: CheckedAppendBatch, at: number): Promise<AppendedBatch | undefined>;
+  append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch>;
+  async append(conversationId: string, batch: AppendBatch & { resumeHash?: string }, at: number): Promise<AppendedBatch | undefined> {
+    // One statement, so one round trip and one implicit transaction (all or nothing); a resume hash that is
+    // no longer the conversation's leaves the update without a row, so nothing is inserted.
     const params: unknown[] = [conversationId];
-    const rows = await this.q(`WITH ${appendCtes(batch, at, params, "id = $1")} SELECT * FROM c`, params);
+    const where = batch.resumeHash !== undefined ? `id = $1 AND resume_hash = $${params.push(batch.resumeHash)}` : "id = $1";
+    const rows = await this.q(`WITH ${appendCtes(batch, at, params, where)} SELECT * FROM c`, params);
+    if (!rows[0] && batch.resumeHash !== undefined) return undefined;
     if (!rows[0]) throw new Error(`append: no conversation ${conversationId}`);
     return appended(conversationId, batch, at, rows[0]);
   }

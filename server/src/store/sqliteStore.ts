@@ -27,6 +27,7 @@ import type {
   StoredSecret,
   AppendBatch,
   AppendedBatch,
+  CheckedAppendBatch,
   ChangedWrite,
   ConversationRecord,
   HandoffAttempt,
@@ -56,7 +57,7 @@ const encode = (value: unknown) => JSON.stringify(value);
 
 const GROUP_COMMIT_MAX = 256;
 
-type QueuedAppend = { conversationId: string; batch: AppendBatch; at: number; resolve: (stored: AppendedBatch) => void; reject: (error: unknown) => void };
+type QueuedAppend = { conversationId: string; batch: AppendBatch & { resumeHash?: string }; at: number; resolve: (stored: AppendedBatch | undefined) => void; reject: (error: unknown) => void };
 const bool = (value: boolean) => (value ? 1 : 0);
 
 export type SqliteStoreOptions = {
@@ -259,8 +260,10 @@ export class SqliteStore implements Store {
    * only after that commit. A batch that fails rolls the group back, and then every batch of the group
    * runs again in a transaction of its own, so one bad batch never takes another one with it.
    */
-  async append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch> {
-    return new Promise<AppendedBatch>((resolve, reject) => {
+  append(conversationId: string, batch: CheckedAppendBatch, at: number): Promise<AppendedBatch | undefined>;
+  append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch>;
+  async append(conversationId: string, batch: AppendBatch & { resumeHash?: string }, at: number): Promise<AppendedBatch | undefined> {
+    return new Promise<AppendedBatch | undefined>((resolve, reject) => {
       this.appendQueue.push({ conversationId, batch, at, resolve, reject });
       if (this.appendQueue.length === 1) setImmediate(() => this.commitAppends());
     });
@@ -277,7 +280,7 @@ export class SqliteStore implements Store {
       for (const job of queued) job.reject(new Error("append: the store is closed"));
       return;
     }
-    let results: AppendedBatch[] | undefined;
+    let results: (AppendedBatch | undefined)[] | undefined;
     if (queued.length > 1) {
       try {
         results = this.tx(() => queued.map((job) => this.appendNow(job.conversationId, job.batch, job.at)));
@@ -286,7 +289,7 @@ export class SqliteStore implements Store {
       }
     }
     if (results) {
-      queued.forEach((job, index) => job.resolve(results[index]!));
+      queued.forEach((job, index) => job.resolve(results[index]));
       return;
     }
     for (const job of queued) {
@@ -298,8 +301,13 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** One batch, inside the caller's transaction: one update of the conversation, at most one insert of events and one of transcript entries. */
-  private appendNow(conversationId: string, batch: AppendBatch, at: number): AppendedBatch {
+  /**
+   * One batch, inside the caller's transaction: one update of the conversation, at most one insert of events
+   * and one of transcript entries. Undefined (nothing stored) when the batch's resumeHash is no longer the conversation's.
+   */
+  private appendNow(conversationId: string, batch: CheckedAppendBatch, at: number): AppendedBatch | undefined;
+  private appendNow(conversationId: string, batch: AppendBatch, at: number): AppendedBatch;
+  private appendNow(conversationId: string, batch: AppendBatch & { resumeHash?: string }, at: number): AppendedBatch | undefined {
     const messages = batch.events ?? [];
     const entries = batch.transcript ?? [];
     const owed = batch.owedBy !== undefined && entries.length > 0 ? batch.owedBy : null;
@@ -310,9 +318,10 @@ export class SqliteStore implements Store {
         `UPDATE conversations SET last_seq = last_seq + @events, last_transcript_seq = last_transcript_seq + @entries,
            turn_node = CASE WHEN @owed IS NOT NULL THEN @owed WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_node END,
            turn_seq = CASE WHEN @owed IS NOT NULL THEN last_transcript_seq + @entries WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_seq END
-         WHERE id = @id RETURNING *`,
+         WHERE id = @id AND (@resume IS NULL OR resume_hash = @resume) RETURNING *`,
       )
-      .get({ events: messages.length, entries: entries.length, owed, finishNode, finishSeq, id: conversationId }) as Row | undefined;
+      .get({ events: messages.length, entries: entries.length, owed, finishNode, finishSeq, id: conversationId, resume: batch.resumeHash ?? null }) as Row | undefined;
+    if (!row && batch.resumeHash !== undefined) return undefined;
     if (!row) throw new Error(`append: no conversation ${conversationId}`);
     const conversation = toConversation(row);
     const events = this.insertRows("events", conversationId, conversation.lastSeq - messages.length, at, messages) as StoredEvent[];

@@ -70,9 +70,13 @@ export type TranscriptEntry = { conversationId: string; seq: number; at: number;
  * records the owed turn in the same transaction (replacing an earlier one), until the turn finishes.
  * `finish`: this batch is the turn's last step; the owed turn is cleared in the same statement if it is
  * still that one, owed by that node (what `finishTurn` does alone), so a turn whose answer is stored is
- * never owed again. A batch may hold only `finish`.
+ * never owed again. A batch may hold only `finish`. A CheckedAppendBatch is a widget customer's input,
+ * stored only if the conversation's resume token hash is still its `resumeHash` (checked in the same
+ * statement, so nothing a replaced token sends is ever stored).
  */
 export type AppendBatch = { events?: readonly Outbound[]; transcript?: readonly ModelMessage[]; owedBy?: string; finish?: { nodeId: string; seq: number } };
+/** A batch stored only while the conversation's resume hash is still `resumeHash` (a widget customer's input). */
+export type CheckedAppendBatch = AppendBatch & { resumeHash: string };
 
 /** A customer input whose turn has not finished: the node that owes it, and the input's transcript seq. */
 export type OwedTurn = { conversationId: string; nodeId: string; seq: number };
@@ -193,8 +197,10 @@ export interface Store {
   listTranscript(conversationId: string, after?: number): Promise<TranscriptEntry[]>;
   /**
    * Append events and transcript entries to one conversation in ONE transaction (all or none), with the
-   * next seqs of each. Returns what was stored and the conversation read in the same transaction.
+   * next seqs of each. Returns what was stored and the conversation read in the same transaction; with a
+   * `resumeHash` that is no longer the conversation's, nothing is stored and the answer is undefined.
    */
+  append(conversationId: string, batch: CheckedAppendBatch, at: number): Promise<AppendedBatch | undefined>;
   append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch>;
 
   /** The turn owed to the customer input at `seq` has finished: clears it if it is still that one, owed by that node. */
