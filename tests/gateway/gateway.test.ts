@@ -10,7 +10,7 @@ import { mintIdentityToken } from "../../server/src/identity/index.ts";
 import { releaseFromVersions } from "../../server/src/engine/release.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
 import { TestClient } from "./support/client.ts";
-import { ORIGIN, OTHER_ORIGIN, startStack, type Stack } from "./support/stack.ts";
+import { ORIGIN, OTHER_ORIGIN, SHOP_RULES, SLOW_ANSWER, SLOW_RULE, startStack, type Stack } from "./support/stack.ts";
 
 type Frame<T extends ServerFrame["t"]> = Extract<ServerFrame, { t: T }>;
 const isT =
@@ -46,6 +46,7 @@ beforeAll(async () => {
   const schemasDir = mkdtempSync(join(tmpdir(), "caplo-schemas-"));
   writeFileSync(join(schemasDir, "caplo.schema.json"), JSON.stringify({ $id: "https://docs.caplo.si/schemas/caplo.schema.json" }));
   stack = await startStack({
+    rules: [SLOW_RULE, ...SHOP_RULES],
     gateway: { widgetDir, schemasDir, limits: { maxFrameBytes: 4096, framesPerSecond: 10, burst: 20 }, now: () => rateClock ?? Date.now(), secrets: (name) => (name === "WIDGET_IDENTITY_SECRET" ? HS_SECRET : undefined) },
     releases: (version) => [
       releaseFromVersions({
@@ -90,6 +91,26 @@ describe("conversation over the WebSocket", () => {
     expect(c.frames.some((frame) => frame.t === "typing" && frame.on)).toBe(true);
     c.send({ t: "ping" });
     await c.waitFor(isT("pong"));
+  });
+
+  it("the reply streams as delta frames before its event: parts the model hands over at once are one frame, parts that come apart are frames of their own", async () => {
+    const c = await client();
+    await c.hello("shop-agent");
+    c.send({ t: "in", ref: "r1", event: { type: "message", text: "where is order SO-1234" } });
+    const reply = await c.waitFor(isEvent("text", (message) => message.from === "agent"));
+    // The scripted model hands over every word of "Your order is on its way." in one go: one frame, before the event.
+    const deltas = () => c.frames.filter(isT("delta"));
+    expect(deltas()).toEqual([{ t: "delta", id: reply.message.id, at: 0, text: "Your order is on its way." }]);
+    expect(c.frames.indexOf(deltas()[0]!)).toBeLessThan(c.frames.indexOf(reply));
+    // This answer's first word comes, then the rest after a pause: two frames, which make the reply together.
+    c.send({ t: "in", ref: "r2", event: { type: "message", text: "slowly, order SO-1234" } });
+    const slow = await c.waitFor(isEvent("text", (message) => message.text === SLOW_ANSWER));
+    const parts = deltas().filter((frame) => frame.id === slow.message.id);
+    expect(parts.map((frame) => [frame.at, frame.text])).toEqual([
+      [0, "Your "],
+      [5, "order is on its way, slowly."],
+    ]);
+    expect(c.frames.indexOf(parts[1]!)).toBeLessThan(c.frames.indexOf(slow));
   });
 
   it("two confirm frames for one proposal (double click) run the write once", async () => {

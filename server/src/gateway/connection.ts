@@ -19,6 +19,7 @@ import {
 import { frameProblem, refOf, refOfText } from "./frameErrors.ts";
 import type { Unsubscribe } from "../bus/eventBus.ts";
 import type { AgentRelease } from "../engine/release.ts";
+import type { ReplyDelta } from "../engine/replyStream.ts";
 import type { ConnectionDeps } from "./connectionDeps.ts";
 
 const EVENT_BATCH = 200;
@@ -67,6 +68,8 @@ export class Connection {
   private refilledAt: number;
   private starting = false;
   private corked = false;
+  /** Reply parts received this turn of the event loop, sent as one delta frame (delta()). */
+  private pendingDelta: ReplyDelta | undefined;
   /** The hash of the resume token this connection joined its conversation with. */
   private tokenHash: string | undefined;
   private helloTimer: NodeJS.Timeout | undefined;
@@ -100,18 +103,45 @@ export class Connection {
   send(frame: ServerFrame): void {
     if (this.ws.readyState !== this.ws.OPEN) return;
     this.cork();
+    this.sendDelta();
     this.ws.send(JSON.stringify(frame));
   }
 
-  /** Hold this turn's frames in the socket and write them together when the turn's work is done. */
+  /**
+   * A part of the reply being written: the parts that follow one another within this turn of the event loop
+   * go out as one `delta` frame (the model often hands over several at once), before any other frame.
+   */
+  delta(delta: ReplyDelta): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    const pending = this.pendingDelta;
+    if (pending && pending.id === delta.id && pending.at + pending.text.length === delta.at) {
+      pending.text += delta.text;
+      return;
+    }
+    this.cork();
+    this.sendDelta();
+    this.pendingDelta = { id: delta.id, at: delta.at, text: delta.text };
+  }
+
+  /** Send the reply parts held this turn of the event loop, if any. */
+  private sendDelta(): void {
+    const pending = this.pendingDelta;
+    if (!pending) return;
+    this.pendingDelta = undefined;
+    if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify({ t: "delta", id: pending.id, at: pending.at, text: pending.text } satisfies ServerFrame));
+  }
+
+  /** Hold this turn's frames in the socket and write them together when the turn's work is done (held reply parts first). */
   private cork(): void {
-    const socket = this.deps.socket;
-    if (this.corked || !socket || socket.destroyed) return;
+    if (this.corked) return;
     this.corked = true;
-    socket.cork();
+    const socket = this.deps.socket;
+    const cork = socket !== undefined && !socket.destroyed;
+    if (cork) socket.cork();
     setImmediate(() => {
       this.corked = false;
-      socket.uncork();
+      this.sendDelta();
+      if (cork) socket.uncork();
     });
   }
 

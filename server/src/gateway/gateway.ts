@@ -110,7 +110,7 @@ export class Gateway {
     });
     // The agent's reply streams to the widget as the model writes it (channels send only the stored, whole event).
     const stopDeltas = options.engine.onReplyDelta((conversationId, delta) => {
-      for (const connection of this.byConversation.get(conversationId) ?? []) connection.send({ t: "delta", ...delta });
+      for (const connection of this.byConversation.get(conversationId) ?? []) connection.delta(delta);
     });
     this.stopTyping = () => {
       stopTyping();
