@@ -1,5 +1,6 @@
 // Preloaded into a benchmarked server (node --import countProbe.mjs ...): counts what the process asks of
-// its databases by wrapping the drivers themselves, the server's code unchanged. better-sqlite3: every
+// its databases by wrapping the drivers themselves, the server's code unchanged, when started with
+// CAPLO_BENCH_COUNTS=1 (the counts bench; the CPU figures are taken without the wrappers). better-sqlite3: every
 // statement run (prepared statements and exec), and commits (COMMIT, or a write outside a transaction);
 // pg: every query (one round trip each) and commits likewise, per client connection; ioredis: commands by
 // name. Answers "counts" on the IPC channel with the totals and a breakdown by statement, "counts-reset"
@@ -27,52 +28,56 @@ const label = (kind, text) => {
 const tally = (key) => (counts.by[key] = (counts.by[key] ?? 0) + 1);
 const WRITE = /\b(INSERT|UPDATE|DELETE)\b/i;
 
-// better-sqlite3: wrap each prepared statement's run/get/all/iterate.
-const prepare = Database.prototype.prepare;
-Database.prototype.prepare = function (source, ...rest) {
-  const statement = prepare.call(this, source, ...rest);
-  const db = this;
-  for (const method of ["run", "get", "all", "iterate"]) {
-    const original = statement[method];
-    statement[method] = function (...args) {
-      counts.sqlite.statements += 1;
-      tally(label("sqlite", source));
-      const inTransaction = db.inTransaction;
-      const result = original.apply(this, args);
-      if (/^\s*COMMIT/i.test(source) || (!inTransaction && !/^\s*(BEGIN|ROLLBACK)/i.test(source) && !statement.reader && WRITE.test(source))) counts.sqlite.commits += 1;
-      return result;
-    };
-  }
-  return statement;
-};
-const exec = Database.prototype.exec;
-Database.prototype.exec = function (source) {
-  counts.sqlite.statements += 1;
-  tally(label("sqlite exec", source));
-  return exec.call(this, source);
-};
+if (process.env.CAPLO_BENCH_COUNTS === "1") wrapDrivers();
 
-// pg: every query is one round trip; BEGIN..COMMIT is one commit, a write outside it an implicit one.
-const query = pg.Client.prototype.query;
-pg.Client.prototype.query = function (config, ...rest) {
-  const text = typeof config === "string" ? config : (config?.text ?? config?.name ?? "");
-  counts.pg.queries += 1;
-  tally(label("pg", text));
-  if (/^\s*BEGIN/i.test(text)) this.__benchTx = true;
-  else if (/^\s*(COMMIT|ROLLBACK)/i.test(text)) {
-    if (/^\s*COMMIT/i.test(text)) counts.pg.commits += 1;
-    this.__benchTx = false;
-  } else if (!this.__benchTx && WRITE.test(text)) counts.pg.commits += 1;
-  return query.call(this, config, ...rest);
-};
+function wrapDrivers() {
+  // better-sqlite3: wrap each prepared statement's run/get/all/iterate.
+  const prepare = Database.prototype.prepare;
+  Database.prototype.prepare = function (source, ...rest) {
+    const statement = prepare.call(this, source, ...rest);
+    const db = this;
+    for (const method of ["run", "get", "all", "iterate"]) {
+      const original = statement[method];
+      statement[method] = function (...args) {
+        counts.sqlite.statements += 1;
+        tally(label("sqlite", source));
+        const inTransaction = db.inTransaction;
+        const result = original.apply(this, args);
+        if (/^\s*COMMIT/i.test(source) || (!inTransaction && !/^\s*(BEGIN|ROLLBACK)/i.test(source) && !statement.reader && WRITE.test(source))) counts.sqlite.commits += 1;
+        return result;
+      };
+    }
+    return statement;
+  };
+  const exec = Database.prototype.exec;
+  Database.prototype.exec = function (source) {
+    counts.sqlite.statements += 1;
+    tally(label("sqlite exec", source));
+    return exec.call(this, source);
+  };
 
-// ioredis: commands by name.
-const sendCommand = Redis.prototype.sendCommand;
-Redis.prototype.sendCommand = function (command, ...rest) {
-  counts.redis.commands += 1;
-  tally(`redis: ${command?.name ?? "?"}`);
-  return sendCommand.call(this, command, ...rest);
-};
+  // pg: every query is one round trip; BEGIN..COMMIT is one commit, a write outside it an implicit one.
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (config, ...rest) {
+    const text = typeof config === "string" ? config : (config?.text ?? config?.name ?? "");
+    counts.pg.queries += 1;
+    tally(label("pg", text));
+    if (/^\s*BEGIN/i.test(text)) this.__benchTx = true;
+    else if (/^\s*(COMMIT|ROLLBACK)/i.test(text)) {
+      if (/^\s*COMMIT/i.test(text)) counts.pg.commits += 1;
+      this.__benchTx = false;
+    } else if (!this.__benchTx && WRITE.test(text)) counts.pg.commits += 1;
+    return query.call(this, config, ...rest);
+  };
+
+  // ioredis: commands by name.
+  const sendCommand = Redis.prototype.sendCommand;
+  Redis.prototype.sendCommand = function (command, ...rest) {
+    counts.redis.commands += 1;
+    tally(`redis: ${command?.name ?? "?"}`);
+    return sendCommand.call(this, command, ...rest);
+  };
+}
 
 let inspector;
 process.on("message", async (message) => {

@@ -9,7 +9,7 @@
 //   options: --warmup 4000 --rounds 4 --verbose (counts: the statements behind the figures)
 //
 // Counts come from the drivers themselves (bench/engine/countProbe.mjs wraps better-sqlite3, pg and
-// ioredis in the server process); background work (status-check polling, sweeps) is counted over an
+// ioredis in the server process, only for `counts`: the other figures are taken without the wrappers); background work (status-check polling, sweeps) is counted over an
 // idle window as long as the measured one and subtracted. CPU is the server process's own (user +
 // system), and for PostgreSQL also every `postgres` process on the machine (shared: other work adds to it).
 import { execSync } from "node:child_process";
@@ -42,8 +42,8 @@ async function storeFor(store: Store): Promise<string> {
   cleanups.push(database.drop);
   return database.url;
 }
-async function caplo(store: Store): Promise<BenchServer> {
-  const server = await startCaplo({ ...agent, backendPort: backend.port, db: await storeFor(store), id: `bench-${++serial}`, ...(store === "pg" && { redisUrl: REDIS_URL }) });
+async function caplo(store: Store, counting = false): Promise<BenchServer> {
+  const server = await startCaplo({ ...agent, backendPort: backend.port, db: await storeFor(store), id: `bench-${++serial}`, counting, ...(store === "pg" && { redisUrl: REDIS_URL }) });
   cleanups.push(server.stop);
   return server;
 }
@@ -145,7 +145,7 @@ function breakdown(title: string, counts: Counts, per: number): void {
 async function counts(): Promise<void> {
   const rows: (string | number)[][] = [];
   for (const store of ["sqlite", "pg"] as const) {
-    const server = await caplo(store);
+    const server = await caplo(store, true);
     await warm(server);
     // One customer at a time, each on a connection opened before the counted window (10 turns each, within the burst).
     const reads = 200;

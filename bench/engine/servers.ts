@@ -68,7 +68,10 @@ async function start(label: string, args: string[], env: Record<string, string>)
   };
 }
 
-export type CaploOptions = { db: string; releasesDir: string; scriptFile: string; backendPort: number; redisUrl?: string; id: string };
+export type CaploOptions = { db: string; releasesDir: string; scriptFile: string; backendPort: number; redisUrl?: string; id: string; counting?: boolean };
+
+/** The probe wraps the database drivers to count only when asked (their wrappers cost CPU of their own). */
+const counting = (on: boolean | undefined): Record<string, string> => (on ? { CAPLO_BENCH_COUNTS: "1" } : {});
 
 /** `caplo serve` as an operator starts it, for the benchmark agent. */
 export function startCaplo(options: CaploOptions): Promise<BenchServer> {
@@ -83,11 +86,12 @@ export function startCaplo(options: CaploOptions): Promise<BenchServer> {
       CAPLO_WIDGET_SOCKETS_PER_ADDRESS: "1000000",
       CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE: "1000000",
       ...(options.redisUrl && { CAPLO_REDIS_URL: options.redisUrl }),
+      ...counting(options.counting),
     },
   );
 }
 
 /** bench/reference/server.ts on the same kind of store. */
-export function startReference(db: string): Promise<BenchServer> {
-  return start(`reference (${db.startsWith("postgres") ? "PostgreSQL" : "SQLite"})`, ["--import", "tsx", join(ROOT, "bench", "reference", "server.ts"), "--db", db], {});
+export function startReference(db: string, options: { counting?: boolean } = {}): Promise<BenchServer> {
+  return start(`reference (${db.startsWith("postgres") ? "PostgreSQL" : "SQLite"})`, ["--import", "tsx", join(ROOT, "bench", "reference", "server.ts"), "--db", db], counting(options.counting));
 }
