@@ -82,7 +82,14 @@ describe("the loader fetches the app ahead of the click", () => {
     await expect.poll(() => server.connections).toBe(connectionsBefore + 1);
     await idlePassed(page);
     expect(hellos()).toBe(hellosBefore);
-    expect(await page.locator("[data-caplo] div[role=dialog]").isVisible()).toBe(false);
+    // Made ahead and painted, but not seen, clicked or reached: opacity 0, no pointer events, inert (the
+    // keyboard cannot tab into it and assistive technology does not list it).
+    const dialog = page.locator("[data-caplo] div[role=dialog]");
+    expect(await dialog.evaluate((el) => [getComputedStyle(el).opacity, getComputedStyle(el).pointerEvents, (el as HTMLElement).inert])).toEqual(["0", "none", true]);
+    expect(await page.getByRole("dialog", { name: "Chat" }).count()).toBe(0);
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    expect(await app.locator("#caplo-input").evaluate((el) => document.hasFocus() && el === document.activeElement)).toBe(false);
 
     const fetched = appRequests.length;
     await launcher.click();

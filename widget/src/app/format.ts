@@ -60,6 +60,22 @@ export function formatMoney(amount: Primitive, currency: string | undefined, loc
   return new Intl.NumberFormat(locale).format(amount);
 }
 
+const dateTimeFormats = new Map<string, Intl.DateTimeFormat>();
+
+/**
+ * One Intl.DateTimeFormat per locale and options, made once and kept: making one costs about a thousand
+ * times formatting with it (Date's toLocale…String makes one per call), and the first loads the locale's data.
+ */
+export function dateTimeFormat(locale: string, options: Intl.DateTimeFormatOptions): Intl.DateTimeFormat {
+  const key = `${locale}|${JSON.stringify(options)}`;
+  let format = dateTimeFormats.get(key);
+  if (!format) {
+    format = new Intl.DateTimeFormat(locale, options);
+    dateTimeFormats.set(key, format);
+  }
+  return format;
+}
+
 /** A date (YYYY-MM-DD) or date-time string formatted for the locale; anything else as given. */
 export function formatTime(value: Primitive, locale: string): string {
   if (typeof value !== "string") return cellText(value);
@@ -70,7 +86,7 @@ export function formatTime(value: Primitive, locale: string): string {
     ? { dateStyle: "medium", timeZone: "UTC" }
     : { dateStyle: "medium", timeStyle: "short" };
   try {
-    return new Intl.DateTimeFormat(locale, options).format(new Date(time));
+    return dateTimeFormat(locale, options).format(new Date(time));
   } catch {
     return value;
   }

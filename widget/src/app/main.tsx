@@ -2,6 +2,7 @@
 // renders the widget into the iframe's page.
 import { render } from "preact";
 import { App } from "./components/App.tsx";
+import { timeOf } from "./components/Log.tsx";
 import { WS_PATH } from "./frames.ts";
 import { readParams } from "./params.ts";
 import { WidgetStorage } from "./storage.ts";
@@ -14,10 +15,18 @@ const url = `${location.protocol === "https:" ? "wss:" : "ws:"}//${location.host
 document.documentElement.lang = params.locale;
 if (params.theme) document.documentElement.dataset.theme = params.theme;
 const root = document.getElementById("caplo")!;
-render(
-  <App params={params} url={url} storage={new WidgetStorage(params.agent)} parent={window.parent === window ? null : window.parent} />,
-  root,
-);
-// Lay the app out now: in a frame the loader made ahead of a click this happens while it is hidden, so
-// the click only has to paint it.
-root.getBoundingClientRect();
+const storage = new WidgetStorage(params.agent);
+render(<App params={params} url={url} storage={storage} parent={window.parent === window ? null : window.parent} />, root);
+// What the click would otherwise wait for, done now, each in a task of its own (in a frame that shares the
+// host page's renderer, as on Android, no one task holds the page up for long): lay the app out (in a frame
+// the loader made ahead of a click it is then only shown), read localStorage once (the first read loads
+// this origin's storage from the browser, a synchronous round trip the hello would wait for), and format a
+// time once (the first loads the locale's data, which the greeting's time would wait for).
+const later = (work: () => void) => {
+  const idle = (window as { requestIdleCallback?: (cb: () => void, options: { timeout: number }) => number }).requestIdleCallback;
+  if (idle) idle(work, { timeout: 1000 });
+  else setTimeout(work, 1);
+};
+later(() => root.getBoundingClientRect());
+later(() => storage.resumeToken());
+later(() => timeOf(new Date().toISOString(), params.locale));

@@ -94,11 +94,12 @@ function start(script: HTMLScriptElement): void {
     `div{position:fixed;top:auto;bottom:92px;${side}:20px;${other}:auto;z-index:2147483647;width:min(400px,calc(100vw - 40px));` +
     // The top 108 px stay free: the page's own header (its sign-in, its cart) is not covered on desktop.
     `height:min(640px,calc(100vh - 200px));min-height:min(420px,calc(100vh - 112px));border-radius:14px;overflow:hidden;box-shadow:0 8px 32px rgba(0,0,0,.3);` +
-    `display:none;background:#fff;transition:opacity .15s,transform .15s}` +
+    `display:none;background:#fff;transition:transform .15s}` +
     `.open div{display:block}` +
-    // A frame made ahead of a click is laid out at its real size but not seen, focused or clicked: opening
-    // it then only paints.
-    `.pre div{display:block;visibility:hidden;pointer-events:none}` +
+    // A frame made ahead of a click is laid out and painted at its real size but not seen (opacity, not
+    // visibility: a hidden cross-origin frame is not painted until it is shown), clicked or focused (inert):
+    // opening it then only composites.
+    `.pre div{display:block;opacity:0;pointer-events:none}` +
     `iframe{border:0;width:100%;height:100%;display:block}` +
     `p{margin:0;padding:24px;font:15px/1.45 system-ui,sans-serif;color:#1b1e24}` +
     `@media (max-width:480px){div{inset:0;width:100%;height:100%;min-height:0;border-radius:0}.open button{display:none}}` +
@@ -169,6 +170,10 @@ function start(script: HTMLScriptElement): void {
     // The unread count is part of the launcher's name: "Open chat, 2 unread".
     launcher.setAttribute("aria-label", isOpen ? labels[1] : unread > 0 ? `${labels[0]}, ${unread} ${labels[3]}` : labels[0]);
     launcher.innerHTML = `<i aria-hidden="true">${unread > 9 ? "9+" : unread}</i>${isOpen ? CLOSE_ICON : ICON}`;
+    // The frame made ahead of a click is out of reach of the keyboard and assistive technology until opened.
+    panel.inert = !isOpen;
+    if (isOpen) panel.removeAttribute("aria-hidden");
+    else panel.setAttribute("aria-hidden", "true");
     // On a phone the panel fills the screen: the page behind it does not scroll.
     document.documentElement.style.overflow = isOpen && phone() ? "hidden" : scrollBefore;
     for (const el of [launcher, panel] as HTMLElement[]) {

@@ -8,7 +8,7 @@ import { useMemo } from "preact/hooks";
 import { markdownToHtml } from "../markdown.ts";
 import { RATING_PREFIX, type ConversationState, type Row } from "../conversation.ts";
 import { useWidget } from "../context.ts";
-import { clampText } from "../format.ts";
+import { clampText, dateTimeFormat } from "../format.ts";
 import { fill, type Strings } from "../i18n.ts";
 import { AGENT_TEXT_SHOWN_MAX, Message } from "./Message.tsx";
 import { OutcomeNotice, OutcomeUpdate, ReviewCard } from "./ReviewCard.tsx";
@@ -26,12 +26,13 @@ export function dayLabel(at: string, locale: string, t: Strings, now = new Date(
   yesterday.setDate(now.getDate() - 1);
   if (dayOf(at) === dayOf(now.toISOString())) return t.today;
   if (dayOf(at) === dayOf(yesterday.toISOString())) return t.yesterday;
-  return d.toLocaleDateString(locale, { weekday: "short", day: "numeric", month: "long", ...(d.getFullYear() !== now.getFullYear() && { year: "numeric" }) });
+  return dateTimeFormat(locale, { weekday: "short", day: "numeric", month: "long", ...(d.getFullYear() !== now.getFullYear() && { year: "numeric" }) }).format(d);
 }
 
-function timeOf(at: string, locale: string): string {
+/** A message's time of day ("14:05", "2:05 PM") as the visitor's locale writes it. */
+export function timeOf(at: string, locale: string): string {
   const d = new Date(at);
-  return Number.isNaN(d.getTime()) ? "" : d.toLocaleTimeString(locale, { hour: "2-digit", minute: "2-digit" });
+  return Number.isNaN(d.getTime()) ? "" : dateTimeFormat(locale, { hour: "2-digit", minute: "2-digit" }).format(d);
 }
 
 export interface LogProps {
