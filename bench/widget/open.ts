@@ -1,25 +1,26 @@
-// Page-load cost and time to open, interleaved in one run (issue #21): `npx tsx bench/widget/open.ts [rounds]`.
-// The real gateway and engine (tests/gateway/support's stack: compression, caching, the greeting from the
-// welcome) serve the widget from http://127.0.0.1:PORT; the owner's blank page is on http://localhost:PORT,
-// another site, so the app's frame is cross-site as on a real shop. Each round runs, for each condition
-// (no throttling; 4x CPU; slow 4G + 4x CPU), a blank page and the same page with the script tag, each in a
-// fresh browser context (no cache):
+// Page-load cost and time to open, interleaved in one run (issue #21): `npx tsx bench/widget/open.ts [rounds] [isolated|shared|both]`.
+// The real gateway and engine serve the widget from http://127.0.0.1:PORT; the owner's blank page is on
+// http://localhost:PORT, another site, so the app's frame is cross-site as on a real shop (pages.ts). Each
+// round runs, for each process model (isolated: the frame in a renderer of its own, as desktop Chrome does;
+// shared: in the page's renderer, as Android Chrome does for most sites) and each condition (no throttling;
+// 4x CPU; slow 4G + 4x CPU), a blank page and the same page with the script tag, each in a fresh browser
+// context (no cache):
 //   page load   bytes on the wire until the load event, the host page's blocking time (long tasks over
-//               50 ms on its main thread until 2 s after the app's prefetch), the load event's time;
+//               50 ms on its main thread until 2 s after the app's prefetch; in the shared model the app's
+//               frame runs on that thread too), the load event's time;
 //   open        after the load event and the idle prefetch (the visitor reads the page first), the click on
-//               the launcher (its click event; Playwright's click moves the mouse onto it, presses and
-//               releases at once) → the input usable: the panel shown, the message box focused and painted
-//               (two animation frames after); and → ready: the greeting shown and the connection up (Send works).
-// Throttling is set through CDP on the page and, once it exists, on the app's own frame (a separate
-// renderer: site isolation): Emulation.setCPUThrottlingRate 4, Network.emulateNetworkConditions with
-// Lighthouse's slow 4G (150 ms round trip, 1.6 Mbit/s down, 750 kbit/s up).
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+//               the launcher (the mouse moved onto it, pressed and released at once, sent as raw input so no
+//               test-tool script runs in the page meanwhile; timed from its click event) → the input usable:
+//               the panel shown, the message box focused and painted (two animation frames after); and →
+//               ready: the greeting shown and the connection up (Send works). With it, the main-thread CPU
+//               time each renderer spent from the click to ready (CDP Performance ThreadTime), which the
+//               machine's other load inflates far less than the wall-clock figures.
+// Throttling is set through CDP on the page and, in the isolated model, on the app's own frame:
+// Emulation.setCPUThrottlingRate 4, Network.emulateNetworkConditions with Lighthouse's slow 4G (150 ms round
+// trip, 1.6 Mbit/s down, 750 kbit/s up).
 import { cpus, loadavg } from "node:os";
 import type { Browser, BrowserContext, CDPSession, Page } from "playwright-core";
-import { releaseFromVersions } from "../../server/src/engine/release.ts";
-import { startStack } from "../../tests/gateway/support/stack.ts";
-import { buildWidget, launchChromium } from "../../tests/widget/browser.ts";
+import { GREETING, launchBenchChromium, median, startBenchPages, type ProcessModel } from "./pages.ts";
 
 interface Condition {
   name: string;
@@ -35,7 +36,9 @@ const CONDITIONS: Condition[] = [
   { name: "slow 4G + 4x CPU", cpu: 4, network: SLOW_4G, target: 350 },
 ];
 const rounds = Number(process.argv[2] ?? 7);
-const GREETING = "Hi! I can look up your orders and answer questions about the shop.";
+const modelArg = process.argv[3] ?? "both";
+const MODELS: ProcessModel[] = modelArg === "both" ? ["isolated", "shared"] : [modelArg as ProcessModel];
+if (!MODELS.every((m) => m === "isolated" || m === "shared")) throw new Error(`process model: isolated, shared or both, not ${modelArg}`);
 
 /** In every frame: long tasks and the load event in the host page; in the app, when the input is usable and when it is ready. */
 const PROBE = `(() => {
@@ -49,16 +52,19 @@ const PROBE = `(() => {
       const greeted = [...document.querySelectorAll(".bubble")].some((b) => b.textContent.includes(${JSON.stringify(GREETING.slice(0, 20))}));
       if (!window.__readySeen && shown && greeted && !document.querySelector(".conn")) { window.__readySeen = 1; painted("__ready"); }
     };
-    const loop = () => { check(); if (!window.__readySeen) requestAnimationFrame(loop); };
+    // Checked on every change of the page, focus, size or message; no polling loop (it would force a layout
+    // in the app every frame and slow what it measures).
     document.addEventListener("DOMContentLoaded", () => {
-      new MutationObserver(check).observe(document.body, { childList: true, subtree: true, attributes: true });
-      for (const e of ["focusin", "resize", "message"]) window.addEventListener(e, () => setTimeout(check));
-      loop();
+      new MutationObserver(check).observe(document.body, { childList: true, subtree: true, attributes: true, characterData: true });
+      for (const e of ["focus", "focusin", "resize", "message"]) window.addEventListener(e, () => setTimeout(check), true);
+      check();
     });
     return;
   }
   window.__long = [];
   new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push(e.duration); }).observe({ type: "longtask", buffered: true });
+  // The app's frame has loaded (its script ran and rendered the app): its navigation's entry reaches this page at its load event.
+  new PerformanceObserver((list) => { if (list.getEntries().some((e) => e.initiatorType === "iframe" && e.name.includes("/widget/app.html"))) window.__appLoaded = now(); }).observe({ type: "resource", buffered: true });
   document.addEventListener("click", (e) => { window.__click = performance.timeOrigin + e.timeStamp; }, true);
 })();`;
 
@@ -72,6 +78,9 @@ interface Load {
 interface Open {
   usable: number;
   ready: number;
+  /** Main-thread CPU time from the click to ready: the host page's renderer, the app's (0 when shared). */
+  hostCpu: number;
+  appCpu: number;
 }
 
 /** Sets the condition's throttling on a page's or frame's CDP session. */
@@ -81,6 +90,13 @@ async function throttle(session: CDPSession, condition: Condition): Promise<void
     await session.send("Network.enable");
     await session.send("Network.emulateNetworkConditions", { offline: false, ...condition.network });
   }
+}
+
+/** A value of the page's main world read over CDP: no test-tool script is put in the page, so the page's
+ * main thread (the frame's too, when shared) does only what a visitor's browser does. */
+async function read<T>(session: CDPSession, expression: string): Promise<T> {
+  const { result } = (await session.send("Runtime.evaluate", { expression, returnByValue: true })) as { result: { value: T } };
+  return result.value;
 }
 
 async function pageLoad(context: BrowserContext, url: string, condition: Condition, widget: boolean): Promise<{ page: Page; load: Load }> {
@@ -104,85 +120,104 @@ async function pageLoad(context: BrowserContext, url: string, condition: Conditi
   await throttle(session, condition);
   await page.goto(url, { waitUntil: "load" });
   loaded = true;
-  const loadMs = await page.evaluate(() => performance.getEntriesByType("navigation")[0]!.duration);
+  const loadMs = await read<number>(session, `performance.getEntriesByType("navigation")[0].duration`);
   if (widget) {
-    // The idle prefetch: the app's frame rendered (its message box exists, hidden).
-    await page.frameLocator("iframe[title='Chat']").locator("#caplo-input").waitFor({ state: "attached", timeout: 30_000 });
+    // The idle prefetch: the app's frame loaded and rendered (hidden).
+    const deadline = Date.now() + 30_000;
+    while (!(await read<number | undefined>(session, "window.__appLoaded"))) {
+      if (Date.now() > deadline) throw new Error("the app's frame did not load within 30 s of the load event");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   }
   await page.waitForTimeout(2000); // a quiet window after it, as blocking time counts long tasks until the page is quiet
-  const long = await page.evaluate(() => (window as unknown as { __long: number[] }).__long);
+  const long = await read<number[]>(session, "window.__long");
   await Promise.all(counted);
   return { page, load: { bytes, blocking: long.reduce((sum, d) => sum + Math.max(0, d - 50), 0), loadMs, after } };
 }
 
-async function open(context: BrowserContext, page: Page, condition: Condition): Promise<Open> {
+/** The renderer main thread's CPU time so far, ms (CDP Performance ThreadTime). */
+async function threadTime(session: CDPSession): Promise<number> {
+  const { metrics } = (await session.send("Performance.getMetrics")) as { metrics: { name: string; value: number }[] };
+  return metrics.find((m) => m.name === "ThreadTime")!.value * 1000;
+}
+
+async function open(context: BrowserContext, page: Page, condition: Condition, model: ProcessModel): Promise<Open> {
   const frame = page.frames().find((f) => f.url().includes("/widget/app.html"))!;
-  await throttle(await context.newCDPSession(frame), condition);
-  await page.locator("[data-caplo] button").click();
-  await frame.waitForFunction(() => (window as unknown as { __ready?: number }).__ready, undefined, { timeout: 30_000 });
+  const pageSession = await context.newCDPSession(page);
+  const appSession = model === "isolated" ? await context.newCDPSession(frame) : undefined;
+  if (appSession) await throttle(appSession, condition);
+  // The test tool's own scripts are put in both frames now, not while the open is timed.
+  await frame.waitForFunction(() => true);
+  const box = (await page.locator("[data-caplo] button").boundingBox())!;
+  const at = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+  for (const s of [pageSession, appSession]) await s?.send("Performance.enable");
+  const hostBefore = await threadTime(pageSession);
+  const appBefore = appSession ? await threadTime(appSession) : 0;
+  await pageSession.send("Input.dispatchMouseEvent", { type: "mouseMoved", ...at });
+  await pageSession.send("Input.dispatchMouseEvent", { type: "mousePressed", ...at, button: "left", clickCount: 1 });
+  await pageSession.send("Input.dispatchMouseEvent", { type: "mouseReleased", ...at, button: "left", clickCount: 1 });
+  await frame
+    .waitForFunction(() => (window as unknown as { __ready?: number; __usable?: number }).__ready && (window as unknown as { __usable?: number }).__usable, undefined, { timeout: 30_000, polling: 100 })
+    .catch(async (error: Error) => {
+      const state = await frame.evaluate(() => ({ hasFocus: document.hasFocus(), active: document.activeElement?.id, w: Object.fromEntries(Object.entries(window).filter(([k]) => k.startsWith("__"))) }));
+      throw new Error(`the open did not end usable and ready: ${JSON.stringify(state)}`, { cause: error });
+    });
+  const hostCpu = (await threadTime(pageSession)) - hostBefore;
+  const appCpu = appSession ? (await threadTime(appSession)) - appBefore : 0;
   // From the click event (the button released), as a visitor's click is timed; the press came before it.
   const click = await page.evaluate(() => (window as unknown as { __click: number }).__click);
   const { usable, ready } = await frame.evaluate(() => {
     const w = window as unknown as { __usable: number; __ready: number };
     return { usable: w.__usable, ready: w.__ready };
   });
-  return { usable: usable - click, ready: ready - click };
+  return { usable: usable - click, ready: ready - click, hostCpu, appCpu };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const spread = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return `median ${median(s).toFixed(0)} ms (min ${s[0]!.toFixed(0)}, max ${s.at(-1)!.toFixed(0)}, n=${s.length})`;
 };
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 
-await buildWidget();
-const site = createServer((req, res) => {
-  const withWidget = req.url === "/widget";
-  res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-  res.end(
-    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title></head>` +
-      `<body><h1>Shop</h1><p>Boots and tents.</p>${withWidget ? `<script src="${stack.base}/widget.js" data-agent="bench-agent" async></script>` : ""}</body></html>`,
-  );
-});
-await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
-const siteUrl = `http://localhost:${(site.address() as AddressInfo).port}`;
-const stack = await startStack({
-  releases: (version) => [releaseFromVersions({ agent: "bench-agent", instructions: "x", origins: [siteUrl], versions: [version], greeting: GREETING })],
-});
-let browser: Browser | undefined;
+const pages = await startBenchPages();
+const browsers = new Map<ProcessModel, Browser>();
 try {
-  browser = await launchChromium();
-  const results = CONDITIONS.map(() => ({ blank: [] as Load[], widget: [] as Load[], open: [] as Open[] }));
+  for (const model of MODELS) browsers.set(model, await launchBenchChromium(model));
+  const results = MODELS.map(() => CONDITIONS.map(() => ({ blank: [] as Load[], widget: [] as Load[], open: [] as Open[] })));
   for (let round = -1; round < rounds; round++) {
-    for (const [i, condition] of CONDITIONS.entries()) {
-      for (const withWidget of [false, true]) {
-        const context = await browser.newContext({ viewport: { width: 412, height: 823 }, isMobile: false });
-        await context.addInitScript(PROBE);
-        const { page, load } = await pageLoad(context, withWidget ? `${siteUrl}/widget` : `${siteUrl}/`, condition, withWidget);
-        const opened = withWidget ? await open(context, page, condition) : undefined;
-        await context.close();
-        if (round < 0) continue; // the first round warms up
-        results[i]![withWidget ? "widget" : "blank"].push(load);
-        if (opened) results[i]!.open.push(opened);
+    for (const [m, model] of MODELS.entries()) {
+      for (const [i, condition] of CONDITIONS.entries()) {
+        for (const withWidget of [false, true]) {
+          const context = await browsers.get(model)!.newContext({ viewport: { width: 412, height: 823 }, isMobile: false });
+          await context.addInitScript(PROBE);
+          const { page, load } = await pageLoad(context, withWidget ? pages.widgetUrl : pages.blankUrl, condition, withWidget);
+          const opened = withWidget ? await open(context, page, condition, model) : undefined;
+          await context.close();
+          if (round < 0) continue; // the first round warms up
+          results[m]![i]![withWidget ? "widget" : "blank"].push(load);
+          if (opened) results[m]![i]!.open.push(opened);
+        }
       }
     }
   }
   console.log(`widget page load and open (Chromium headless; real gateway on loopback, page and widget on different sites; ${rounds} interleaved rounds after a warm-up)`);
-  for (const [i, condition] of CONDITIONS.entries()) {
-    const r = results[i]!;
-    const usable = median(r.open.map((o) => o.usable));
-    console.log(`  ${condition.name}`);
-    console.log(`    page load, blank page:   ${kb(median(r.blank.map((l) => l.bytes)))} before load, blocking ${median(r.blank.map((l) => l.blocking)).toFixed(0)} ms, load event ${median(r.blank.map((l) => l.loadMs)).toFixed(0)} ms`);
-    console.log(
-      `    page load, with widget:  ${kb(median(r.widget.map((l) => l.bytes)))} before load, blocking ${median(r.widget.map((l) => l.blocking)).toFixed(0)} ms, load event ${median(r.widget.map((l) => l.loadMs)).toFixed(0)} ms; then ${kb(median(r.widget.map((l) => l.after)))} prefetched when idle after load`,
-    );
-    console.log(`    click → input usable:    ${spread(r.open.map((o) => o.usable))}   aim ≤ ${condition.target} ms  ${usable <= condition.target ? "ok" : "OVER"}`);
-    console.log(`    click → greeting, Send works: ${spread(r.open.map((o) => o.ready))}`);
+  for (const [m, model] of MODELS.entries()) {
+    console.log(`${model === "isolated" ? "frame in a renderer of its own (site isolation, as desktop Chrome)" : "frame in the page's renderer (no site isolation, as Android Chrome for most sites)"}`);
+    for (const [i, condition] of CONDITIONS.entries()) {
+      const r = results[m]![i]!;
+      const usable = median(r.open.map((o) => o.usable));
+      console.log(`  ${condition.name}`);
+      console.log(`    page load, blank page:   ${kb(median(r.blank.map((l) => l.bytes)))} before load, blocking ${median(r.blank.map((l) => l.blocking)).toFixed(0)} ms, load event ${median(r.blank.map((l) => l.loadMs)).toFixed(0)} ms`);
+      console.log(
+        `    page load, with widget:  ${kb(median(r.widget.map((l) => l.bytes)))} before load, blocking ${median(r.widget.map((l) => l.blocking)).toFixed(0)} ms, load event ${median(r.widget.map((l) => l.loadMs)).toFixed(0)} ms; then ${kb(median(r.widget.map((l) => l.after)))} prefetched when idle after load`,
+      );
+      console.log(`    click → input usable:    ${spread(r.open.map((o) => o.usable))}   aim ≤ ${condition.target} ms  ${usable <= condition.target ? "ok" : "OVER"}`);
+      console.log(`    click → greeting, Send works: ${spread(r.open.map((o) => o.ready))}`);
+      console.log(`    main-thread CPU click → ready: page's renderer ${median(r.open.map((o) => o.hostCpu)).toFixed(0)} ms${model === "isolated" ? `, app's renderer ${median(r.open.map((o) => o.appCpu)).toFixed(0)} ms` : " (the app's frame included)"}`);
+    }
   }
   console.log(`  machine load average: ${loadavg().map((l) => l.toFixed(1)).join(" ")} on ${cpus().length} cores`);
 } finally {
-  await browser?.close();
-  await stack.close();
-  await new Promise<void>((resolve) => site.close(() => resolve()));
+  for (const browser of browsers.values()) await browser.close();
+  await pages.close();
 }
