@@ -12,9 +12,9 @@
 //               the launcher (the mouse moved onto it, pressed and released at once, sent as raw input so no
 //               test-tool script runs in the page meanwhile; timed from its click event) → the input usable:
 //               the panel shown, the message box focused and painted (two animation frames after); and →
-//               ready: the greeting shown and the connection up (Send works). With it, the main-thread CPU
-//               time each renderer spent from the click to ready (CDP Performance ThreadTime), which the
-//               machine's other load inflates far less than the wall-clock figures.
+//               ready: the greeting shown and the connection up (Send works). Unthrottled, also the
+//               main-thread CPU time each renderer spent from the click to ready (CDP Performance ThreadTime),
+//               which the machine's other load inflates far less than the wall-clock figures.
 // Throttling is set through CDP on the page and, in the isolated model, on the app's own frame:
 // Emulation.setCPUThrottlingRate 4, Network.emulateNetworkConditions with Lighthouse's slow 4G (150 ms round
 // trip, 1.6 Mbit/s down, 750 kbit/s up).
@@ -156,12 +156,9 @@ async function open(context: BrowserContext, page: Page, condition: Condition, m
   await pageSession.send("Input.dispatchMouseEvent", { type: "mouseMoved", ...at });
   await pageSession.send("Input.dispatchMouseEvent", { type: "mousePressed", ...at, button: "left", clickCount: 1 });
   await pageSession.send("Input.dispatchMouseEvent", { type: "mouseReleased", ...at, button: "left", clickCount: 1 });
-  await frame
-    .waitForFunction(() => (window as unknown as { __ready?: number; __usable?: number }).__ready && (window as unknown as { __usable?: number }).__usable, undefined, { timeout: 30_000, polling: 100 })
-    .catch(async (error: Error) => {
-      const state = await frame.evaluate(() => ({ hasFocus: document.hasFocus(), active: document.activeElement?.id, w: Object.fromEntries(Object.entries(window).filter(([k]) => k.startsWith("__"))) }));
-      throw new Error(`the open did not end usable and ready: ${JSON.stringify(state)}`, { cause: error });
-    });
+  await frame.waitForFunction(() => (window as unknown as { __ready?: number }).__ready, undefined, { timeout: 30_000, polling: 100 });
+  // Usable comes before ready, unless the message box never got the keyboard focus: counted as a miss, not a time.
+  await frame.waitForFunction(() => (window as unknown as { __usable?: number }).__usable, undefined, { timeout: 5_000, polling: 100 }).catch(() => undefined);
   const hostCpu = (await threadTime(pageSession)) - hostBefore;
   const appCpu = appSession ? (await threadTime(appSession)) - appBefore : 0;
   // From the click event (the button released), as a visitor's click is timed; the press came before it.
@@ -170,11 +167,12 @@ async function open(context: BrowserContext, page: Page, condition: Condition, m
     const w = window as unknown as { __usable: number; __ready: number };
     return { usable: w.__usable, ready: w.__ready };
   });
-  return { usable: usable - click, ready: ready - click, hostCpu, appCpu };
+  return { usable: usable === undefined ? NaN : usable - click, ready: ready - click, hostCpu, appCpu };
 }
 
-const spread = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
+const spread = (all: number[]) => {
+  const s = all.filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return `no figure (n=0 of ${all.length})`;
   return `median ${median(s).toFixed(0)} ms (min ${s[0]!.toFixed(0)}, max ${s.at(-1)!.toFixed(0)}, n=${s.length})`;
 };
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
@@ -205,15 +203,17 @@ try {
     console.log(`${model === "isolated" ? "frame in a renderer of its own (site isolation, as desktop Chrome)" : "frame in the page's renderer (no site isolation, as Android Chrome for most sites)"}`);
     for (const [i, condition] of CONDITIONS.entries()) {
       const r = results[m]![i]!;
-      const usable = median(r.open.map((o) => o.usable));
+      const usable = median(r.open.map((o) => o.usable).filter(Number.isFinite));
+      const missed = r.open.filter((o) => !Number.isFinite(o.usable)).length;
       console.log(`  ${condition.name}`);
       console.log(`    page load, blank page:   ${kb(median(r.blank.map((l) => l.bytes)))} before load, blocking ${median(r.blank.map((l) => l.blocking)).toFixed(0)} ms, load event ${median(r.blank.map((l) => l.loadMs)).toFixed(0)} ms`);
       console.log(
         `    page load, with widget:  ${kb(median(r.widget.map((l) => l.bytes)))} before load, blocking ${median(r.widget.map((l) => l.blocking)).toFixed(0)} ms, load event ${median(r.widget.map((l) => l.loadMs)).toFixed(0)} ms; then ${kb(median(r.widget.map((l) => l.after)))} prefetched when idle after load`,
       );
-      console.log(`    click → input usable:    ${spread(r.open.map((o) => o.usable))}   aim ≤ ${condition.target} ms  ${usable <= condition.target ? "ok" : "OVER"}`);
+      console.log(`    click → input usable:    ${spread(r.open.map((o) => o.usable))}   aim ≤ ${condition.target} ms  ${usable <= condition.target ? "ok" : "OVER"}${missed ? `; in ${missed} open(s) the message box never got the focus` : ""}`);
       console.log(`    click → greeting, Send works: ${spread(r.open.map((o) => o.ready))}`);
-      console.log(`    main-thread CPU click → ready: page's renderer ${median(r.open.map((o) => o.hostCpu)).toFixed(0)} ms${model === "isolated" ? `, app's renderer ${median(r.open.map((o) => o.appCpu)).toFixed(0)} ms` : " (the app's frame included)"}`);
+      // Under CPU throttling Chromium's ThreadTime grows with the throttling rate too: printed unthrottled only.
+      if (condition.cpu === 1) console.log(`    main-thread CPU click → ready: page's renderer ${median(r.open.map((o) => o.hostCpu)).toFixed(0)} ms${model === "isolated" ? `, app's renderer ${median(r.open.map((o) => o.appCpu)).toFixed(0)} ms` : " (the app's frame included)"}`);
     }
   }
   console.log(`  machine load average: ${loadavg().map((l) => l.toFixed(1)).join(" ")} on ${cpus().length} cores`);
