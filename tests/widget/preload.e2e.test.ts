@@ -101,6 +101,23 @@ describe("the loader fetches the app ahead of the click", () => {
     await page.close();
   });
 
+  test("a press on the launcher opens the chat even when the greeting's unread count arrives before the release", async () => {
+    const page = await context.newPage();
+    page.setDefaultTimeout(8000);
+    await page.route(`${server.siteUrl}/held.png`, (route) => route.fulfill({ status: 204 }));
+    await page.goto(server.siteUrl);
+    const launcher = page.getByRole("button", { name: "Open chat" });
+    await page.frameLocator("iframe[title='Chat']").locator("#caplo-input").waitFor({ state: "attached" });
+    await launcher.hover();
+    // The press says hello; the welcome's greeting counts as unread on the launcher before the release.
+    await page.mouse.down();
+    await expect.poll(() => launcher.getAttribute("aria-label")).toBe("Open chat, 1 unread");
+    await page.mouse.up();
+    await expect.poll(() => page.getByRole("button", { name: "Close chat" }).getAttribute("aria-expanded")).toBe("true");
+    await expect.poll(() => page.frameLocator("iframe[title='Chat']").locator("#caplo-input").evaluate((el) => el === document.activeElement)).toBe(true);
+    await page.close();
+  });
+
   test("at once when the visitor points at the launcher, even before the page has loaded", async () => {
     const { page, appRequests, release } = await pageWithHeldLoad(context);
     const launcher = page.getByRole("button", { name: "Open chat" });

@@ -88,7 +88,7 @@ function start(script: HTMLScriptElement): void {
     `[popover]{margin:0;padding:0;border:0;overflow:visible}` +
     `button{position:fixed;top:auto;bottom:20px;${side}:20px;${other}:auto;z-index:2147483647;width:60px;height:60px;border-radius:50%;border:0;` +
     `background:${color};color:${ink};cursor:pointer;display:grid;place-items:center;box-shadow:0 4px 16px rgba(0,0,0,.25);transition:transform .15s}` +
-    `button:hover{transform:scale(1.05)}button:focus-visible{outline:3px solid ${color};outline-offset:3px;box-shadow:0 0 0 3px #fff}` +
+    `button>*{pointer-events:none}button:hover{transform:scale(1.05)}button:focus-visible{outline:3px solid ${color};outline-offset:3px;box-shadow:0 0 0 3px #fff}` +
     `i{position:absolute;top:0;right:0;min-width:20px;height:20px;padding:0 5px;box-sizing:border-box;border-radius:10px;background:#c62828;color:#fff;border:2px solid #fff;display:none;font:700 11px/16px system-ui,sans-serif;font-style:normal}` +
     `.unread i{display:block}` +
     `div{position:fixed;top:auto;bottom:92px;${side}:20px;${other}:auto;z-index:2147483647;width:min(400px,calc(100vw - 40px));` +
@@ -169,7 +169,15 @@ function start(script: HTMLScriptElement): void {
     launcher.setAttribute("aria-expanded", String(isOpen));
     // The unread count is part of the launcher's name: "Open chat, 2 unread".
     launcher.setAttribute("aria-label", isOpen ? labels[1] : unread > 0 ? `${labels[0]}, ${unread} ${labels[3]}` : labels[0]);
-    launcher.innerHTML = `<i aria-hidden="true">${unread > 9 ? "9+" : unread}</i>${isOpen ? CLOSE_ICON : ICON}`;
+    // The icon is replaced only when it changes, and the count written into its badge: a press on the launcher
+    // whose target node was replaced before the release (the greeting's unread count arrives in between) would
+    // give no click.
+    const icon = isOpen ? CLOSE_ICON : ICON;
+    if (shownIcon !== icon) {
+      launcher.innerHTML = `<i aria-hidden="true"></i>${icon}`;
+      shownIcon = icon;
+    }
+    launcher.querySelector("i")!.textContent = unread > 9 ? "9+" : String(unread);
     // The frame made ahead of a click is out of reach of the keyboard and assistive technology until opened.
     panel.inert = !isOpen;
     if (isOpen) panel.removeAttribute("aria-hidden");
@@ -187,6 +195,7 @@ function start(script: HTMLScriptElement): void {
     }
   };
   const scrollBefore = document.documentElement.style.overflow;
+  let shownIcon = "";
   /** The app never said ready: the agent is unknown or this page's origin is not allowed (its frame was refused). */
   const unavailable = () => {
     if (ready || !frame) return;
