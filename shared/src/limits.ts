@@ -39,6 +39,19 @@ export const SECRET_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
  */
 export const WORKSPACE_ID_PATTERN = /^[a-z][a-z0-9-]{1,39}$/;
 export const DEFAULT_WORKSPACE = "default";
+/**
+ * How a workspace's agent or team member is named across the server: its name in the default workspace,
+ * else `<workspace>/<name>` (names are unique within a workspace, so the reference is unique on the server).
+ */
+export function workspaceRef(workspaceId: string, name: string): string {
+  return workspaceId === DEFAULT_WORKSPACE ? name : `${workspaceId}/${name}`;
+}
+
+/** A reference (workspaceRef) split into its workspace and name, without checking either's pattern. */
+export function parseWorkspaceRef(ref: string): { workspaceId: string; name: string } {
+  const slash = ref.indexOf("/");
+  return slash < 0 ? { workspaceId: DEFAULT_WORKSPACE, name: ref } : { workspaceId: ref.slice(0, slash), name: ref.slice(slash + 1) };
+}
 
 /** Subject selector: an input property the runner fills with the subject's resource reference. */
 export const SELECTOR_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;

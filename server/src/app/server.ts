@@ -3,7 +3,7 @@
 // gateway, channels) on a start/stop stack, and stops them last-first. `caplo serve`, `caplo demo` and the
 // tests start servers through startServer; nothing here reads the environment but through readConfig.
 import { dirname, join, resolve, sep } from "node:path";
-import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, WORKSPACE_ID_PATTERN, type PackageVersion, type Release } from "@caplo/shared";
+import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, WORKSPACE_ID_PATTERN, workspaceRef, type PackageVersion, type Release } from "@caplo/shared";
 import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.ts";
 import { isRemoteVersionId } from "../remote/remotePin.ts";
 import { readSecretKeys, WorkspaceSecrets } from "../secrets/index.ts";
@@ -189,8 +189,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   if (!keyCheck.ok) return failed(keyCheck.error);
   if (secretKeys.keyring) log(`workspace secrets: ${keyCheck.count} stored, sealed with key ${secretKeys.keyring.current.id}${secretKeys.keyring.keys.length > 1 ? ` (${secretKeys.keyring.keys.length - 1} older key(s) still open values)` : ""}`);
   // The workspaces this server serves, their team members and served releases, recorded with what changed.
-  const auditError = await recordServed(store, releases, options.teamMembers ?? [], options.nodeId).then(() => undefined, (error: unknown) => startError(error, "store_unavailable"));
-  if (auditError) return failed(auditError);
+  const recorded = await recordServed(store, releases, options.teamMembers ?? [], options.nodeId).catch((error: unknown) => startError(error, "store_unavailable"));
+  if (recorded) return failed(recorded);
   // Handoff notices to the team's webhook: stored with the handoff, sent and retried in the background.
   const handoffDelivery = handoffWebhooks.webhooks
     ? new HandoffDelivery({ store, webhooks: handoffWebhooks.webhooks, log: componentLog(log) })
@@ -343,7 +343,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   stack.push("gateway", gateway, (listening) => listening.close());
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(config.source)}, agents: ${releases.map((release) => release.id).join(", ")})`);
-  if (!options.teamMembers) log("team API disabled: no team members (CAPLO_TEAM_MEMBERS)");
+  if (!options.teamMembers) log("team API: no configured members (CAPLO_TEAM_MEMBERS); members added with caplo member add are accepted");
   log(`widget app origins: ${gateway.origins.join(", ")}${widget.settings.publicOrigins.length === 0 ? " (set CAPLO_PUBLIC_URL to the address browsers use, if another)" : ""}`);
   return {
     ok: true,
@@ -363,13 +363,18 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
  * what changed since the last start in its audit (member.added, member.removed, member.token_changed). The
  * actor is this node. (Releases are audited when they are published: caplo agent publish.)
  */
-async function recordServed(store: Store, releases: readonly AgentRelease[], members: readonly TeamMember[], nodeId: string): Promise<void> {
+async function recordServed(store: Store, releases: readonly AgentRelease[], members: readonly TeamMember[], nodeId: string): Promise<ServeError | undefined> {
   const now = Date.now();
   const actor = `node:${nodeId}`;
   const workspaces = new Set([DEFAULT_WORKSPACE, ...releases.map(workspaceOf), ...members.map((member) => member.workspaceId)]);
   for (const workspaceId of workspaces) {
     await store.ensureWorkspace(workspaceId, now);
     const configured = members.filter((member) => member.workspaceId === workspaceId).map((member) => ({ name: member.name, tokenSha256: member.tokenSha256.toString("hex") }));
-    await store.syncTeamMembers(workspaceId, configured, actor, now);
+    const synced = await store.syncTeamMembers(workspaceId, configured, actor, now);
+    if (!synced.ok) {
+      const names = synced.conflicts.map((name) => workspaceRef(workspaceId, name));
+      return { code: "team_member_conflict", path: "CAPLO_TEAM_MEMBERS", message: `${names.join(", ")} ${names.length === 1 ? "is" : "are"} both in CAPLO_TEAM_MEMBERS and added with caplo member add: a name is one member's in its workspace; remove the entry from CAPLO_TEAM_MEMBERS, or the member from the store (caplo member rm ${synced.conflicts[0]}${workspaceId === DEFAULT_WORKSPACE ? "" : ` --workspace ${workspaceId}`})` };
+    }
   }
+  return undefined;
 }

@@ -3,10 +3,9 @@
 // command line (where the shell history and the process list would keep it), and is never printed.
 import { readFileSync } from "node:fs";
 import { DEFAULT_WORKSPACE } from "@caplo/shared";
-import { readConfig } from "../config/index.ts";
 import { readSecretKeys, WorkspaceSecrets } from "../secrets/index.ts";
 import { openStore } from "../store/index.ts";
-import { ACTOR_PATTERN, operatorActor, storeLocation } from "./operator.ts";
+import { operatorConfig, parseOperatorArgs, type OperatorArgs } from "./operator.ts";
 
 export const help = `caplo secret set NAME [--file FILE] [--workspace ID] [--db PATH|URL] [--by WHO]
 caplo secret list [--workspace ID] [--db PATH|URL]
@@ -31,23 +30,12 @@ next call, with no restart. Every change is recorded in the workspace's audit (w
   --db PATH|URL   the store (CAPLO_DATABASE_URL, else CAPLO_DB, default .caplo/caplo.db)
   --by WHO        who is making the change, for the audit (default: cli:<user>@<host>)`;
 
-type Parsed = { sub: string; name?: string; file?: string; workspace: string; db: string; by: string };
+type Parsed = OperatorArgs & { name?: string };
 
 function parse(args: string[], env: Record<string, string | undefined>): { ok: true; value: Parsed } | { ok: false; message: string } {
-  const [sub, ...rest] = args;
-  if (!sub || !["set", "list", "rm", "rotate-key"].includes(sub)) return { ok: false, message: "say set, list, rm or rotate-key" };
-  const positional: string[] = [];
-  const flags: Record<string, string> = {};
-  for (let index = 0; index < rest.length; index++) {
-    const arg = rest[index]!;
-    const match = /^--(file|workspace|db|by)(?:=(.*))?$/.exec(arg);
-    if (match) {
-      const value = match[2] ?? rest[++index];
-      if (value === undefined) return { ok: false, message: `option_value_missing: ${arg} needs a value` };
-      flags[match[1]!] = value;
-    } else if (arg.startsWith("-")) return { ok: false, message: `option_unknown: ${arg}` };
-    else positional.push(arg);
-  }
+  const parsed = parseOperatorArgs(args, env, ["set", "list", "rm", "rotate-key"], { file: true });
+  if (!parsed.ok) return parsed;
+  const { sub, positional } = parsed.value;
   const wantsName = sub === "set" || sub === "rm";
   if (wantsName && positional.length === 0) return { ok: false, message: `secret_name_required: caplo secret ${sub} NAME` };
   // A second word after the name is almost certainly the value: refused, so it is not used (it is already
@@ -55,18 +43,7 @@ function parse(args: string[], env: Record<string, string | undefined>): { ok: t
   if (positional.length > (wantsName ? 1 : 0)) {
     return { ok: false, message: sub === "set" ? "secret_value_in_argv: a value is never taken from the command line (the shell history and process list keep it); pipe it on standard input or use --file, and consider that value exposed" : `unexpected argument ${positional.at(-1)}` };
   }
-  if (flags.by !== undefined && !ACTOR_PATTERN.test(flags.by)) return { ok: false, message: "actor_invalid: --by names who makes the change: 1 to 200 printable characters" };
-  return {
-    ok: true,
-    value: {
-      sub,
-      ...(positional[0] !== undefined && { name: positional[0] }),
-      ...(flags.file !== undefined && { file: flags.file }),
-      workspace: flags.workspace ?? DEFAULT_WORKSPACE,
-      db: storeLocation(flags.db, env),
-      by: operatorActor(flags.by),
-    },
-  };
+  return { ok: true, value: { ...parsed.value, ...(positional[0] !== undefined && { name: positional[0] }) } };
 }
 
 async function readStdin(): Promise<string> {
@@ -82,13 +59,9 @@ export async function run(args: string[], env: Record<string, string | undefined
     return 2;
   }
   const options = parsed.value;
-  const config = readConfig(env);
-  if (!config.ok) {
-    const first = config.errors[0]!;
-    io.err(`caplo secret: ${first.code} at ${first.path}: ${first.message}`);
-    return 2;
-  }
-  const keys = readSecretKeys(config.config);
+  const config = operatorConfig("caplo secret", env, io.err);
+  if (!config) return 2;
+  const keys = readSecretKeys(config);
   if (!keys.ok) {
     io.err(`caplo secret: ${keys.error.code} at ${keys.error.path}: ${keys.error.message}`);
     return 2;
@@ -102,7 +75,7 @@ export async function run(args: string[], env: Record<string, string | undefined
       return 2;
     }
   }
-  const store = await openStore(options.db, { synchronous: config.config.CAPLO_SQLITE_SYNCHRONOUS });
+  const store = await openStore(options.db, { synchronous: config.CAPLO_SQLITE_SYNCHRONOUS });
   try {
     const secrets = new WorkspaceSecrets({ store, keyring: keys.keyring });
     const fail = (error: { code: string; path: string; message: string }) => (io.err(`caplo secret: ${error.code} at ${error.path}: ${error.message}`), 1);

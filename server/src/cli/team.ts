@@ -1,7 +1,6 @@
 // `caplo team token NAME`: make a team member's API token. Prints the token once (give it to the member)
 // and the CAPLO_TEAM_MEMBERS entry holding only its SHA-256 (give that to the server).
-import { randomBytes } from "node:crypto";
-import { TEAM_MEMBER_PATTERN, teamTokenHash } from "../gateway/teamMembers.ts";
+import { newTeamToken, TEAM_MEMBER_PATTERN, teamTokenHash } from "../gateway/teamMembers.ts";
 
 export const help = `caplo team token NAME
 
@@ -21,7 +20,7 @@ export async function run(args: string[]): Promise<number> {
     console.error("caplo team token: member_name_invalid: lowercase letters, digits, dots, dashes and underscores, starting with a letter, at most 40 characters");
     return 2;
   }
-  const token = `ct_${randomBytes(32).toString("base64url")}`;
+  const token = newTeamToken();
   console.log(`token (give it to ${name}; it is not shown again): ${token}`);
   console.log(`CAPLO_TEAM_MEMBERS entry: ${name}=${teamTokenHash(token)}`);
   return 0;

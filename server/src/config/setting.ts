@@ -4,7 +4,7 @@
 import { z } from "zod";
 
 /** The commands a setting applies to (the operators' table says which). */
-export type Command = "serve" | "demo" | "agent publish" | "tool build" | "tool dev" | "tool test" | "tool logs" | "remote" | "secret" | "tests";
+export type Command = "serve" | "demo" | "agent publish" | "tool build" | "tool dev" | "tool test" | "tool logs" | "remote" | "secret" | "member" | "tests";
 
 export type SettingMeta = {
   /** The variable, e.g. CAPLO_PORT; a family is written with its placeholder: CAPLO_SECRET_<NAME>. */

@@ -12,14 +12,15 @@ import { workspaceOf, type AgentRelease, type ReleaseSource } from "../engine/re
 import type { LogStore } from "../runner/logStore.ts";
 import type { ConversationRecord, StoredEvent, WriteRecord, WriteTransition } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "../gateway/http.ts";
-import type { BodyReader, Guard } from "../gateway/teamApi.ts";
-import type { TeamMember } from "../gateway/teamMembers.ts";
+import { TEAM_API_DISABLED, type BodyReader, type Guard } from "../gateway/teamApi.ts";
+import type { TeamDirectory } from "../members/index.ts";
 import { ConsoleSessions } from "./sessions.ts";
 
 export type ConsoleOptions = {
   engine: Engine;
   releases: ReleaseSource;
-  members: readonly TeamMember[] | undefined;
+  /** The team's members, configured and managed in the store (members/teamDirectory.ts). */
+  team: TeamDirectory;
   sessions: ConsoleSessions;
   ownOrigins: () => ReadonlySet<string>;
   /** The client's address, for the sign-in rate limit. */
@@ -142,15 +143,15 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
       req.resume();
       return sendError(res, 429, { code: "sign_in_rate_limited", path: "", message: `too many sign-in attempts: wait ${allowed.retryAfterSeconds} s and try again` }, { "retry-after": String(allowed.retryAfterSeconds) });
     }
-    if (!options.members || options.members.length === 0) {
+    if (!(await options.team.any())) {
       req.resume();
-      return sendError(res, 503, { code: "team_api_disabled", path: "", message: "no team members are configured (CAPLO_TEAM_MEMBERS); see docs/operators/team-api.md" });
+      return sendError(res, 503, TEAM_API_DISABLED);
     }
     const read = await readJson(req, 4096);
     if (!read.ok) return sendError(res, read.status, read.error);
     const parsed = signInSchema.safeParse(read.value);
     if (!parsed.success) return sendError(res, 400, { code: "body_invalid", path: parsed.error.issues[0]!.path.join("."), message: "send { \"token\": \"<your team token>\" }" });
-    const signed = await sessions.signIn(parsed.data.token, options.members);
+    const signed = await sessions.signIn(parsed.data.token, options.team);
     if (!signed) return sendError(res, 401, { code: "unauthorized", path: "token", message: "that is not a team member's token" });
     sendJson(res, 200, { member: signed.session.member, csrf: signed.session.csrf, idleSeconds: sessions.idleMs / 1000 }, { "set-cookie": ConsoleSessions.cookie(signed.cookie, secure(req), Math.round(sessions.idleMs / 1000) * 48) });
   });
@@ -158,7 +159,7 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
     "GET",
     "/v1/team/session",
     guarded(async (req, res, _params, member) => {
-      const found = await sessions.fromRequest(req, options.members ?? []);
+      const found = await sessions.fromRequest(req, options.team);
       sendJson(res, 200, { member: member.name, csrf: found?.session.csrf ?? null, idleSeconds: sessions.idleMs / 1000 });
     }),
   );
@@ -166,7 +167,7 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
     "DELETE",
     "/v1/team/session",
     guarded(async (req, res) => {
-      const found = await sessions.fromRequest(req, options.members ?? []);
+      const found = await sessions.fromRequest(req, options.team);
       if (found) await sessions.signOut(found.session);
       sendJson(res, 200, { ok: true }, { "set-cookie": ConsoleSessions.cookie("", secure(req), 0) });
     }),

@@ -8,10 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { teamMember } from "../gateway/teamMembers.ts";
+import { TeamDirectory } from "../members/index.ts";
 import { SqliteStore } from "../store/sqliteStore.ts";
 import { ConsoleSessions, cookieValue, SIGN_IN_ATTEMPTS_MAX, SIGN_IN_WINDOW_MS } from "./sessions.ts";
 
-const members = [teamMember("ana", "ana-token"), teamMember("ben", "ben-token")];
+const members = new TeamDirectory([teamMember("ana", "ana-token"), teamMember("ben", "ben-token")]);
 let dir: string;
 let store: SqliteStore;
 let other: SqliteStore;
@@ -61,9 +62,12 @@ describe("console sessions", () => {
     const sessions = new ConsoleSessions(store, { now: clock });
     const signed = (await sessions.signIn("ana-token", members))!;
     const found = (await sessions.fromRequest(request(`caplo_console=${signed.cookie}`), members))!;
-    expect(await sessions.fromRequest(request(`caplo_console=${signed.cookie}`), [members[1]!])).toBeUndefined();
     await sessions.signOut(found.session);
     expect(await sessions.fromRequest(request(`caplo_console=${signed.cookie}`), members)).toBeUndefined();
+    // A member no longer configured: the session is refused, and ended (not revived when they are back).
+    const again = (await sessions.signIn("ana-token", members))!;
+    expect(await sessions.fromRequest(request(`caplo_console=${again.cookie}`), new TeamDirectory([teamMember("ben", "ben-token")]))).toBeUndefined();
+    expect(await sessions.fromRequest(request(`caplo_console=${again.cookie}`), members)).toBeUndefined();
     for (const cookie of ["", "caplo_console=", "caplo_console=short", `caplo_console=${"a".repeat(44)}`, `caplo_console=${"%".repeat(43)}`]) expect(await sessions.fromRequest(request(cookie), members)).toBeUndefined();
     expect(cookieValue("a=1; caplo_console=x ; b=2", "caplo_console")).toBe("x");
   });

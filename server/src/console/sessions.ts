@@ -7,8 +7,9 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { ConsoleSession, ConsoleSessionStore } from "../store/store.ts";
-import { authenticateMember, type TeamMember } from "../gateway/teamMembers.ts";
-import { DEFAULT_WORKSPACE } from "@caplo/shared";
+import type { TeamMember } from "../gateway/teamMembers.ts";
+import type { TeamDirectory } from "../members/index.ts";
+import { parseWorkspaceRef, workspaceRef } from "@caplo/shared";
 
 /** A session ends after this long without a request (30 minutes). */
 export const CONSOLE_IDLE_MS = 30 * 60 * 1000;
@@ -70,8 +71,8 @@ export class ConsoleSessions {
   }
 
   /** A new session for the member whose token this is, or undefined for a token of no member. */
-  async signIn(token: string, members: readonly TeamMember[]): Promise<{ cookie: string; session: ConsoleSession } | undefined> {
-    const member = authenticateMember(`Bearer ${token}`, members);
+  async signIn(token: string, team: TeamDirectory): Promise<{ cookie: string; session: ConsoleSession } | undefined> {
+    const member = await team.authenticate(`Bearer ${token}`);
     if (!member) return undefined;
     const id = randomBytes(32).toString("base64url");
     const now = this.now();
@@ -82,8 +83,11 @@ export class ConsoleSessions {
     return { cookie: id, session };
   }
 
-  /** The live session a request's cookie names, with its member (still configured), marked used; else undefined. */
-  async fromRequest(req: IncomingMessage, members: readonly TeamMember[]): Promise<SessionMember | undefined> {
+  /**
+   * The live session a request's cookie names, with its member, marked used; else undefined. A session whose
+   * member is no longer one (removed with caplo member rm, or from CAPLO_TEAM_MEMBERS) ends here.
+   */
+  async fromRequest(req: IncomingMessage, team: TeamDirectory): Promise<SessionMember | undefined> {
     const id = cookieValue(req.headers.cookie, COOKIE);
     if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
     const session = await this.store.getConsoleSession(sha256(id));
@@ -95,8 +99,13 @@ export class ConsoleSessions {
       return undefined;
     }
     if (now - session.lastSeenAt >= TOUCH_EVERY_MS && !(await this.store.touchConsoleSession(session.idHash, now, idleSince))) return undefined;
-    const member = members.find((candidate) => memberRef(candidate) === session.member);
-    return member ? { member, session } : undefined;
+    const { workspaceId, name } = parseWorkspaceRef(session.member);
+    const member = await team.find(workspaceId, name);
+    if (!member) {
+      await this.store.deleteConsoleSession(session.idHash);
+      return undefined;
+    }
+    return { member, session };
   }
 
   async signOut(session: ConsoleSession): Promise<void> {
@@ -111,5 +120,5 @@ export class ConsoleSessions {
 
 /** How a session names its member: the name in the default workspace, else `workspace/name` (names are unique per workspace). */
 export function memberRef(member: Pick<TeamMember, "name" | "workspaceId">): string {
-  return member.workspaceId === DEFAULT_WORKSPACE ? member.name : `${member.workspaceId}/${member.name}`;
+  return workspaceRef(member.workspaceId, member.name);
 }

@@ -280,7 +280,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
         runner,
       },
       (line) => {
-        if (options.verbose || !/^(info|debug):|^team API disabled|^widget app origins/.test(line)) log(line.startsWith("caplo serve:") ? line.replace("caplo serve:", "gateway:") : line);
+        if (options.verbose || !/^(info|debug):|^team API:|^widget app origins/.test(line)) log(line.startsWith("caplo serve:") ? line.replace("caplo serve:", "gateway:") : line);
       },
     );
     if (!started.ok) {

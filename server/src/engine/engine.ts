@@ -8,7 +8,7 @@
 import type { CallSubject, Inbound, Outbound, Rating } from "@caplo/shared";
 import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ChannelCapabilities } from "@caplo/shared";
-import type { AuditEntry, AuditEvent, ConsoleSessionStore, ConversationRecord, EventRating, HandoffNotice, RatingCounts, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
+import type { AuditEntry, AuditEvent, ConsoleSessionStore, ConversationRecord, TeamMemberPort, EventRating, HandoffNotice, RatingCounts, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
 import { randomId, type DeliveryRecord, type EngineResult, type EngineValue, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
@@ -267,6 +267,11 @@ export class Engine {
 
   /** Where the team console keeps its sessions: the store, so every node knows every session. */
   get consoleSessionStore(): ConsoleSessionStore {
+    return this.store;
+  }
+
+  /** Where the team's members managed in the store are found (the team API and console, at each request). */
+  get teamMemberStore(): TeamMemberPort {
     return this.store;
   }
 

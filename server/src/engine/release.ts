@@ -2,7 +2,7 @@
 // subset of the published `Release` in @caplo/shared (agent.ts), so a published release is used as is;
 // `releaseFromVersions` builds one in memory from built package versions (tests, the offline demo).
 import { createHash } from "node:crypto";
-import { DEFAULT_WORKSPACE, modelToolName, type ChannelKind, type IdentitySettings, type PackageVersion, type ToolPolicy, type WidgetSettings } from "@caplo/shared";
+import { DEFAULT_WORKSPACE, modelToolName, parseWorkspaceRef, workspaceRef, type ChannelKind, type IdentitySettings, type PackageVersion, type ToolPolicy, type WidgetSettings } from "@caplo/shared";
 
 /** agent.yaml `channels.<channel>.handoff`: the team queue and what the customer is told (where the queue's notices go is the operator's CAPLO_HANDOFF_WEBHOOK_URL). */
 export type HandoffDestination = { queue: string; message?: string };
@@ -53,13 +53,13 @@ export function workspaceOf(release: Pick<AgentRelease, "workspaceId">): string 
  * `<workspace>/<agent>`. Names are unique within a workspace, so the reference is unique on the server.
  */
 export function agentRef(workspaceId: string, agent: string): string {
-  return workspaceId === DEFAULT_WORKSPACE ? agent : `${workspaceId}/${agent}`;
+  return workspaceRef(workspaceId, agent);
 }
 
 /** An agent reference split into its workspace and name (no check of the parts' patterns). */
 export function parseAgentRef(ref: string): { workspaceId: string; agent: string } {
-  const slash = ref.indexOf("/");
-  return slash < 0 ? { workspaceId: DEFAULT_WORKSPACE, agent: ref } : { workspaceId: ref.slice(0, slash), agent: ref.slice(slash + 1) };
+  const { workspaceId, name } = parseWorkspaceRef(ref);
+  return { workspaceId, agent: name };
 }
 
 /** Where the gateway and engine look agents up by reference (agentRef): the current release of each. */

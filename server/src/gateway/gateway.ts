@@ -22,6 +22,7 @@ import { serveFile, widgetAppPageHeaders, widgetCacheControl } from "./staticFil
 import { registerTeamApi } from "./teamApi.ts";
 import type { EvalService } from "../eval/evalService.ts";
 import type { TeamMember } from "./teamMembers.ts";
+import { TeamDirectory } from "../members/index.ts";
 import { registerConsoleApi } from "../console/consoleApi.ts";
 import { ConsoleSessions } from "../console/sessions.ts";
 import type { LogStore } from "../runner/logStore.ts";
@@ -35,7 +36,10 @@ export type GatewayOptions = {
   schemasDir?: string;
   /** Folder of the built docs site, served at /docs/ (server/src/docs/site.ts); default dist/docs-site. */
   docsDir?: string;
-  /** The team API's members, each with a token of their own (teamMembers.ts); the API answers 503 without any. */
+  /**
+   * The team API's members configured on this node, each with a token of their own (teamMembers.ts); members
+   * managed in the store (`caplo member add`) are found there too. The API answers 503 without any.
+   */
   teamMembers?: readonly TeamMember[];
   /** Evaluations on this server for the team API (eval/evalService.ts); without it the eval routes are absent. */
   evals?: EvalService;
@@ -125,13 +129,15 @@ export class Gateway {
     });
     const sessions = new ConsoleSessions(options.engine.consoleSessionStore, { ...(options.consoleIdleMs !== undefined && { idleMs: options.consoleIdleMs }), ...(options.now && { now: options.now }) });
     const ownOriginSet = () => this.ownOrigins;
-    const team = registerTeamApi(this.routes, options.engine, options.teamMembers, options.evals, { sessions, ownOrigins: ownOriginSet });
+    // The members this node configures, then those managed in the store (every node sees a change at once).
+    const directory = new TeamDirectory(options.teamMembers ?? [], options.engine.teamMemberStore);
+    const team = registerTeamApi(this.routes, options.engine, directory, options.evals, { sessions, ownOrigins: ownOriginSet });
     registerConsoleApi(
       this.routes,
       {
         engine: options.engine,
         releases: options.releases,
-        members: options.teamMembers,
+        team: directory,
         sessions,
         ownOrigins: ownOriginSet,
         address: (req) => addressKey(clientAddress(req, this.proxies)),

@@ -13,7 +13,8 @@ import type { DeliveryRecord, Engine } from "../engine/engine.ts";
 import { HANDOFF_QUEUE_PATTERN } from "@caplo/shared";
 import type { ConversationRecord, HandoffNotice, RatingCounts, WriteRecord } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "./http.ts";
-import { authenticateMember, type TeamMember } from "./teamMembers.ts";
+import type { TeamMember } from "./teamMembers.ts";
+import type { TeamDirectory } from "../members/index.ts";
 import type { EvalService } from "../eval/evalService.ts";
 import { CSRF_HEADER, sameSecret, type ConsoleSessions } from "../console/sessions.ts";
 import { EVAL_CASES_MAX_BYTES, EVAL_REPEAT_MAX, EVENT_SEQ_MAX } from "@caplo/shared";
@@ -30,6 +31,9 @@ const evalRunSchema = z.strictObject({
   repeat: z.int().min(1).max(EVAL_REPEAT_MAX).optional(),
   minPass: z.string().max(10).optional(),
 });
+
+/** The team API without any member, configured or managed. */
+export const TEAM_API_DISABLED = { code: "team_api_disabled", path: "", message: "the team has no members: configure CAPLO_TEAM_MEMBERS or add one with caplo member add; see docs/operators/team-api.md" };
 
 /** How the team API accepts console sessions: the sessions, and this server's own origins (for changes). */
 export type ConsoleAuth = { sessions: ConsoleSessions; ownOrigins: () => ReadonlySet<string> };
@@ -109,16 +113,12 @@ function noticeView(notice: HandoffNotice) {
   };
 }
 
-export function registerTeamApi(routes: RouteTable, engine: Engine, members: readonly TeamMember[] | undefined, evals?: EvalService, consoleAuth?: ConsoleAuth): { guarded: Guard; body: BodyReader } {
+export function registerTeamApi(routes: RouteTable, engine: Engine, team: TeamDirectory, evals?: EvalService, consoleAuth?: ConsoleAuth): { guarded: Guard; body: BodyReader } {
   const guarded = (handler: TeamHandler) => async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => {
-    if (!members || members.length === 0) {
-      req.resume();
-      return sendError(res, 503, { code: "team_api_disabled", path: "", message: "no team members are configured (CAPLO_TEAM_MEMBERS); see docs/operators/team-api.md" });
-    }
     let member: TeamMember | undefined;
-    if (req.headers.authorization !== undefined || !consoleAuth) member = authenticateMember(req.headers.authorization, members);
+    if (req.headers.authorization !== undefined || !consoleAuth) member = await team.authenticate(req.headers.authorization);
     else {
-      const found = await consoleAuth.sessions.fromRequest(req, members);
+      const found = await consoleAuth.sessions.fromRequest(req, team);
       if (found && req.method !== "GET" && req.method !== "HEAD") {
         // A change made with the cookie: the page must be this server's own and know the session's CSRF token.
         const csrf = req.headers[CSRF_HEADER];
@@ -131,6 +131,7 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, members: rea
     }
     if (!member) {
       req.resume(); // the body is never read, let alone acted on
+      if (!(await team.any())) return sendError(res, 503, TEAM_API_DISABLED);
       return sendError(res, 401, { code: "unauthorized", path: "authorization", message: "a valid team member's bearer token is required" }, { "www-authenticate": 'Bearer realm="caplo-team"' });
     }
     return handler(req, res, params, member);

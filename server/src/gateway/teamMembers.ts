@@ -3,7 +3,7 @@
 // request's member is the one whose token it presents: never a name in the request body.
 // A member belongs to one workspace: `acme/ana=sha256:<hex>` is ana of workspace acme, `ana=...` ana of the
 // default workspace; names are unique within a workspace, tokens across the server.
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { DEFAULT_WORKSPACE, WORKSPACE_ID_PATTERN } from "@caplo/shared";
 
 /** A member name as it appears in the conversation's handoff record and the team's messages. */
@@ -16,6 +16,16 @@ export type TeamMembersError = { code: string; path: string; message: string };
 /** `sha256:<hex>` of a token: what the operator puts in CAPLO_TEAM_MEMBERS. */
 export function teamTokenHash(token: string): string {
   return `sha256:${createHash("sha256").update(token, "utf8").digest("hex")}`;
+}
+
+/** A new team member's token: `ct_` and 32 random bytes (base64url). Shown once; only its SHA-256 is kept. */
+export function newTeamToken(): string {
+  return `ct_${randomBytes(32).toString("base64url")}`;
+}
+
+/** The token an Authorization header presents (`Bearer <1 to 512 printable characters>`), or undefined. */
+export function presentedToken(header: string | undefined): string | undefined {
+  return /^Bearer ([\x21-\x7E]{1,512})$/.exec(header ?? "")?.[1];
 }
 
 /** CAPLO_TEAM_MEMBERS: `ana=sha256:<64 hex>,ben=sha256:<64 hex>`. Names and hashes must each be unique. */
@@ -44,7 +54,7 @@ export function parseTeamMembers(text: string | undefined, path = "CAPLO_TEAM_ME
  * (in constant time), so the time taken says nothing about which member, if any, nearly matched.
  */
 export function authenticateMember(header: string | undefined, members: readonly TeamMember[]): TeamMember | undefined {
-  const presented = /^Bearer ([\x21-\x7E]{1,512})$/.exec(header ?? "")?.[1];
+  const presented = presentedToken(header);
   if (!presented) return undefined;
   const digest = createHash("sha256").update(presented, "utf8").digest();
   let found: TeamMember | undefined;

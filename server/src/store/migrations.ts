@@ -244,6 +244,19 @@ CREATE TABLE sign_in_attempts (
 CREATE INDEX sign_in_attempts_since ON sign_in_attempts (since);
 `;
 
+/**
+ * Team members managed in the store (`caplo member add|rm`): besides the members each node's CAPLO_TEAM_MEMBERS
+ * configures (recorded at its start, source 'config'), members kept here (source 'managed', with who added
+ * them), found by their token's SHA-256 by every node at each request. The audit is searched by action and
+ * target (the last publish of an agent).
+ */
+const managedMembers = `
+ALTER TABLE team_members ADD COLUMN source TEXT NOT NULL DEFAULT 'config';
+ALTER TABLE team_members ADD COLUMN added_by TEXT;
+CREATE INDEX team_members_token ON team_members (token_sha256);
+CREATE INDEX audit_events_target ON audit_events (workspace_id, action, target, id);
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
@@ -255,6 +268,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 8, name: "console sessions and team notes", sql: consoleTables("INTEGER") },
   { version: 9, name: "ratings of the agent's replies", sql: eventRatings("INTEGER") },
   { version: 10, name: "console sign-in attempts per address", sql: signInAttempts("INTEGER") },
+  { version: 11, name: "team members managed in the store", sql: managedMembers },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
@@ -267,4 +281,5 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 8, name: "console sessions and team notes", sql: consoleTables("BIGINT") },
   { version: 9, name: "ratings of the agent's replies", sql: eventRatings("BIGINT") },
   { version: 10, name: "console sign-in attempts per address", sql: signInAttempts("BIGINT") },
+  { version: 11, name: "team members managed in the store", sql: managedMembers },
 ];

@@ -1,16 +1,20 @@
 // The Store on PostgreSQL (pg), for running several gateway nodes: the same interface and contract as
 // SQLite; ledger compare-and-set under a row lock, status checks claimed with FOR UPDATE SKIP LOCKED.
 import pg from "pg";
-import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, Rating } from "@caplo/shared";
+import { workspaceRef, type CallSubject, type ChannelCapabilities, type ChannelKind, type Outbound, type Rating } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { migratePostgres } from "./migrate.ts";
 import { postgresTransaction } from "./postgresTransaction.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
 import { SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
-import { memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
+import { endsSessions, memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
   AuditEntry,
+  RecordedMember,
+  MemberAdded,
+  MemberRemoved,
+  MembersSynced,
   WriteAudit,
   AuditEvent,
   SealedValue,
@@ -654,20 +658,72 @@ export class PostgresStore implements Store {
     return rows.map(toAuditEvent);
   }
 
-  async syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<AuditEvent[]> {
+  /** A transaction holding the workspace's member lock: one node or command at a time changes its members. */
+  private membersTx<T>(workspaceId: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     return this.tx(async (client) => {
-      // One node at a time records a workspace's members (two nodes starting together audit a change once).
       await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`caplo-members:${this.schema}:${workspaceId}`]);
+      return fn(client);
+    });
+  }
+
+  async syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<MembersSynced> {
+    // Two nodes starting together audit a change once: each records under the workspace's member lock.
+    return this.membersTx(workspaceId, async (client) => {
       const recorded = (await this.q("SELECT * FROM team_members WHERE workspace_id = $1", [workspaceId], client)).map(toRecordedMember);
-      const changes = memberChanges(workspaceId, recorded, members, actor, at);
-      await this.q("DELETE FROM team_members WHERE workspace_id = $1", [workspaceId], client);
+      const conflicts = members.filter((member) => recorded.some((kept) => kept.source === "managed" && kept.name === member.name)).map((member) => member.name);
+      if (conflicts.length > 0) return { ok: false as const, conflicts };
+      const configured = recorded.filter((kept) => kept.source === "config");
+      const changes = memberChanges(workspaceId, configured, members, actor, at);
+      await this.q("DELETE FROM team_members WHERE workspace_id = $1 AND source = 'config'", [workspaceId], client);
       for (const member of members) {
-        const kept = recorded.find((candidate) => candidate.name === member.name && candidate.tokenSha256 === member.tokenSha256);
+        const kept = configured.find((candidate) => candidate.name === member.name && candidate.tokenSha256 === member.tokenSha256);
         await this.q("INSERT INTO team_members (workspace_id, name, token_sha256, added_at) VALUES ($1, $2, $3, $4)", [workspaceId, member.name, member.tokenSha256, kept?.addedAt ?? at], client);
       }
+      for (const change of changes.filter(endsSessions)) await this.q("DELETE FROM console_sessions WHERE member = $1", [workspaceRef(workspaceId, change.target)], client);
       const events: AuditEvent[] = [];
       for (const entry of changes) events.push(await this.insertAudit(entry, client));
-      return events;
+      return { ok: true as const, events };
     });
+  }
+
+  async addTeamMember(member: { workspaceId: string; name: string; tokenSha256: string }, actor: string, at: number): Promise<MemberAdded> {
+    return this.membersTx(member.workspaceId, async (client) => {
+      const added = await this.q(
+        "INSERT INTO team_members (workspace_id, name, token_sha256, added_at, source, added_by) VALUES ($1, $2, $3, $4, 'managed', $5) ON CONFLICT (workspace_id, name) DO NOTHING RETURNING name",
+        [member.workspaceId, member.name, member.tokenSha256, at, actor],
+        client,
+      );
+      if (added.length === 0) return { ok: false as const, code: "member_exists" as const };
+      return { ok: true as const, event: await this.insertAudit({ workspaceId: member.workspaceId, at, actor, action: "member.added", target: member.name, detail: { source: "managed" } }, client) };
+    });
+  }
+
+  async removeTeamMember(workspaceId: string, name: string, actor: string, at: number): Promise<MemberRemoved> {
+    return this.membersTx(workspaceId, async (client) => {
+      const row = (await this.q("SELECT * FROM team_members WHERE workspace_id = $1 AND name = $2", [workspaceId, name], client))[0];
+      if (!row) return { ok: false as const, code: "member_not_found" as const };
+      if (toRecordedMember(row).source !== "managed") return { ok: false as const, code: "member_configured" as const };
+      await this.q("DELETE FROM team_members WHERE workspace_id = $1 AND name = $2", [workspaceId, name], client);
+      const sessionsEnded = (await this.q("DELETE FROM console_sessions WHERE member = $1 RETURNING id_hash", [workspaceRef(workspaceId, name)], client)).length;
+      return { ok: true as const, sessionsEnded, event: await this.insertAudit({ workspaceId, at, actor, action: "member.removed", target: name, detail: { source: "managed", sessionsEnded } }, client) };
+    });
+  }
+
+  async listTeamMembers(workspaceId: string): Promise<RecordedMember[]> {
+    return (await this.q("SELECT * FROM team_members WHERE workspace_id = $1 ORDER BY name", [workspaceId])).map(toRecordedMember);
+  }
+
+  async findTeamMemberByToken(tokenSha256: string): Promise<RecordedMember | undefined> {
+    const row = (await this.q("SELECT * FROM team_members WHERE token_sha256 = $1 AND source = 'managed' LIMIT 1", [tokenSha256]))[0];
+    return row ? toRecordedMember(row) : undefined;
+  }
+
+  async getTeamMember(workspaceId: string, name: string): Promise<RecordedMember | undefined> {
+    const row = (await this.q("SELECT * FROM team_members WHERE workspace_id = $1 AND name = $2 AND source = 'managed'", [workspaceId, name]))[0];
+    return row ? toRecordedMember(row) : undefined;
+  }
+
+  async hasManagedMembers(): Promise<boolean> {
+    return (await this.q("SELECT 1 FROM team_members WHERE source = 'managed' LIMIT 1")).length > 0;
   }
 }

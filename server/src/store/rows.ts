@@ -221,19 +221,31 @@ export function toAuditEvent(row: Row): AuditEvent {
 }
 
 export function toRecordedMember(row: Row): RecordedMember {
-  return { workspaceId: String(row.workspace_id), name: String(row.name), tokenSha256: String(row.token_sha256), addedAt: num(row.added_at) };
+  return {
+    workspaceId: String(row.workspace_id),
+    name: String(row.name),
+    tokenSha256: String(row.token_sha256),
+    addedAt: num(row.added_at),
+    source: row.source === "managed" ? "managed" : "config",
+    addedBy: row.added_by === null || row.added_by === undefined ? null : String(row.added_by),
+  };
 }
+
+const CONFIGURED = { source: "config" };
+
+/** Whose console sessions end with a member change: a member removed, or given another token. */
+export const endsSessions = (entry: AuditEntry) => entry.action === "member.removed" || entry.action === "member.token_changed";
 
 /** What changed between the members last recorded and the ones configured now, as audit entries (no token, no hash). */
 export function memberChanges(workspaceId: string, recorded: readonly RecordedMember[], configured: readonly { name: string; tokenSha256: string }[], actor: string, at: number): AuditEntry[] {
   const entries: AuditEntry[] = [];
   for (const member of configured) {
     const before = recorded.find((candidate) => candidate.name === member.name);
-    if (!before) entries.push({ workspaceId, at, actor, action: "member.added", target: member.name });
-    else if (before.tokenSha256 !== member.tokenSha256) entries.push({ workspaceId, at, actor, action: "member.token_changed", target: member.name });
+    if (!before) entries.push({ workspaceId, at, actor, action: "member.added", target: member.name, detail: CONFIGURED });
+    else if (before.tokenSha256 !== member.tokenSha256) entries.push({ workspaceId, at, actor, action: "member.token_changed", target: member.name, detail: CONFIGURED });
   }
   for (const before of recorded) {
-    if (!configured.some((member) => member.name === before.name)) entries.push({ workspaceId, at, actor, action: "member.removed", target: before.name });
+    if (!configured.some((member) => member.name === before.name)) entries.push({ workspaceId, at, actor, action: "member.removed", target: before.name, detail: CONFIGURED });
   }
   return entries;
 }

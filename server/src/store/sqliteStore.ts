@@ -10,16 +10,20 @@
 import Database from "better-sqlite3";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
-import type { CallSubject, ChannelCapabilities, ChannelKind, Outbound, Rating } from "@caplo/shared";
+import { workspaceRef, type CallSubject, type ChannelCapabilities, type ChannelKind, type Outbound, type Rating } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import { parseSetting } from "../config/index.ts";
 import { migrateSqlite } from "./migrate.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { WriteBlockedError } from "./store.ts";
 import { SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
-import { memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
+import { endsSessions, memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
   AuditEntry,
+  RecordedMember,
+  MemberAdded,
+  MemberRemoved,
+  MembersSynced,
   WriteAudit,
   AuditEvent,
   SealedValue,
@@ -662,16 +666,57 @@ export class SqliteStore implements Store {
     return rows.map(toAuditEvent);
   }
 
-  async syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<AuditEvent[]> {
+  async syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<MembersSynced> {
     return this.tx(() => {
       const recorded = (this.sql("SELECT * FROM team_members WHERE workspace_id = ?").all(workspaceId) as Row[]).map(toRecordedMember);
-      const changes = memberChanges(workspaceId, recorded, members, actor, at);
-      this.sql("DELETE FROM team_members WHERE workspace_id = ?").run(workspaceId);
+      const conflicts = members.filter((member) => recorded.some((kept) => kept.source === "managed" && kept.name === member.name)).map((member) => member.name);
+      if (conflicts.length > 0) return { ok: false as const, conflicts };
+      const configured = recorded.filter((kept) => kept.source === "config");
+      const changes = memberChanges(workspaceId, configured, members, actor, at);
+      this.sql("DELETE FROM team_members WHERE workspace_id = ? AND source = 'config'").run(workspaceId);
       for (const member of members) {
-        const kept = recorded.find((candidate) => candidate.name === member.name && candidate.tokenSha256 === member.tokenSha256);
+        const kept = configured.find((candidate) => candidate.name === member.name && candidate.tokenSha256 === member.tokenSha256);
         this.sql("INSERT INTO team_members (workspace_id, name, token_sha256, added_at) VALUES (?, ?, ?, ?)").run(workspaceId, member.name, member.tokenSha256, kept?.addedAt ?? at);
       }
-      return changes.map((entry) => this.insertAudit(entry));
+      for (const change of changes.filter(endsSessions)) this.sql("DELETE FROM console_sessions WHERE member = ?").run(workspaceRef(workspaceId, change.target));
+      return { ok: true as const, events: changes.map((entry) => this.insertAudit(entry)) };
     });
+  }
+
+  async addTeamMember(member: { workspaceId: string; name: string; tokenSha256: string }, actor: string, at: number): Promise<MemberAdded> {
+    return this.tx(() => {
+      if (this.sql("SELECT 1 FROM team_members WHERE workspace_id = ? AND name = ?").get(member.workspaceId, member.name)) return { ok: false as const, code: "member_exists" as const };
+      this.sql("INSERT INTO team_members (workspace_id, name, token_sha256, added_at, source, added_by) VALUES (?, ?, ?, ?, 'managed', ?)").run(member.workspaceId, member.name, member.tokenSha256, at, actor);
+      return { ok: true as const, event: this.insertAudit({ workspaceId: member.workspaceId, at, actor, action: "member.added", target: member.name, detail: { source: "managed" } }) };
+    });
+  }
+
+  async removeTeamMember(workspaceId: string, name: string, actor: string, at: number): Promise<MemberRemoved> {
+    return this.tx(() => {
+      const row = this.sql("SELECT * FROM team_members WHERE workspace_id = ? AND name = ?").get(workspaceId, name) as Row | undefined;
+      if (!row) return { ok: false as const, code: "member_not_found" as const };
+      if (toRecordedMember(row).source !== "managed") return { ok: false as const, code: "member_configured" as const };
+      this.sql("DELETE FROM team_members WHERE workspace_id = ? AND name = ?").run(workspaceId, name);
+      const sessionsEnded = this.sql("DELETE FROM console_sessions WHERE member = ?").run(workspaceRef(workspaceId, name)).changes;
+      return { ok: true as const, sessionsEnded, event: this.insertAudit({ workspaceId, at, actor, action: "member.removed", target: name, detail: { source: "managed", sessionsEnded } }) };
+    });
+  }
+
+  async listTeamMembers(workspaceId: string): Promise<RecordedMember[]> {
+    return (this.sql("SELECT * FROM team_members WHERE workspace_id = ? ORDER BY name").all(workspaceId) as Row[]).map(toRecordedMember);
+  }
+
+  async findTeamMemberByToken(tokenSha256: string): Promise<RecordedMember | undefined> {
+    const row = this.sql("SELECT * FROM team_members WHERE token_sha256 = ? AND source = 'managed' LIMIT 1").get(tokenSha256) as Row | undefined;
+    return row ? toRecordedMember(row) : undefined;
+  }
+
+  async getTeamMember(workspaceId: string, name: string): Promise<RecordedMember | undefined> {
+    const row = this.sql("SELECT * FROM team_members WHERE workspace_id = ? AND name = ? AND source = 'managed'").get(workspaceId, name) as Row | undefined;
+    return row ? toRecordedMember(row) : undefined;
+  }
+
+  async hasManagedMembers(): Promise<boolean> {
+    return this.sql("SELECT 1 FROM team_members WHERE source = 'managed' LIMIT 1").get() !== undefined;
   }
 }

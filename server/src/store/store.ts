@@ -152,8 +152,19 @@ export type AuditEvent = AuditEntry & { id: number };
  * the write's id as its target.
  */
 export type WriteAudit = Pick<AuditEntry, "actor" | "action" | "detail">;
-/** A team member as last recorded: the SHA-256 (hex) of their token, never the token. */
-export type RecordedMember = { workspaceId: string; name: string; tokenSha256: string; addedAt: number };
+/**
+ * Where a team member comes from: `config`, a node's CAPLO_TEAM_MEMBERS (recorded at its start); `managed`,
+ * added with `caplo member add` and kept in the store (every node sees a change at its next request).
+ */
+export type MemberSource = "config" | "managed";
+/** A team member as recorded: the SHA-256 (hex) of their token, never the token; who added a managed one. */
+export type RecordedMember = { workspaceId: string; name: string; tokenSha256: string; addedAt: number; source: MemberSource; addedBy: string | null };
+/** A managed member added (with its audit entry), or why not. */
+export type MemberAdded = { ok: true; event: AuditEvent } | { ok: false; code: "member_exists" };
+/** A managed member removed (its console sessions ended, its audit entry kept), or why not. */
+export type MemberRemoved = { ok: true; event: AuditEvent; sessionsEnded: number } | { ok: false; code: "member_not_found" | "member_configured" };
+/** The configured members recorded (what changed, audited), or the configured names a managed member already has. */
+export type MembersSynced = { ok: true; events: AuditEvent[] } | { ok: false; conflicts: string[] };
 
 
 export interface Store {
@@ -309,10 +320,27 @@ export interface Store {
   /** The newest entry of one action on one target in a workspace's audit, or undefined. */
   lastAudit(workspaceId: string, action: string, target: string): Promise<AuditEvent | undefined>;
   /**
-   * Record a workspace's configured team members and audit what changed since the last record (member.added,
-   * member.removed, member.token_changed; never a token or its hash), in one transaction. Returns the entries.
+   * Record a workspace's configured team members (CAPLO_TEAM_MEMBERS) and audit what changed since the last
+   * record (member.added, member.removed, member.token_changed; never a token or its hash), ending the console
+   * sessions of a member removed or given another token, in one transaction. Managed members are left as they
+   * are; a configured name that is a managed member's is refused (conflicts), and nothing is recorded.
    */
-  syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<AuditEvent[]>;
+  syncTeamMembers(workspaceId: string, members: readonly { name: string; tokenSha256: string }[], actor: string, at: number): Promise<MembersSynced>;
+  /** Keep a managed member with its audit entry (member.added) in one transaction; member_exists when the workspace has the name. */
+  addTeamMember(member: { workspaceId: string; name: string; tokenSha256: string }, actor: string, at: number): Promise<MemberAdded>;
+  /**
+   * Remove a managed member, end their console sessions and audit member.removed, in one transaction;
+   * member_configured for a configured member (remove it from CAPLO_TEAM_MEMBERS instead).
+   */
+  removeTeamMember(workspaceId: string, name: string, actor: string, at: number): Promise<MemberRemoved>;
+  /** A workspace's members as recorded, configured and managed, by name. */
+  listTeamMembers(workspaceId: string): Promise<RecordedMember[]>;
+  /** The managed member whose token's SHA-256 (hex) this is, of any workspace. */
+  findTeamMemberByToken(tokenSha256: string): Promise<RecordedMember | undefined>;
+  /** A workspace's managed member by name. */
+  getTeamMember(workspaceId: string, name: string): Promise<RecordedMember | undefined>;
+  /** Whether any workspace has a managed member. */
+  hasManagedMembers(): Promise<boolean>;
 }
 
 // The store's narrow ports: what each part that keeps state needs of it, so a part names only its own
@@ -366,6 +394,9 @@ export type FilePort = Pick<Store, "putFile" | "getFile" | "purgeFiles">;
 
 /** The handoff outbox: notices for the team's webhook, stored before they are sent, claimed per attempt. */
 export type HandoffOutboxPort = Pick<Store, "insertHandoffNotice" | "claimDueHandoffNotices" | "recordHandoffAttempt" | "listHandoffNotices">;
+
+/** The team's members kept in the store, as the team API and the console find them at each request. */
+export type TeamMemberPort = Pick<Store, "findTeamMemberByToken" | "getTeamMember" | "hasManagedMembers">;
 
 /** Inbound platform events accepted once by their source id. */
 export type InboundEventPort = Pick<Store, "claimInboundSource" | "pruneInboundSources">;

@@ -15,11 +15,11 @@ export const serveSettings = {
     text().default("127.0.0.1"),
   ),
   CAPLO_DATABASE_URL: setting(
-    { name: "CAPLO_DATABASE_URL", flag: "--db PATH|URL", rule: "a SQLite file's path, or a postgres:// URL", example: "postgres://caplo@db.internal:5432/caplo", default: "`CAPLO_DB`", commands: ["serve"], doc: "the store: a SQLite file (nothing to install), or `postgres://…`; several nodes need PostgreSQL" },
+    { name: "CAPLO_DATABASE_URL", flag: "--db PATH|URL", rule: "a SQLite file's path, or a postgres:// URL", example: "postgres://caplo@db.internal:5432/caplo", default: "`CAPLO_DB`", commands: ["serve", "agent publish", "secret", "member"], doc: "the store: a SQLite file (nothing to install), or `postgres://…`; several nodes need PostgreSQL. `caplo agent publish`, `caplo secret set` and `caplo member add` (and their other subcommands) change the same store: the workspace's audit, secrets and members" },
     text().optional(),
   ),
   CAPLO_DB: setting(
-    { name: "CAPLO_DB", flag: "--db PATH|URL", rule: "a SQLite file's path, or a postgres:// URL", example: ".caplo/caplo.db", default: "`.caplo/caplo.db`", commands: ["serve"], doc: "the store, when `CAPLO_DATABASE_URL` is not set" },
+    { name: "CAPLO_DB", flag: "--db PATH|URL", rule: "a SQLite file's path, or a postgres:// URL", example: ".caplo/caplo.db", default: "`.caplo/caplo.db`", commands: ["serve", "agent publish", "secret", "member"], doc: "the store, when `CAPLO_DATABASE_URL` is not set" },
     text().default(".caplo/caplo.db"),
   ),
   CAPLO_RELEASES_DIR: setting(
@@ -77,7 +77,7 @@ export const serveSettings = {
     text().optional(),
   ),
   CAPLO_SQLITE_SYNCHRONOUS: setting(
-    { name: "CAPLO_SQLITE_SYNCHRONOUS", rule: "normal or full", example: "full", default: "normal", commands: ["serve", "demo"], doc: "the durability of every SQLite file Caplo writes (the store, the channels' inbox): `normal` survives a process crash, `full` also an OS crash or power loss (an fsync per commit)" },
+    { name: "CAPLO_SQLITE_SYNCHRONOUS", rule: "normal or full", example: "full", default: "normal", commands: ["serve", "demo", "agent publish", "secret", "member"], doc: "the durability of every SQLite file Caplo writes (the store, the channels' inbox): `normal` survives a process crash, `full` also an OS crash or power loss (an fsync per commit)" },
     oneOf(["normal", "full"]).default("normal"),
   ),
   CAPLO_INVOCATION_LOG: setting(
