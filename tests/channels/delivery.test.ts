@@ -256,6 +256,31 @@ describe("stale taps", () => {
     expect((await bench.h.store.getWrite(proposalId))?.state).toBe("proposed");
   });
 
+  it("WhatsApp: Confirm tapped twice while the conversation is busy runs the write once; the other tap is told where the request stands, and the team is not alerted", async () => {
+    const sizeRule = { when: /size/i, replies: [{ toolCalls: [{ name: "shop__pick_size", args: {} }] }, { text: "{{tool}}" }] };
+    b = await channelBench({ platform: "whatsapp", rules: [...rules, sizeRule] });
+    const bench = b;
+    await bench.say("cancel my order");
+    await bench.waitFor(() => bench.received().some((m) => m.taps.some((t) => t.title === "Confirm")), "the review");
+    // A read's question holds the conversation's turn: both taps are decided (the proposal waits) and wait for the engine.
+    await bench.say("which size?");
+    await bench.waitFor(() => bench.received().some((m) => m.taps.some((t) => t.title === "L")), "the question");
+    await bench.tap("Confirm");
+    await bench.tap("Confirm");
+    await bench.service.idle();
+    await bench.tap("L");
+    const stale = /^That request (is already running|was already done)\. Nothing was changed\.$/;
+    await bench.waitFor(() => texts(bench).some((t) => stale.test(t)), "the second tap's reply");
+    await bench.service.idle();
+    await bench.h.engine.idle();
+    expect(bench.h.backend.invocations.filter((i) => i.tool === "cancel_order")).toHaveLength(1);
+    expect(texts(bench).filter((t) => stale.test(t))).toHaveLength(1);
+    expect(bench.alerts.filter((alert) => alert.code === "inbound_refused")).toEqual([]);
+    const proposalId = (await bench.h.ofType("review", await conversationOf(bench))).at(-1)!.proposalId;
+    expect((await bench.h.store.getWrite(proposalId))?.state).toBe("applied");
+    expect(bench.violations()).toEqual([]);
+  });
+
   it("WhatsApp: a Confirm tapped after the proposal expired runs nothing and the customer is told", async () => {
     b = await channelBench({ platform: "whatsapp", rules });
     const bench = b;

@@ -9,22 +9,18 @@ import { join } from "node:path";
 import { adapterCases, metaSigned, recordingRefs } from "@caplo/adapters/testkit";
 import type { Outbound } from "@caplo/shared/messages";
 import { ChannelService } from "../../server/src/channels/channelService.ts";
-import type { ConversationPort } from "../../server/src/channels/ports.ts";
+import { quietPort } from "../../server/src/channels/testing/quietPort.ts";
 import { SqliteInboxStore } from "../../server/src/channels/inbox/index.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "caplo-bench-"));
 let received = 0;
-const countingPort: ConversationPort = {
-  agentConfig: async () => undefined,
-    openConversation: async () => ({ conversationId: "c-bench" }),
+const countingPort = quietPort({
+  openConversation: async () => ({ conversationId: "c-bench" }),
   receive: async () => {
     received++;
     return { ok: true };
   },
-  subscribe: () => () => {},
-  recordUndelivered: async () => ({ ok: true }),
-  pruneSources: async () => 0,
-};
+});
 const store = new SqliteInboxStore(join(dir, "bench.db"));
 const messenger = adapterCases().find((c) => c.name === "messenger")!.adapter;
 const service = new ChannelService({ store, port: countingPort, adapters: [messenger] });

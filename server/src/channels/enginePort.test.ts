@@ -31,6 +31,9 @@ describe("EnginePort.subscribe", () => {
         return engine.eventsAfter(conversationId, after, limit);
       },
       pruneInboundSources: (before) => engine.pruneInboundSources(before),
+      proposal: (conversationId, proposalId) => engine.proposal(conversationId, proposalId),
+      openProposal: (conversationId) => engine.openProposal(conversationId),
+      openQuestion: (conversationId) => engine.openQuestion(conversationId),
     };
     const logs: string[] = [];
     const port = new EnginePort({ engine: view, agentFor: () => "shop-agent", agentConfig: () => ({ channels: { whatsapp: {} } }), capabilities: () => WHATSAPP, catchUpRetryMs: 10, log: (line) => void logs.push(line) });

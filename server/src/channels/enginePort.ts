@@ -1,10 +1,11 @@
-// The ConversationPort over C1's engine: a channel customer opens a conversation of the agent on that
-// channel, acts through engine.handle as the conversation's owner, and is sent every stored event in order.
+// The ConversationPort over the engine's facade: a channel customer opens a conversation of the agent on that
+// channel, acts through engine.handle as the conversation's owner, is sent every stored event in order, and
+// the glue asks the engine where a proposal stands and which question is open (it keeps no copy of either).
 import type { ChannelCapabilities } from "@caplo/shared/channel";
 import { UNDELIVERED_NOTE_PREFIX } from "../engine/engine.ts";
 import type { DeliveryRecord } from "../engine/common.ts";
-import type { Inbound, Outbound } from "@caplo/shared/messages";
-import type { ChannelActor, ChannelAgentConfig, ConversationEvent, ConversationPort, Platform, PortResult, Unanswered } from "./ports.ts";
+import type { Inbound, Outbound, OutboundOf } from "@caplo/shared/messages";
+import type { ChannelActor, ChannelAgentConfig, ConversationEvent, ConversationPort, OpenQuestion, Platform, PortResult, PortValue, Unanswered } from "./ports.ts";
 
 /** What the port needs of the engine: a structural view, so the glue imports no engine internals. */
 export interface EngineView {
@@ -33,6 +34,11 @@ export interface EngineView {
   /** Stored events with seq > after, in order, at most `limit`. */
   eventsAfter(conversationId: string, after: number, limit: number): Promise<Array<{ seq: number; message: Outbound }>>;
   pruneInboundSources(before: number): Promise<number>;
+  /** A proposal of the conversation and where it stands as the customer is told it; refused as a value for another. */
+  proposal(conversationId: string, proposalId: string): Promise<{ ok: true; value: { state: string } } | { ok: false; error: { code: string; message: string } }>;
+  openProposal(conversationId: string): Promise<{ proposalId: string } | undefined>;
+  /** The question a tool of the conversation waits for (on this node), as shown to the customer. */
+  openQuestion(conversationId: string): Pick<OutboundOf<"question">, "elicitationId" | "style" | "fields"> | undefined;
 }
 
 /** Events read per catch-up (more wait for the next notice or catch-up). */
@@ -121,6 +127,23 @@ export class EnginePort implements ConversationPort {
 
   pruneSources(before: number): Promise<number> {
     return this.#options.engine.pruneInboundSources(before);
+  }
+
+  async proposal(conversationId: string, proposalId: string): Promise<PortValue<{ state: string }>> {
+    const found = await this.#options.engine.proposal(conversationId, proposalId);
+    return found.ok ? { ok: true, value: { state: found.value.state } } : { ok: false, code: found.error.code, message: found.error.message };
+  }
+
+  openProposal(conversationId: string): Promise<{ proposalId: string } | undefined> {
+    return this.#options.engine.openProposal(conversationId);
+  }
+
+  /** The engine's open question when a chat can answer it by a tap or a typed number or label: a questions elicitation of one field with options. */
+  async openQuestion(conversationId: string): Promise<OpenQuestion | undefined> {
+    const question = this.#options.engine.openQuestion(conversationId);
+    const field = question?.fields[0];
+    if (!question || question.style !== "questions" || question.fields.length !== 1 || !field?.options) return undefined;
+    return { elicitationId: question.elicitationId, field: field.name, options: field.options.map((option) => ({ value: option.value, label: option.label })) };
   }
 
   subscribe(conversationId: string, afterSeq: number, listener: (event: ConversationEvent) => void): () => void {

@@ -19,6 +19,11 @@ const FINISHED: Record<string, string> = {
   step_up_required: "is waiting for you to verify again",
 };
 
+/** What a tap on a request that no longer waits for a decision is told: where the request stands (the engine's state of it). */
+export function decidedRequestText(proposalState: string | undefined): string {
+  return `That request ${FINISHED[proposalState ?? ""] ?? "is no longer waiting for a decision"}. Nothing was changed.`;
+}
+
 /** Typed text against an open questions elicitation (or numbered replies): the option's number or its exact label (any case). */
 export function matchTypedAnswer(text: string, question: OpenQuestion): string | undefined {
   const typed = text.trim();
@@ -44,10 +49,7 @@ export function decideTap(
   switch (ref.kind) {
     case "confirm":
     case "decline": {
-      if (proposalState !== "proposed") {
-        const why = FINISHED[proposalState ?? ""] ?? "is no longer waiting for a decision";
-        return { kind: "notice", code: "proposal_decided", text: `That request ${why}. Nothing was changed.` };
-      }
+      if (proposalState !== "proposed") return { kind: "notice", code: "proposal_decided", text: decidedRequestText(proposalState) };
       return { kind: "forward", inbound: ref.kind === "confirm" ? { type: "confirm", proposalId: ref.targetId } : { type: "decline", proposalId: ref.targetId } };
     }
     case "answer": {

@@ -1,13 +1,13 @@
 // The inbound half of the channel glue: a stored webhook event becomes the conversation's inbound — a message,
-// a Confirm or Cancel tap, an answer — decided by the inbound policy and handed to the engine once; delivery
-// statuses go to DeliveryStatuses.
+// a Confirm or Cancel tap, an answer — decided by the inbound policy (with where the proposal stands and which
+// question is open, as the engine answers) and handed to the engine once; delivery statuses go to DeliveryStatuses.
 import type { ChannelEvent } from "@caplo/adapters/adapter";
 import type { Inbound } from "@caplo/shared/messages";
 import type { DeliveryStatuses } from "./deliveryStatus.ts";
 import { messageOf, type Glue } from "./glue.ts";
-import { decideTap, decideText, isTypedConsent, type Decision } from "./inboundPolicy.ts";
-import { LATEST_PROPOSAL_KEY, type OutboundSender } from "./outboundSender.ts";
-import type { Binding, BindingKey, InboxRow } from "./ports.ts";
+import { decidedRequestText, decideTap, decideText, isTypedConsent, type Decision } from "./inboundPolicy.ts";
+import type { OutboundSender } from "./outboundSender.ts";
+import type { Binding, BindingKey, InboxRow, OpenQuestion } from "./ports.ts";
 
 /** Button payloads are `c1.` and 128 random bits: unguessable, and meaningless without the store. */
 const TOKEN_PATTERN = /^c1\.[A-Za-z0-9_-]{22}$/;
@@ -60,33 +60,44 @@ export class InboundProcessor {
       this.#hand(binding, event, JSON.parse(row.handed) as Inbound);
       return;
     }
-    const openQuestion = await this.#glue.store.getOpenQuestion(conversationId);
+    const openQuestion = await this.#openQuestion(conversationId);
 
     let decision: Decision;
     if (event.payload !== undefined && (TOKEN_PATTERN.test(event.payload) || event.text === undefined)) {
       const ref = TOKEN_PATTERN.test(event.payload) ? await this.#glue.store.getRef(event.payload) : undefined;
+      // Where the tapped proposal stands is the engine's to say (a button of another conversation is refused first).
       const proposalState =
-        ref && (ref.kind === "confirm" || ref.kind === "decline") ? await this.#glue.store.getProposalState(ref.conversationId, ref.targetId) : undefined;
+        ref && (ref.kind === "confirm" || ref.kind === "decline") && ref.conversationId === conversationId ? await this.#proposalState(conversationId, ref.targetId) : undefined;
       decision = decideTap(ref, conversationId, proposalState, openQuestion);
     } else if (event.text !== undefined) {
-      decision = decideText(event.text, openQuestion, isTypedConsent(event.text) && (await this.#proposalWaiting(conversationId)));
+      decision = decideText(event.text, openQuestion, isTypedConsent(event.text) && (await this.#glue.port.openProposal(conversationId)) !== undefined);
     } else {
       decision = { kind: "notice", code: "media_unsupported", text: "I can only read text here. Please type your message." };
     }
 
     // Numbered replies are answered by the customer's next message or not at all: a later "2" means something else.
-    if (openQuestion?.kind === "replies" && !(decision.kind === "forward" && decision.closesQuestion)) await this.#glue.store.setOpenQuestion(conversationId, null);
+    if (openQuestion?.kind === "replies") await this.#glue.store.setNumberedReplies(conversationId, null);
     if (decision.kind === "notice") {
       await this.#sender.notice(binding, decision.text);
       return;
     }
     const inbound = decision.inbound;
     await this.#glue.store.markHanded(platform, event.messageId, JSON.stringify(inbound));
-    // Mark the decision before the engine answers, so a second tap meanwhile changes nothing.
-    if (inbound.type === "confirm") await this.#glue.store.setProposalState(conversationId, inbound.proposalId, "running");
-    if (inbound.type === "decline") await this.#glue.store.setProposalState(conversationId, inbound.proposalId, "declined");
-    if (decision.closesQuestion) await this.#glue.store.setOpenQuestion(conversationId, null);
     this.#hand(binding, event, inbound);
+  }
+
+  /** What a tap or a typed number answers: the engine's open question, else the reply actions this channel sent as numbered text. */
+  async #openQuestion(conversationId: string): Promise<OpenQuestion | undefined> {
+    const asked = await this.#glue.port.openQuestion(conversationId);
+    if (asked) return asked;
+    const replies = await this.#glue.store.getNumberedReplies(conversationId);
+    return replies && { kind: "replies", elicitationId: "", field: "", options: replies };
+  }
+
+  /** Where a proposal of the conversation stands for the customer, as the engine answers; undefined when it holds none. */
+  async #proposalState(conversationId: string, proposalId: string): Promise<string | undefined> {
+    const found = await this.#glue.port.proposal(conversationId, proposalId);
+    return found.ok ? found.value.state : undefined;
   }
 
   /**
@@ -97,11 +108,14 @@ export class InboundProcessor {
     const { platform, conversationId } = binding;
     // A refusal (a coded value) and a failure to hand it over (the store away) are recorded and told alike.
     const refused = async (code: string, message: string) => {
+      if ((inbound.type === "confirm" || inbound.type === "decline") && code === "proposal_not_open") {
+        // Another tap decided it while this one was on its way (a double tap): a stale tap, told where the request stands.
+        return this.#sender.notice(binding, decidedRequestText(await this.#proposalState(conversationId, inbound.proposalId)));
+      }
       await this.#glue.store.finishInbound(platform, event.messageId, "failed", message);
       this.#glue.alerts.alert({ platform, conversationId, code: "inbound_refused", message: `The engine refused an inbound ${platform} event: ${message}` });
       // The customer is told, in words, that their tap changed nothing.
       if (inbound.type === "confirm" || inbound.type === "decline") {
-        if (code === "proposal_expired") await this.#glue.store.setProposalState(conversationId, inbound.proposalId, "expired");
         const why = code === "proposal_expired" ? "has expired; please ask again" : "is no longer waiting for a decision";
         await this.#sender.notice(binding, `That request ${why}. Nothing was changed.`);
       } else if (inbound.type === "answer") {
@@ -119,11 +133,5 @@ export class InboundProcessor {
         this.#glue.alerts.alert({ platform, conversationId, code: "inbound_failed", message: `Could not record a refused ${platform} event: ${messageOf(error)}` });
       });
     this.#glue.track(handed);
-  }
-
-  /** Whether the conversation's latest proposal still waits for the customer's tap. */
-  async #proposalWaiting(conversationId: string): Promise<boolean> {
-    const latest = await this.#glue.store.getProposalState(conversationId, LATEST_PROPOSAL_KEY);
-    return latest !== undefined && (await this.#glue.store.getProposalState(conversationId, latest)) === "proposed";
   }
 }

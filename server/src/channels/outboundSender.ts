@@ -13,9 +13,6 @@ import { sendWithRetry, type RetryPolicy } from "./retry.ts";
 /** Attempts at handling one outbound event while the store fails (pauses as for processing: 0.5 s doubling). */
 const OUTBOUND_ATTEMPTS = 5;
 
-/** Where the latest proposed proposal's id is kept among the proposal states (`*` begins no proposal id). */
-export const LATEST_PROPOSAL_KEY = "*latest";
-
 export function newToken(): string {
   return `c1.${randomBytes(16).toString("base64url")}`;
 }
@@ -107,7 +104,8 @@ export class OutboundSender {
     const binding = (await this.#glue.store.findBinding(staleBinding)) ?? staleBinding;
     if (event.seq <= binding.cursor) return;
     const outbound = reach(binding, event.outbound);
-    await this.#bookkeep(conversationId, outbound);
+    // A question's numbers (the engine holds it open) replace earlier numbered replies.
+    if (outbound.type === "question") await this.#glue.store.setNumberedReplies(conversationId, null);
     const adapter = this.#glue.adapter(platform);
     const refs: ButtonRef[] = [];
     const make = (ref: Omit<ButtonRef, "token" | "platform" | "conversationId">): string => {
@@ -149,40 +147,20 @@ export class OutboundSender {
     return { type: "text", id: outbound.id, from: "system", text: `The file ${outbound.name} could not be sent here.` };
   }
 
-  /** Keeps what the inbound policy needs to know: where each proposal stands, which question is open. */
-  async #bookkeep(conversationId: string, outbound: Outbound): Promise<void> {
-    if (outbound.type === "review" || outbound.type === "outcome") {
-      await this.#glue.store.setProposalState(conversationId, outbound.proposalId, outbound.state);
-      // A conversation has at most one proposal waiting for a decision (the engine starts no second write
-      // meanwhile): the latest one proposed is remembered under a key no proposal id can take.
-      if (outbound.type === "review" && outbound.state === "proposed") await this.#glue.store.setProposalState(conversationId, LATEST_PROPOSAL_KEY, outbound.proposalId);
-    } else if (outbound.type === "question") {
-      const field = outbound.fields[0];
-      if (outbound.style === "questions" && field?.options && outbound.fields.length === 1) {
-        await this.#glue.store.setOpenQuestion(conversationId, { elicitationId: outbound.elicitationId, field: field.name, options: field.options });
-      }
-    }
-  }
-
   /**
    * A result's reply actions sent as numbered text ("Reply with a number."): kept as the conversation's open
    * choice, so a typed number or label sends that reply. A result without them ends earlier numbered replies;
-   * a questions elicitation still open keeps its place (its numbers win).
+   * a question the engine holds open keeps its place (its numbers win).
    */
   async #keepNumberedReplies(conversationId: string, warnings: RenderWarning[], refs: ButtonRef[]): Promise<void> {
+    if (await this.#glue.port.openQuestion(conversationId)) return;
     const numbered = warnings.find((w) => w.numbered)?.numbered;
-    const open = await this.#glue.store.getOpenQuestion(conversationId);
-    if (open && open.kind !== "replies") return;
     const byToken = new Map(refs.map((r) => [r.token, r]));
     const options = (numbered ?? []).flatMap((o) => {
       const ref = byToken.get(o.payload);
       return ref?.kind === "reply" && ref.value !== undefined ? [{ label: o.label, value: ref.value }] : [];
     });
-    if (numbered && options.length === numbered.length) {
-      await this.#glue.store.setOpenQuestion(conversationId, { kind: "replies", elicitationId: "", field: "", options });
-    } else if (open) {
-      await this.#glue.store.setOpenQuestion(conversationId, null);
-    }
+    await this.#glue.store.setNumberedReplies(conversationId, numbered && options.length === numbered.length ? options : null);
   }
 
   /**

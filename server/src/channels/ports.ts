@@ -1,5 +1,6 @@
-// The seams of the channel glue: what it needs from the engine (ConversationPort), where it keeps its
-// durable state (InboxStore), and whom it tells when a message cannot reach a customer (TeamAlerts).
+// The seams of the channel glue: what it needs from the engine (ConversationPort: conversations, hand-overs,
+// events, and what waits for the customer — the engine's, never copied here), where it keeps its own durable
+// state (InboxStore), and whom it tells when a message cannot reach a customer (TeamAlerts).
 import type { ChannelKind } from "@caplo/shared/channel";
 import type { Inbound, Outbound } from "@caplo/shared/messages";
 
@@ -44,6 +45,8 @@ export interface Unanswered {
 
 /** What the engine answered to a hand-over: done, or refused with a stable code (an error as a value). */
 export type PortResult = { ok: true } | { ok: false; code: string; message: string };
+/** What the engine answered to a question: the value, or a refusal with a stable code. */
+export type PortValue<T> = { ok: true; value: T } | { ok: false; code: string; message: string };
 
 /** The engine as the channels see it. The engine never imports a channel; the channel glue imports only this. */
 export interface ConversationPort {
@@ -67,6 +70,15 @@ export interface ConversationPort {
   recordUndelivered(conversationId: string, text: string): Promise<PortResult>;
   /** Retention: forgets the engine's accepted source ids from before `before`; returns how many. */
   pruneSources(before: number): Promise<number>;
+  /**
+   * Where a proposal of the conversation stands as the customer is told it (proposed, running, applied,
+   * declined...), from the engine's write ledger; refused (proposal_not_found) for one it does not hold.
+   */
+  proposal(conversationId: string, proposalId: string): Promise<PortValue<{ state: string }>>;
+  /** The proposal waiting for the customer's decision (typed consent is answered by the channel then), if any. */
+  openProposal(conversationId: string): Promise<{ proposalId: string } | undefined>;
+  /** The question the conversation's tool waits for, when a typed number or label or a tap can answer it (one field with options). */
+  openQuestion(conversationId: string): Promise<OpenQuestion | undefined>;
 }
 
 export interface TeamAlert {
@@ -128,16 +140,23 @@ export interface ButtonRef {
   value?: string;
 }
 
+/** A choice the customer answers by a tap, or by typing an option's number or label. */
 export interface OpenQuestion {
   /** The elicitation; empty for "replies". */
   elicitationId: string;
   field: string;
-  options: Array<{ value: string; label: string }>;
+  options: NumberedOption[];
   /**
    * "replies": no elicitation but a result's reply actions sent as numbered text (more than the platform's
-   * list holds); each option's value is the reply's text. Absent: a questions elicitation.
+   * list holds; the channel's own, kept in its store); each option's value is the reply's text. Absent: a
+   * questions elicitation the engine holds open.
    */
   kind?: "replies";
+}
+
+export interface NumberedOption {
+  value: string;
+  label: string;
 }
 
 export type OutboxState = "sent" | "failed";
@@ -200,11 +219,13 @@ export interface InboxStore {
   putRefs(refs: ButtonRef[]): Promise<void>;
   getRef(token: string): Promise<ButtonRef | undefined>;
 
-  setProposalState(conversationId: string, proposalId: string, state: string): Promise<void>;
-  getProposalState(conversationId: string, proposalId: string): Promise<string | undefined>;
-
-  setOpenQuestion(conversationId: string, question: OpenQuestion | null): Promise<void>;
-  getOpenQuestion(conversationId: string): Promise<OpenQuestion | undefined>;
+  /**
+   * A result's reply actions the channel sent as numbered text, in their numbered order: what a typed number
+   * or label means until the customer's next message (null forgets them). Proposals and questions are the
+   * engine's: the channel asks the ConversationPort for them and keeps no copy.
+   */
+  setNumberedReplies(conversationId: string, options: NumberedOption[] | null): Promise<void>;
+  getNumberedReplies(conversationId: string): Promise<NumberedOption[] | undefined>;
 
   /** The outbox record of one part of one outbound event, if it was handled. */
   getOutbox(platform: Platform, conversationId: string, seq: number, part: number): Promise<OutboxRecord | undefined>;

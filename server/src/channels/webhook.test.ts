@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { adapterCases, metaSigned } from "@caplo/adapters/testkit";
 import { ChannelService } from "./channelService.ts";
-import type { ConversationPort } from "./ports.ts";
+import { quietPort } from "./testing/quietPort.ts";
 import { SqliteInboxStore } from "./inbox/index.ts";
 
 const cleanups: Array<() => void> = [];
@@ -22,8 +22,7 @@ describe("webhook answer", () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const received: string[] = [];
-    const stuckPort: ConversationPort = {
-      agentConfig: async () => undefined,
+    const stuckPort = quietPort({
       openConversation: async () => {
         await gate;
         return { conversationId: "conv-1" };
@@ -32,10 +31,7 @@ describe("webhook answer", () => {
         received.push(inbound.type === "message" ? inbound.text : inbound.type);
         return { ok: true };
       },
-      subscribe: () => () => {},
-      recordUndelivered: async () => ({ ok: true }),
-      pruneSources: async () => 0,
-    };
+    });
     const messenger = adapterCases().find((c) => c.name === "messenger")!.adapter;
     const service = new ChannelService({ store, port: stuckPort, adapters: [messenger], log: () => {} });
     cleanups.push(() => {

@@ -1,7 +1,7 @@
 // The inbox's contract, on SQLite and on PostgreSQL: a webhook event is stored once per (platform, message
 // id), claimed once and oldest first, given back when the node holding it is lost, and pruned only when
-// processed and older than the cutoff; a customer is bound to one conversation; references, proposal states,
-// open questions, failures and content ids are every node's; a delivery status is kept once per part and
+// processed and older than the cutoff; a customer is bound to one conversation; references, numbered
+// replies, failures and content ids are every node's; a delivery status is kept once per part and
 // status (even before the part's record, even when two nodes hear the same callback) and listed per conversation.
 import { expect, it } from "vitest";
 import { describeEachInbox } from "./testing/eachInbox.ts";
@@ -76,16 +76,18 @@ describeEachInbox("Inbox contract", ({ store, second, restart }) => {
     expect(await row("edge-done", 200)).toBe(false);
   });
 
-  it("keeps refs, proposal states, open questions, failures and content ids for every node", async () => {
+  it("keeps refs, numbered replies, failures and content ids for every node", async () => {
     await store.putRefs([{ token: "c1.tokentokentokentokenAA", platform: "whatsapp", conversationId: "c_2", kind: "confirm", targetId: "p_1" }]);
     expect(await second.getRef("c1.tokentokentokentokenAA")).toEqual({ token: "c1.tokentokentokentokenAA", platform: "whatsapp", conversationId: "c_2", kind: "confirm", targetId: "p_1" });
     expect(await second.getRef("c1.never-issued")).toBeUndefined();
-    await store.setProposalState("c_2", "p_1", "running");
-    expect(await second.getProposalState("c_2", "p_1")).toBe("running");
-    await second.setOpenQuestion("c_2", { elicitationId: "q_1", field: "slot", options: [{ value: "a", label: "A" }] });
-    expect(await store.getOpenQuestion("c_2")).toMatchObject({ elicitationId: "q_1" });
-    await store.setOpenQuestion("c_2", null);
-    expect(await second.getOpenQuestion("c_2")).toBeUndefined();
+    const replies = [{ value: "I pick Store 1", label: "Store 1" }, { value: 'say "two" \\ ünï', label: "Store 2" }];
+    await second.setNumberedReplies("c_2", replies);
+    expect(await store.getNumberedReplies("c_2")).toEqual(replies);
+    await store.setNumberedReplies("c_2", [replies[1]!]);
+    expect(await second.getNumberedReplies("c_2")).toEqual([replies[1]]);
+    expect(await second.getNumberedReplies("c_3")).toBeUndefined();
+    await store.setNumberedReplies("c_2", null);
+    expect(await second.getNumberedReplies("c_2")).toBeUndefined();
     await store.recordOutbox({ platform: "whatsapp", conversationId: "c_2", seq: 1, part: 0, state: "sent", attempts: 1, platformId: "SMx", at: 20 });
     expect(await second.markFailedByPlatformId("SMx", "undelivered", "Not delivered.")).toMatchObject({ state: "failed", code: "undelivered" });
     expect((await store.listFailures()).map((failure) => failure.platformId)).toContain("SMx");

@@ -34,7 +34,7 @@ const POSTGRES: Dialect = {
   outboxClaim: "\n  claimed_by TEXT,\n  lease_until TIMESTAMPTZ,",
 };
 
-/** The webhook inbox (one row per platform message id), customers' bindings, button references, proposal and question state, the outbox and Content SIDs. */
+/** The webhook inbox (one row per platform message id), customers' bindings, button references, proposal and question state (until 3), the outbox and Content SIDs. */
 const channelState = (d: Dialect) => `
 CREATE TABLE IF NOT EXISTS channel_inbox (
   platform TEXT NOT NULL,
@@ -109,13 +109,27 @@ CREATE TABLE IF NOT EXISTS channel_status (${d.serial}
 );
 `;
 
-const migrations = (d: Dialect): Migration[] => [
+/**
+ * The channels keep no second ledger: a proposal's state and the open question are the engine's, asked for
+ * when a customer taps or types. What stays is the channel's own: the reply actions it sent as numbered text,
+ * kept as their options only (the rows of other questions go; `optionsOf` reads the options from the JSON).
+ */
+const noSecondLedger = (optionsOf: string) => `
+DROP TABLE IF EXISTS channel_proposal;
+DELETE FROM channel_question WHERE question NOT LIKE '%"kind":"replies"%';
+ALTER TABLE channel_question RENAME TO channel_numbered_replies;
+ALTER TABLE channel_numbered_replies RENAME COLUMN question TO options;
+UPDATE channel_numbered_replies SET options = ${optionsOf};
+`;
+
+const migrations = (d: Dialect, optionsOf: string): Migration[] => [
   { version: 1, name: "channel state shared by the nodes", sql: channelState(d) },
   { version: 2, name: "delivery statuses of sent parts", sql: deliveryStatuses(d) },
+  { version: 3, name: "no proposal or question state: the engine's; numbered replies kept", sql: noSecondLedger(optionsOf) },
 ];
 
-export const CHANNEL_SQLITE_MIGRATIONS: readonly Migration[] = migrations(SQLITE);
-export const CHANNEL_POSTGRES_MIGRATIONS: readonly Migration[] = migrations(POSTGRES);
+export const CHANNEL_SQLITE_MIGRATIONS: readonly Migration[] = migrations(SQLITE, "json_extract(options, '$.options')");
+export const CHANNEL_POSTGRES_MIGRATIONS: readonly Migration[] = migrations(POSTGRES, "(options::jsonb -> 'options')::text");
 
 function sqliteColumns(db: Database.Database, table: string): Set<string> {
   return new Set((db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((column) => column.name));

@@ -11,7 +11,7 @@ import pg from "pg";
 import { SCHEMA_NAME_PATTERN } from "../../cluster/migrationLock.ts";
 import { NodeLeases } from "../../cluster/nodeLeases.ts";
 import { migratePostgres } from "../../store/migrate.ts";
-import type { Binding, BindingKey, ButtonRef, DeliveryStatus, InboxRow, InboxState, InboxStore, OpenQuestion, OutboxRecord, Platform } from "../ports.ts";
+import type { Binding, BindingKey, ButtonRef, DeliveryStatus, InboxRow, InboxState, InboxStore, NumberedOption, OutboxRecord, Platform } from "../ports.ts";
 import { CHANNEL_POSTGRES_SET } from "./migrations.ts";
 
 /** An inbound event claimed this long ago is claimed again even if its node's lease is alive (a stuck node). */
@@ -256,33 +256,20 @@ export class PostgresInboxStore implements InboxStore {
     };
   }
 
-  async setProposalState(conversationId: string, proposalId: string, state: string): Promise<void> {
-    await this.#pool.query(
-      `INSERT INTO channel_proposal (conversation_id, proposal_id, state) VALUES ($1, $2, $3)
-       ON CONFLICT (conversation_id, proposal_id) DO UPDATE SET state = EXCLUDED.state`,
-      [conversationId, proposalId, state],
-    );
-  }
-
-  async getProposalState(conversationId: string, proposalId: string): Promise<string | undefined> {
-    const r = (await this.#q(`SELECT state FROM channel_proposal WHERE conversation_id = $1 AND proposal_id = $2`, [conversationId, proposalId]))[0];
-    return r ? String(r.state) : undefined;
-  }
-
-  async setOpenQuestion(conversationId: string, question: OpenQuestion | null): Promise<void> {
-    if (question === null) {
-      await this.#pool.query(`DELETE FROM channel_question WHERE conversation_id = $1`, [conversationId]);
+  async setNumberedReplies(conversationId: string, options: NumberedOption[] | null): Promise<void> {
+    if (options === null) {
+      await this.#pool.query(`DELETE FROM channel_numbered_replies WHERE conversation_id = $1`, [conversationId]);
       return;
     }
     await this.#pool.query(
-      `INSERT INTO channel_question (conversation_id, question) VALUES ($1, $2) ON CONFLICT (conversation_id) DO UPDATE SET question = EXCLUDED.question`,
-      [conversationId, JSON.stringify(question)],
+      `INSERT INTO channel_numbered_replies (conversation_id, options) VALUES ($1, $2) ON CONFLICT (conversation_id) DO UPDATE SET options = EXCLUDED.options`,
+      [conversationId, JSON.stringify(options)],
     );
   }
 
-  async getOpenQuestion(conversationId: string): Promise<OpenQuestion | undefined> {
-    const r = (await this.#q(`SELECT question FROM channel_question WHERE conversation_id = $1`, [conversationId]))[0];
-    return r ? (JSON.parse(String(r.question)) as OpenQuestion) : undefined;
+  async getNumberedReplies(conversationId: string): Promise<NumberedOption[] | undefined> {
+    const r = (await this.#q(`SELECT options FROM channel_numbered_replies WHERE conversation_id = $1`, [conversationId]))[0];
+    return r ? (JSON.parse(String(r.options)) as NumberedOption[]) : undefined;
   }
 
   /**

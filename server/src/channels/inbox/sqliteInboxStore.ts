@@ -11,7 +11,7 @@ import type {
   InboxRow,
   InboxState,
   InboxStore,
-  OpenQuestion,
+  NumberedOption,
   DeliveryStatus,
   OutboxRecord,
   Platform,
@@ -222,33 +222,19 @@ export class SqliteInboxStore implements InboxStore {
     };
   }
 
-  async setProposalState(conversationId: string, proposalId: string, state: string): Promise<void> {
-    this.db
-      .prepare(
-        `INSERT INTO channel_proposal (conversation_id, proposal_id, state) VALUES (?, ?, ?)
-         ON CONFLICT (conversation_id, proposal_id) DO UPDATE SET state = excluded.state`,
-      )
-      .run(conversationId, proposalId, state);
-  }
-
-  async getProposalState(conversationId: string, proposalId: string): Promise<string | undefined> {
-    const r = this.db.prepare(`SELECT state FROM channel_proposal WHERE conversation_id = ? AND proposal_id = ?`).get(conversationId, proposalId) as { state: string } | undefined;
-    return r?.state;
-  }
-
-  async setOpenQuestion(conversationId: string, question: OpenQuestion | null): Promise<void> {
-    if (question === null) {
-      this.db.prepare(`DELETE FROM channel_question WHERE conversation_id = ?`).run(conversationId);
+  async setNumberedReplies(conversationId: string, options: NumberedOption[] | null): Promise<void> {
+    if (options === null) {
+      this.db.prepare(`DELETE FROM channel_numbered_replies WHERE conversation_id = ?`).run(conversationId);
       return;
     }
     this.db
-      .prepare(`INSERT INTO channel_question (conversation_id, question) VALUES (?, ?) ON CONFLICT (conversation_id) DO UPDATE SET question = excluded.question`)
-      .run(conversationId, JSON.stringify(question));
+      .prepare(`INSERT INTO channel_numbered_replies (conversation_id, options) VALUES (?, ?) ON CONFLICT (conversation_id) DO UPDATE SET options = excluded.options`)
+      .run(conversationId, JSON.stringify(options));
   }
 
-  async getOpenQuestion(conversationId: string): Promise<OpenQuestion | undefined> {
-    const r = this.db.prepare(`SELECT question FROM channel_question WHERE conversation_id = ?`).get(conversationId) as { question: string } | undefined;
-    return r ? (JSON.parse(r.question) as OpenQuestion) : undefined;
+  async getNumberedReplies(conversationId: string): Promise<NumberedOption[] | undefined> {
+    const r = this.db.prepare(`SELECT options FROM channel_numbered_replies WHERE conversation_id = ?`).get(conversationId) as { options: string } | undefined;
+    return r ? (JSON.parse(r.options) as NumberedOption[]) : undefined;
   }
 
   async getOutbox(platform: Platform, conversationId: string, seq: number, part: number): Promise<OutboxRecord | undefined> {
