@@ -1,16 +1,21 @@
 // Two workspaces on one server, attacked from each side: a team member of `acme` cannot list, read, take
 // over, write in, hand back or follow up the default workspace's conversations (404, exactly as for an id
-// that does not exist); a widget token of one workspace's agent does not open the other's conversation;
+// that does not exist), nor confirm another workspace's eval runs, releases or writes; a widget token of one
+// workspace's agent does not open the other's conversation, and a page allowed for one workspace's agent does
+// not open the other's of the same name;
 // a tool call gets only its own workspace's secret, only the names its version declares; a release cannot
 // pin another workspace's tool version; the audit is per workspace and readable through the team API.
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PackageVersion } from "@caplo/shared";
 import { engineSecrets, foreignVersion } from "../../server/src/app/server.ts";
 import { Engine } from "../../server/src/engine/engine.ts";
+import { EvalService } from "../../server/src/eval/evalService.ts";
+import { MemoryLogStore } from "../../server/src/runner/logStore.ts";
+import { TestClient } from "../gateway/support/client.ts";
 import { releaseFromVersions, StaticReleases } from "../../server/src/engine/release.ts";
 import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { teamMember } from "../../server/src/gateway/teamMembers.ts";
@@ -40,6 +45,9 @@ describe("two workspaces on one server", () => {
   let team: (token: string, method: string, path: string, body?: unknown) => Promise<Response>;
   let ours: string;
   let theirs: string;
+  let base: string;
+  let evals: EvalService;
+  let releaseIds: { default: string; acme: string };
   const key = randomBytes(32).toString("base64");
 
   beforeAll(async () => {
@@ -66,8 +74,14 @@ describe("two workspaces on one server", () => {
     const model = new ScriptedModel([{ when: /order (SO-\d{4})/, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Found it." }] }], { fallback: "Hello." });
     engine = new Engine({ store, runner, model, releases: new StaticReleases(releases), secrets: engineSecrets(releases, secrets), nodeId: "node-ws" });
     await engine.start({ scheduler: false });
-    gateway = new Gateway({ engine, releases: new StaticReleases(releases), teamMembers: [teamMember("ana", ANA), teamMember("mallory", MALLORY, "acme")] });
+    releaseIds = { default: releases[0]!.id, acme: releases[1]!.id };
+    const widgetDir = join(dir, "widget");
+    mkdirSync(widgetDir, { recursive: true });
+    writeFileSync(join(widgetDir, "app.html"), "<!doctype html><title>app</title>");
+    evals = new EvalService({ releases: new StaticReleases(releases), runner, logStore: new MemoryLogStore(), modelFor: () => model, secrets: (workspaceId, names) => secrets.values(workspaceId, names) });
+    gateway = new Gateway({ engine, evals, widgetDir, releases: new StaticReleases(releases), teamMembers: [teamMember("ana", ANA), teamMember("mallory", MALLORY, "acme")] });
     const { port } = await gateway.listen(0, "127.0.0.1");
+    base = `http://127.0.0.1:${port}`;
     team = (token, method, path, body) =>
       fetch(`http://127.0.0.1:${port}/v1/team${path}`, {
         method,
@@ -78,6 +92,7 @@ describe("two workspaces on one server", () => {
     theirs = (await engine.openConversation({ agent: "acme/shop-agent", channel: "web", capabilities: WEB, ownerId: "visitor-a", resumeHash: "b".repeat(64) })).id;
   });
   afterAll(async () => {
+    await evals?.stop();
     await gateway?.close();
     await engine?.stop();
     await store.close();
@@ -162,6 +177,47 @@ describe("two workspaces on one server", () => {
     expect(await engine.resumeConversation("b".repeat(64), "shop-agent", WEB)).toBeUndefined();
     expect(await engine.resumeConversation("a".repeat(64), "acme/shop-agent", WEB)).toBeUndefined();
     expect((await engine.resumeConversation("b".repeat(64), "acme/shop-agent", WEB))?.id).toBe(theirs);
+  });
+
+  it("a page allowed for one workspace's agent cannot open the other workspace's agent of the same name", async () => {
+    const socket = `${base.replace("http", "ws")}/v1/ws`;
+    // A page of the default workspace's site asking for acme's agent is refused before the upgrade.
+    await expect(TestClient.open(`${socket}?agent=acme/shop-agent`, "https://default.example")).rejects.toThrow("HTTP 403");
+    await expect(TestClient.open(`${socket}?agent=shop-agent`, "https://acme.example")).rejects.toThrow("HTTP 403");
+    // Let in without naming the agent (its own agent is on that site), its hello for acme's is refused and closed.
+    const page = await TestClient.open(socket, "https://default.example");
+    page.send({ t: "hello", v: 1, agent: "acme/shop-agent", capabilities: {} });
+    expect(await page.waitFor((frame) => frame.t === "error" && frame.code === "origin_not_allowed")).toBeDefined();
+    await page.close();
+    const own = await TestClient.open(socket, "https://default.example");
+    expect((await own.hello("shop-agent")).conversationId).toBeTruthy();
+    await own.close();
+    // The widget app page of each agent may be framed only by that agent's own sites.
+    const frameAncestors = async (agent: string) => /frame-ancestors ([^;]+)$/.exec((await fetch(`${base}/widget/app.html?agent=${encodeURIComponent(agent)}`)).headers.get("content-security-policy") ?? "")?.[1];
+    expect(await frameAncestors("acme/shop-agent")).toBe("https://acme.example");
+    expect(await frameAncestors("shop-agent")).toBe("https://default.example");
+  });
+
+  it("evaluations: another workspace's run and release are answered exactly as ones that do not exist", async () => {
+    const cases = `apiVersion: v1\nkind: EvalCases\nagent: shop-agent\ncases:\n  - name: greets\n    turns:\n      - customer: hi\n        expect:\n          - reply: { contains: Hello }\n`;
+    const started = await team(ANA, "POST", "/evals/runs", { release: releaseIds.default, cases });
+    expect(started.status).toBe(202);
+    const runId = ((await started.json()) as { run: { id: string } }).run.id;
+    const missing = await team(MALLORY, "GET", "/evals/runs/run_does_not_exist");
+    const foreign = await team(MALLORY, "GET", `/evals/runs/${runId}`);
+    expect([missing.status, foreign.status]).toEqual([404, 404]);
+    expect(await foreign.json()).toEqual(await missing.json());
+    expect(((await (await team(MALLORY, "GET", "/evals/runs")).json()) as { runs: unknown[] }).runs).toEqual([]);
+    expect((await team(ANA, "GET", `/evals/runs/${runId}`)).status).toBe(200);
+    // Starting a run of the default workspace's release (by its id) from acme: as for a release that does not exist.
+    const foreignRelease = await team(MALLORY, "POST", "/evals/runs", { release: releaseIds.default, cases });
+    const noRelease = await team(MALLORY, "POST", "/evals/runs", { release: "shop-agent@sha256:" + "0".repeat(64), cases });
+    expect([foreignRelease.status, noRelease.status]).toEqual([404, 404]);
+    expect(await foreignRelease.json()).toEqual(await noRelease.json());
+    // A follow-up outcome for another workspace's write: the same 404 body as for a write that does not exist.
+    const [foreignWrite, noWrite] = [await team(MALLORY, "POST", "/follow-ups/w_default_followup/outcome", { outcome: "applied", note: "x" }), await team(MALLORY, "POST", "/follow-ups/w_nothing/outcome", { outcome: "applied", note: "x" })];
+    expect([foreignWrite.status, noWrite.status]).toEqual([404, 404]);
+    expect(await foreignWrite.json()).toEqual(await noWrite.json());
   });
 
   it("a release cannot pin another workspace's tool version: only copies kept in its own workspace's folder run", () => {
