@@ -15,7 +15,7 @@ const APP_BUDGET = 40 * 1024;
 /** The issue's allowance above 40 KB, with the reason printed. */
 const APP_BUDGET_MAX = 60 * 1024;
 const APP_OVER_REASON =
-  "over 40 KB because issue #17 added streaming replies, the header (avatar, AI label, new conversation, transcript download), starter prompts, timestamps and day separators, truthful per-state card lines in 3 languages, readable colours from any accent, the loader's unavailable-chat notice, thumbs ratings on replies, the cards carousel and the tiled map with directions links; DOMPurify (the markdown sanitizer) is about 8 KB of it";
+  "over 40 KB because issue #17 added streaming replies, the header (avatar, AI label, new conversation, transcript download), starter prompts, timestamps and day separators, truthful per-state card lines in 3 languages, readable colours from any accent, the loader's unavailable-chat notice, thumbs ratings on replies (kept across reloads), the cards carousel with its buttons, the tiled map with pins kept apart and directions links, and a transcript in the words shown; DOMPurify (the markdown sanitizer) is about 8 KB of it";
 const runs = Number(process.argv[2] ?? 10);
 
 const gz = (file: string) => gzipSync(readFileSync(file), { level: 9 }).length;

@@ -5,53 +5,28 @@
 // a streamed reply that can be stopped and is seen once after a reload mid-stream, and axe (0 serious or
 // critical violations) in each state, light and dark, desktop and phone. Screenshots go to
 // tests/artifacts/widget/visitor-*.png.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { mkdirSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { mkdirSync } from "node:fs";
 import type { Browser, FrameLocator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { releaseFromVersions } from "../../server/src/engine/release.ts";
-import { mintIdentityToken } from "../../server/src/identity/index.ts";
-import type { Model, ModelRequest, ModelStreamPart } from "../../server/src/model/model.ts";
-import { ScriptedModel, type ScriptedRule } from "../../server/src/model/scripted.ts";
+import type { ScriptedRule } from "../../server/src/model/scripted.ts";
 import { CANCEL } from "../engine/support/harness.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
-import { startStack, type Stack } from "../gateway/support/stack.ts";
+import type { Stack } from "../gateway/support/stack.ts";
+import { axeSerious, headingOutline, headingSkips } from "./a11y.ts";
 import { ARTIFACTS, buildWidget, launchChromium } from "./browser.ts";
+import { SlowStoryModel } from "./slowStory.ts";
+import { identityToken, startVisitorStack, widgetTag, type VisitorStack } from "./visitorStack.ts";
 
-const SECRET = "a-visitor-test-identity-secret-of-32-bytes!";
-const STORY = Array.from({ length: 60 }, (_, i) => `Sentence ${i + 1} of a long story.`).join(" ");
 const RULES: ScriptedRule[] = [
   { whenNote: /Continue with their last request/, replayUser: true, replies: [] },
   { when: /cancel (SO-\d{4})/i, replies: [{ toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }, { cases: [{ tool: /^write_blocked/, text: "I'll do that once your earlier request has finished." }], text: "" }] },
   { when: /my orders/i, replies: [{ toolCalls: [{ name: "shop__my_orders", args: {} }] }, { cases: [{ tool: /^customer_not_verified/, text: "Please sign in first." }], text: "Here are your orders." }] },
   { whenNote: /outcome: (pending|unknown)/, replies: [{ text: "I'm checking and will tell you here." }] },
 ];
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-
-/** The scripted rules, but "story" is written slowly, word by word, as a real model streams. */
-class SlowStoryModel implements Model {
-  readonly id = "scripted:slow-story";
-  private readonly scripted = new ScriptedModel(RULES, { fallback: "I can help with orders." });
-  firstTokenAt: number[] = [];
-  async *stream(request: ModelRequest): AsyncIterable<ModelStreamPart> {
-    const last = request.messages.at(-1);
-    if (last?.role === "user" && /story/i.test(last.content)) {
-      for (const word of STORY.match(/\S+\s*/g)!) {
-        if (request.signal?.aborted) return void (yield { type: "error", code: "model_aborted", message: "the request was cancelled" });
-        await new Promise((resolve) => setTimeout(resolve, 40));
-        yield { type: "text-delta", text: word };
-      }
-      return void (yield { type: "finish", reason: "stop" });
-    }
-    yield* this.scripted.stream(request);
-  }
-}
 
 let browser: Browser;
+let visitorStack: VisitorStack;
 let stack: Stack;
-let site: Server;
 let siteUrl: string;
 let page: Page;
 let shot = 0;
@@ -59,34 +34,21 @@ let shot = 0;
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await buildWidget();
-  site = createServer((req, res) => {
-    const queued = req.url === "/queued";
-    if (req.url !== "/" && !queued) return void res.writeHead(404).end();
-    res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-    // /queued signs the visitor in before the loader has even loaded (the queued form of the page API).
-    const early = queued ? `<script>window.Caplo = window.Caplo || []; Caplo.push(["identify", ${JSON.stringify(token("cus-early"))}]);</script>` : "";
-    res.end(`<!doctype html><html lang="en"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title><header style="display:flex;justify-content:space-between;padding:12px 24px"><h1>Shop</h1><button id="sign-in">Sign in</button></header><main><p>Welcome.</p></main>${early}<script src="${stack.base}/widget.js" data-agent="shop-agent" async></script></html>`);
-  });
-  await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
-  siteUrl = `http://localhost:${(site.address() as AddressInfo).port}`;
-  const origins: string[] = [siteUrl];
-  stack = await startStack({
-    model: new SlowStoryModel(),
-    statusCheckBaseMs: 1500,
+  visitorStack = await startVisitorStack({
+    model: new SlowStoryModel(RULES),
+    // Long enough that the second request reaches the server while the first is still pending on a loaded machine.
+    statusCheckBaseMs: 3000,
     checkPollMs: 100,
-    gateway: { secrets: (name) => (name === "IDENTITY_SECRET" ? SECRET : undefined) },
-    releases: (version) => [
-      releaseFromVersions({
-        agent: "shop-agent",
-        instructions: "Help shop customers.",
-        origins,
-        versions: [version],
-        identity: { algorithm: "HS256", secret: "IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low" },
-        widget: { name: "Shop helper", starters: ["Where is my order SO-1001?", "My orders"] },
-      }),
-    ],
+    widget: { name: "Shop helper", starters: ["Where is my order SO-1001?", "My orders"] },
+    page: (url, started) => {
+      const queued = url.pathname === "/queued";
+      if (url.pathname !== "/" && !queued) return undefined;
+      // /queued signs the visitor in before the loader has even loaded (the queued form of the page API).
+      const early = queued ? `<script>window.Caplo = window.Caplo || []; Caplo.push(["identify", ${JSON.stringify(identityToken("cus-early"))}]);</script>` : "";
+      return `<!doctype html><html lang="en"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title><header style="display:flex;justify-content:space-between;padding:12px 24px"><h1>Shop</h1><button id="sign-in">Sign in</button></header><main><p>Welcome.</p></main>${early}${widgetTag(started.base)}</html>`;
+    },
   });
-  origins.push(stack.base);
+  ({ stack, siteUrl } = visitorStack);
   browser = await launchChromium();
   page = await (await browser.newContext({ locale: "en-US", viewport: { width: 1100, height: 800 } })).newPage();
   page.setDefaultTimeout(10_000);
@@ -94,13 +56,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await stack?.close();
-  await new Promise<void>((resolve) => (site ? site.close(() => resolve()) : resolve()));
+  await visitorStack?.close();
 });
 
-function token(sub: string): string {
-  return mintIdentityToken({ algorithm: "HS256", secret: SECRET, claims: { sub, ref: sub, level: "standard" } });
-}
+const token = (sub: string) => identityToken(sub);
 const app = (p: Page = page): FrameLocator => p.frameLocator("iframe[title='Chat']");
 async function say(text: string) {
   await app().locator("#caplo-input").fill(text);
@@ -109,19 +68,8 @@ async function say(text: string) {
 async function snap(name: string, p: Page = page) {
   await p.screenshot({ path: `${ARTIFACTS}visitor-${String(++shot).padStart(2, "0")}-${name}.png` });
 }
-/** axe in the chat's frame and on the page (the launcher): serious and critical violations, as "id: target" lines. */
-async function axe(p: Page = page): Promise<string[]> {
-  const found: string[] = [];
-  for (const frame of [p.mainFrame(), ...p.frames().filter((f) => f.url().includes("/widget/app.html"))]) {
-    await frame.evaluate(axeSource);
-    const results = await frame.evaluate(async () => {
-      const run = (window as unknown as { axe: { run: (ctx: unknown, opts: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run;
-      return run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } });
-    });
-    for (const v of results.violations) if (v.impact === "serious" || v.impact === "critical") found.push(`${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-  }
-  return found;
-}
+/** axe in the chat's frame and on the page (the launcher): serious and critical violations, and headings that skip a level. */
+const axe = async (p: Page = page) => [...(await axeSerious(p)), ...headingSkips(await headingOutline(p))];
 
 describe("the widget as a visitor meets it, through the real gateway", () => {
   test("closed and open: the header names the agent with an AI label, starter prompts tap, axe finds nothing serious", async () => {
@@ -145,6 +93,7 @@ describe("the widget as a visitor meets it, through the real gateway", () => {
     await app().getByRole("button", { name: "My orders" }).click();
     const prompt = app().locator("section.step-up").last();
     await prompt.getByRole("heading", { name: "Please sign in" }).waitFor();
+    await prompt.getByRole("button", { name: "Sign in" }).waitFor();
     expect(await app().locator("body").textContent()).not.toMatch(/verify (your identity )?again/i);
     expect(await axe()).toEqual([]);
     await snap("step-up-prompt");
@@ -163,6 +112,9 @@ describe("the widget as a visitor meets it, through the real gateway", () => {
     await page.evaluate((t) => (window as unknown as { Caplo: unknown[] }).Caplo.push(["identify", t]), token("cus-1"));
     await page.getByRole("button", { name: /Open chat/ }).click();
     await app().locator("header .badge.verified").waitFor();
+    // Signed in through the page (not the prompt's button): the prompt no longer asks.
+    await prompt.getByText("Verified. Thank you.").waitFor();
+    expect(await prompt.getByRole("button").count()).toBe(0);
     // No retyping: the read that asked for the sign-in ran for the verified customer.
     await app().getByText("Here are your orders.").waitFor();
     expect(stack.backend.invocations.filter((i) => i.tool === "my_orders").map((i) => i.subject)).toEqual(["cus-1"]);

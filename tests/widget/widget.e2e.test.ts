@@ -96,7 +96,7 @@ describe("website widget in Chromium", () => {
     await expect
       .poll(() => app.locator(":focus").textContent(), { timeout: 5000 })
       .toBe("Cancel order SO-1002");
-    expect(await card.getByLabel("ending in 4242").count()).toBe(1);
+    expect(await card.getByText("ending in 4242", { exact: true }).count()).toBe(1);
     await card.getByLabel("Reason").selectOption("ordered_twice");
     await card.getByLabel("Note for the shop").fill("Bought the same pair twice");
     await shot(page, "03-review-card");

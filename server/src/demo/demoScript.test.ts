@@ -80,7 +80,9 @@ describe("the offline demo model", () => {
     expect(noFile).toContain("Here is the invoice");
     expect(noFile).not.toContain("PDF");
     expect(await after("my invoice", "[1 file(s) were not delivered: this channel cannot receive files.]")).toContain("cannot be sent here");
-    expect(await after("my orders", "customer_not_verified: this tool acts for a verified customer")).toContain("Please verify");
+    // Sign in for a visitor who has not; verify again for one whose sign-in is not strong or recent enough (the widget's button says the same).
+    expect(await after("my orders", "customer_not_verified: this tool acts for a verified customer")).toBe("Please sign in with the button above; I'll go on as soon as you have.");
+    expect(await after("change my address", "step_up_required: level high")).toBe("Please verify again with the button above; I'll go on as soon as you have.");
   });
 
   test("after the customer verifies for a waiting read, the same request is answered again", async () => {

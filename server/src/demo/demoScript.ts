@@ -26,7 +26,8 @@ const ANYTHING_ELSE = "Anything else? (offline demo: type *help* to see what I u
  */
 const AFTER_TOOL: Case[] = [
   { tool: ci("^write_blocked"), text: "I'll do that once your earlier request has finished." },
-  { tool: ci("^(customer_not_verified|step_up_required)"), text: "Please verify with the button above; I'll go on as soon as you have." },
+  { tool: ci("^customer_not_verified"), text: "Please sign in with the button above; I'll go on as soon as you have." },
+  { tool: ci("^step_up_required"), text: "Please verify again with the button above; I'll go on as soon as you have." },
   { tool: ci("^(error|tool_failed|tool_unknown|arguments_invalid|selector_refused)"), text: "Sorry, that did not work. Please check what you asked for and try again." },
 ];
 const read = (text: string | undefined, name: string, args: Record<string, unknown> = {}, cases: Case[] = []) => ({

@@ -77,6 +77,15 @@ export class ShopBackend {
   }
 }
 
+/** The stores find_stores answers with (the demo shop's, in Slovenia): name, address, latitude, longitude. */
+export const STORES: [string, string, number, number][] = [
+  ["Caplo Shop Center", "Čopova ulica 5, 1000 Ljubljana", 46.0514, 14.5034],
+  ["Caplo Shop BTC", "Šmartinska cesta 152, 1000 Ljubljana", 46.0664, 14.5454],
+  ["Caplo Shop Maribor", "Gosposka ulica 10, 2000 Maribor", 46.5580, 15.6467],
+  ["Caplo Shop Kranj", "Prešernova ulica 3, 4000 Kranj", 46.2389, 14.3556],
+  ["Caplo Shop Koper", "Pristaniška ulica 2, 6000 Koper", 45.5469, 13.7294],
+];
+
 const orderId = z.string().regex(/^SO-[0-9]{4}$/).describe("Order number");
 
 function callMeta(extra: { _meta?: Record<string, unknown> }): CallMeta | undefined {
@@ -208,6 +217,11 @@ export function createShopServer(backend: ShopBackend): McpServer {
       return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
     },
   );
+
+  server.registerTool("find_stores", { description: "The shop's stores on a map", inputSchema: {} }, async () => {
+    const stores = STORES.map(([name, address, latitude, longitude]) => ({ name, address, latitude, longitude, opens: "Mon-Sat 9:00-20:00" }));
+    return { content: [{ type: "text", text: `${stores.length} stores` }], structuredContent: { stores } };
+  });
 
   server.registerTool("pick_size", { description: "Find a size", inputSchema: {} }, async (_args, extra) => {
     if (!callMeta(extra)?.canElicit) return { content: [{ type: "text", text: "no way to ask: used the default size M" }] };
@@ -376,6 +390,32 @@ export const SHOP_TOOLS: ToolSpec[] = [
       additionalProperties: false,
     },
     policy: { effect: "read", timeoutSeconds: 5, subject: { policy: "verified_required", selector: "customerRef" } },
+  },
+  {
+    name: "find_stores",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    policy: {
+      effect: "read",
+      timeoutSeconds: 5,
+      presentation: {
+        schemaVersion: 1,
+        title: "Stores",
+        fields: [],
+        result: {
+          layout: "map",
+          path: "/stores",
+          title: "Our stores",
+          columns: [
+            { path: "/name", label: "Store", display: "plain", role: "title" },
+            { path: "/address", label: "Address", display: "plain", role: "address" },
+            { path: "/latitude", label: "Latitude", display: "plain", role: "latitude" },
+            { path: "/longitude", label: "Longitude", display: "plain", role: "longitude" },
+            { path: "/opens", label: "Opening hours", display: "plain", role: "subtitle" },
+          ],
+          actions: [{ kind: "reply", label: "Book here", template: "I want an appointment at {name}" }],
+        },
+      },
+    },
   },
   {
     name: "pick_size",

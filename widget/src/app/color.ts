@@ -37,10 +37,11 @@ export function onAccent(accent: Rgb): string {
 /** The accent mixed toward black or white until it reads at `ratio` on `background`. */
 export function readableOn(accent: Rgb, background: Rgb, ratio = 4.5): string {
   const toward: Rgb = luminance(background) > 0.5 ? [0, 0, 0] : [255, 255, 255];
-  for (let step = 0; step <= 20; step++) {
-    const k = step / 20;
-    const mixed = accent.map((v, i) => v + (toward[i]! - v) * k) as Rgb;
-    if (contrast(mixed, background) >= ratio) return toHex(mixed);
+  for (let step = 0; step <= 40; step++) {
+    const k = step / 40;
+    // Judged as it will be drawn: rounded to whole channel values.
+    const mixed = toHex(accent.map((v, i) => v + (toward[i]! - v) * k) as Rgb);
+    if (contrast(parseHex(mixed)!, background) >= ratio) return mixed;
   }
   return toHex(toward);
 }
@@ -48,10 +49,20 @@ export function readableOn(accent: Rgb, background: Rgb, ratio = 4.5): string {
 export const LIGHT_BG: Rgb = [255, 255, 255];
 export const DARK_BG: Rgb = [22, 24, 29];
 
-/** The CSS variables an accent sets: itself, the text on it, and its readable form on each theme's background. */
+/**
+ * The accent as a background for text: itself when white or near-black text reads at 4.5:1 on it, else (a
+ * mid grey such as #777, where neither quite does) darkened just enough for white text to.
+ */
+export function accentBackground(accent: Rgb): Rgb {
+  if (Math.max(contrast(accent, LIGHT_TEXT), contrast(accent, DARK_TEXT)) >= 4.5) return accent;
+  return parseHex(readableOn(accent, LIGHT_TEXT))!;
+}
+
+/** The CSS variables an accent sets: itself (as a background text reads on), the text on it, and its readable form on each theme's background. */
 export function accentVariables(hex: string): Record<string, string> | undefined {
-  const rgb = parseHex(hex);
-  if (!rgb) return undefined;
+  const given = parseHex(hex);
+  if (!given) return undefined;
+  const rgb = accentBackground(given);
   return {
     "--caplo-accent": toHex(rgb),
     "--caplo-on-accent": onAccent(rgb),

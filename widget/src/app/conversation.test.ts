@@ -43,6 +43,14 @@ describe("conversation state", () => {
     expect(s.pending).toEqual([]);
   });
 
+  test("a refused sign-in's sentence stays until the visitor writes again", () => {
+    let s = reduce(apply([welcome()]), { type: "identify", ref: "i1" });
+    s = apply([{ t: "error", ref: "i1", code: "token_malformed", message: "the header is not base64url-encoded JSON" }], s);
+    expect(s.verifyProblem).toBe("invalid");
+    expect(apply([{ t: "typing", on: true }], s).verifyProblem).toBe("invalid");
+    expect(reduce(s, { type: "send", ref: "r1", text: "hi" }).verifyProblem).toBeUndefined();
+  });
+
   test("an error frame for a message marks it as not sent with the reason", () => {
     let s = reduce(apply([welcome()]), { type: "send", ref: "r1", text: "x" });
     s = apply([{ t: "error", ref: "r1", code: "rate_limited", message: "Too many messages" }], s);

@@ -94,7 +94,8 @@ export function reduce(state: ConversationState, action: Action): ConversationSt
     case "connection":
       return { ...state, connection: action.view, typing: action.view.phase === "open" ? state.typing : false };
     case "send":
-      return { ...state, pending: [...state.pending, { ref: action.ref, text: action.text, acked: false }] };
+      // The visitor has read why their sign-in was not accepted and goes on: the banner makes room.
+      return { ...state, verifyProblem: undefined, pending: [...state.pending, { ref: action.ref, text: action.text, acked: false }] };
     case "use": {
       const { [action.id]: _, ...failed } = state.failed;
       return {

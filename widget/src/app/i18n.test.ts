@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { en, fill, LOCALES, pickStrings } from "./i18n.ts";
 
@@ -16,6 +18,13 @@ describe("locale table", () => {
         }
       }
     }
+  });
+
+  test("every string is shown somewhere (a string no component uses is bytes every visitor downloads for nothing)", () => {
+    const root = join(import.meta.dirname, "..", "..", "..");
+    const files = (dir: string): string[] => readdirSync(dir).flatMap((name) => (statSync(join(dir, name)).isDirectory() ? files(join(dir, name)) : /\.tsx?$/.test(name) && !/\.test\.|i18n\.ts$/.test(name) ? [join(dir, name)] : []));
+    const code = [...files(join(root, "widget", "src", "app")), ...files(join(root, "console", "src"))].map((file) => readFileSync(file, "utf8")).join("\n");
+    expect(Object.keys(en).filter((key) => !new RegExp(`\\.${key}\\b`).test(code))).toEqual([]);
   });
 
   test("a locale is picked by its language, falling back to English", () => {

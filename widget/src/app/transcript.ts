@@ -1,15 +1,30 @@
 // The conversation as a plain-text transcript the visitor can download: who said what and when, cards as
-// their title, fields and where they stand, results as their title and items. Only what the visitor saw.
+// their title, fields and where they stand, results as their title and items. Only what the visitor saw,
+// in the words they saw it: a tapped choice's label, a field's display value, money and times formatted,
+// status values as words, no ids a layout does not show.
 import type { Entry } from "./conversation.ts";
 import type { Strings } from "./i18n.ts";
+import { cellWords, itemsOf, shownColumns } from "./layouts/common.tsx";
+import { shownValue, stateLabel, stateLine } from "./components/ReviewCard.tsx";
 
 const when = (at: string, locale: string) => {
   const d = new Date(at);
   return Number.isNaN(d.getTime()) ? "" : d.toLocaleString(locale, { dateStyle: "short", timeStyle: "short" });
 };
 
-export function transcriptText(entries: Entry[], t: Strings, locale: string, labels: Record<string, string>, stateLabel: (state: string) => string): string {
+/** What the transcript needs of the app: the strings and locale, tapped choices' labels, and names shown for ids. */
+export interface TranscriptContext {
+  t: Strings;
+  locale: string;
+  labels: Record<string, string>;
+  names: Record<string, string>;
+}
+
+export function transcriptText(entries: Entry[], { t, locale, labels, names }: TranscriptContext): string {
   const lines: string[] = [];
+  /** Each proposal's title, so an outcome says which request it is about. */
+  const titles = new Map<string, string>();
+  const indent = (label: string, value: string) => `    ${label}: ${value}`;
   for (const { at, message: m } of entries) {
     const head = `[${when(at, locale)}]`;
     switch (m.type) {
@@ -19,21 +34,30 @@ export function transcriptText(entries: Entry[], t: Strings, locale: string, lab
         break;
       }
       case "review":
-        if (m.state !== "proposed") break; // later states of a card are its outcomes
-        lines.push(`${head} ${t.agent}: ${m.title}`, ...m.fields.map((f) => `    ${f.label}: ${f.display === "last4" ? `•••• ${f.value.slice(-4)}` : (f.options?.find((o) => o.value === f.value)?.label ?? f.value)}`));
+        if (m.state !== "proposed") break; // later states of a card are told by its outcomes
+        titles.set(m.proposalId, m.title);
+        lines.push(
+          `${head} ${t.agent}: ${m.title}`,
+          ...m.fields.map((f) => indent(f.label, f.display === "last4" ? `•••• ${f.value.slice(-4)}` : f.value === "" ? t.noValue : shownValue(f, f.value, names))),
+        );
         break;
-      case "outcome":
-        lines.push(`${head} ${stateLabel(m.state)}${m.state === "not_applied" ? `: ${m.message}` : ""}`, ...(m.receipt ?? []).map((f) => `    ${f.label}: ${f.value}`));
+      case "outcome": {
+        const line = stateLine(t, m.state, m);
+        const title = titles.get(m.proposalId);
+        lines.push(`${head} ${title ? `${title}: ` : ""}${stateLabel(t, m.state)}${line ? `. ${line}` : ""}`, ...(m.receipt ?? []).map((f) => indent(f.label, f.value)));
         break;
-      case "result":
-        lines.push(`${head} ${t.agent}: ${m.title}`, ...m.items.map((item) => `    - ${m.columns.map((c) => item[c.key]).filter((v) => v !== null && v !== undefined && v !== "").join(", ")}`));
+      }
+      case "result": {
+        const columns = shownColumns(m);
+        lines.push(`${head} ${t.agent}: ${m.title}`, ...itemsOf(m).map((item) => `    - ${columns.map((c) => cellWords(c, item, locale)).filter(Boolean).join(", ")}`));
         break;
+      }
       case "file":
         lines.push(`${head} ${t.agent}: ${m.name}`);
         break;
       case "handoff":
       case "step_up":
-        lines.push(`${head} ${m.text}`);
+        lines.push(`${head} ${t.system}: ${m.text}`);
         break;
       case "question":
         lines.push(`${head} ${t.agent}: ${m.message}`);

@@ -80,6 +80,8 @@ function start(script: HTMLScriptElement): void {
   const shadow = root.attachShadow({ mode: "open" });
   const side = left ? "left" : "right";
   const other = left ? "right" : "left";
+  // The launcher's focus ring is white then near-black, whatever data-color is: one of the two reads at 3:1
+  // on any page behind it (a ring in the accent vanished on a light accent over a light page).
   // The launcher and the panel are popovers in the browser's top layer where it has one: no z-index
   // or overlay of the page can cover them.
   shadow.innerHTML =
@@ -88,7 +90,7 @@ function start(script: HTMLScriptElement): void {
     `[popover]{margin:0;padding:0;border:0;overflow:visible}` +
     `button{position:fixed;top:auto;bottom:20px;${side}:20px;${other}:auto;z-index:2147483647;width:60px;height:60px;border-radius:50%;border:0;` +
     `background:${color};color:${ink};cursor:pointer;display:grid;place-items:center;box-shadow:0 4px 16px rgba(0,0,0,.25);transition:transform .15s}` +
-    `button>*{pointer-events:none}button:hover{transform:scale(1.05)}button:focus-visible{outline:3px solid ${color};outline-offset:3px;box-shadow:0 0 0 3px #fff}` +
+    `button>*{pointer-events:none}button:hover{transform:scale(1.05)}button:focus-visible{outline:3px solid #111318;outline-offset:3px;box-shadow:0 0 0 3px #fff}` +
     `i{position:absolute;top:0;right:0;min-width:20px;height:20px;padding:0 5px;box-sizing:border-box;border-radius:10px;background:#c62828;color:#fff;border:2px solid #fff;display:none;font:700 11px/16px system-ui,sans-serif;font-style:normal}` +
     `.unread i{display:block}` +
     `div{position:fixed;top:auto;bottom:92px;${side}:20px;${other}:auto;z-index:2147483647;width:min(400px,calc(100vw - 40px));` +

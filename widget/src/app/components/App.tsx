@@ -17,7 +17,6 @@ import { Header } from "./Header.tsx";
 import { titleColumn } from "../layouts/common.tsx";
 import { Log } from "./Log.tsx";
 import { PagePanel, type OpenPage } from "./PagePanel.tsx";
-import { stateLabel } from "./ReviewCard.tsx";
 
 export interface AppProps {
   params: Params;
@@ -58,6 +57,8 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const input = useRef<HTMLTextAreaElement | null>(null);
   const log = useRef<HTMLDivElement>(null);
 
+  /** Replies the visitor watched being written on this page: they stay open when stored, however long. */
+  const streamed = useRef(new Set<string>());
   /** Reply parts received since the last animation frame, and that frame's request. */
   const deltas = useRef<{ frames: ServerFrame[]; frame: number | null }>({ frames: [], frame: null });
 
@@ -123,7 +124,10 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
         if (frame.t === "event" && frame.message.type !== "progress" && !(frame.message.type === "text" && frame.message.from === "customer")) {
           notifyHost({ type: "activity" }, parent, params.parentOrigin);
         }
-        if (frame.t === "delta") return streamDelta(frame);
+        if (frame.t === "delta") {
+          streamed.current.add(frame.id);
+          return streamDelta(frame);
+        }
         flushDeltas();
         dispatch({ type: "frame", frame });
         if (frame.t === "welcome" || frame.t === "ack" || frame.t === "error") sendIdentify();
@@ -229,7 +233,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   }
 
   function downloadTranscript() {
-    const text = transcriptText(state.entries, t, params.locale, labels, (s) => stateLabel(t, s as Parameters<typeof stateLabel>[1]));
+    const text = transcriptText(state.entries, { t, locale: params.locale, labels, names });
     const href = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
     const a = document.createElement("a");
     a.href = href;
@@ -297,11 +301,14 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
           onClose={() => notifyHost({ type: "close" }, parent, params.parentOrigin)}
         />
         <ConnectionBanner state={state} onRetry={() => connection.current?.reconnectNow()} />
+        {/* The cards' headings (h3) sit under this one, not straight under the agent's name (h1). */}
+        <h2 class="sr-only">{t.conversation}</h2>
         <Log
           state={state}
           rows={rows}
           logRef={log}
           liveAfter={liveAfter.current}
+          streamed={streamed.current}
           onScroll={(el) => {
             atEnd.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
           }}

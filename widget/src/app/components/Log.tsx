@@ -32,7 +32,7 @@ export function dayLabel(at: string, locale: string, t: Strings, now = new Date(
 /** A message's time of day ("14:05", "2:05 PM") as the visitor's locale writes it. */
 export function timeOf(at: string, locale: string): string {
   const d = new Date(at);
-  return Number.isNaN(d.getTime()) ? "" : dateTimeFormat(locale, { hour: "2-digit", minute: "2-digit" }).format(d);
+  return Number.isNaN(d.getTime()) ? "" : dateTimeFormat(locale, { hour: "numeric", minute: "2-digit" }).format(d);
 }
 
 export interface LogProps {
@@ -40,10 +40,12 @@ export interface LogProps {
   rows: Row[];
   logRef: Ref<HTMLDivElement>;
   liveAfter: number | null;
+  /** Ids of replies streamed on this page (shown open, however long: the visitor was reading them). */
+  streamed?: ReadonlySet<string>;
   onScroll: (el: HTMLElement) => void;
 }
 
-export function Log({ state, rows, logRef, liveAfter, onScroll }: LogProps) {
+export function Log({ state, rows, logRef, liveAfter, streamed, onScroll }: LogProps) {
   const { t, locale, say, connected } = useWidget();
   const starters = state.agent?.starters ?? [];
   const visitorSpoke = state.pending.length > 0 || state.entries.some((e) => e.message.type === "text" && e.message.from === "customer");
@@ -76,7 +78,7 @@ export function Log({ state, rows, logRef, liveAfter, onScroll }: LogProps) {
             ) : row.kind === "update" ? (
               <OutcomeUpdate view={row.view} outcome={row.outcome} />
             ) : (
-              <Message message={m} />
+              <Message message={m} expanded={streamed?.has(m.id)} />
             )}
             {m.type === "text" && m.from === "agent" && <RateReply seq={row.entry.seq} />}
             {time && (
@@ -90,8 +92,10 @@ export function Log({ state, rows, logRef, liveAfter, onScroll }: LogProps) {
       {state.streaming && <Streaming text={state.streaming.text} />}
       {state.pending.map((p) => (
         <div class="row message side-customer" key={p.ref}>
-          <div class={`bubble from-customer pending${p.error ? " failed" : ""}`} dir="auto">
-            <div class="text plain">{clampText(p.text)}</div>
+          <div class={`bubble from-customer pending${p.error ? " failed" : ""}`}>
+            <div class="text plain" dir="auto">
+              {clampText(p.text)}
+            </div>
             <span class="muted">{p.error ? fill(t.sendFailed, { reason: clampText(p.error, 200) }) : p.acked ? "" : t.sending}</span>
           </div>
         </div>
@@ -138,9 +142,9 @@ function Streaming({ text }: { text: string }) {
   const html = useMemo(() => markdownToHtml(clampText(text, AGENT_TEXT_SHOWN_MAX)), [text]);
   return (
     <div class="row message side-agent streaming">
-      <div class="bubble from-agent" dir="auto" aria-busy="true">
+      <div class="bubble from-agent" aria-busy="true">
         <span class="sr-only">{t.agent}: </span>
-        <div class="text" dangerouslySetInnerHTML={{ __html: html }} />
+        <div class="text" dir="auto" dangerouslySetInnerHTML={{ __html: html }} />
       </div>
     </div>
   );

@@ -50,6 +50,23 @@ describe("conversation messages", () => {
     expect(container.textContent).toContain("x.pdf");
   });
 
+  test("a long reply starts collapsed with Show more, unless the visitor watched it being written; a short one has no toggle", () => {
+    const long = outbound({ type: "text", id: "long", from: "agent", text: "A sentence of a long answer. ".repeat(30) }) as Outbound;
+    renderInWidget(<Message message={long} />);
+    const toggle = screen.getByRole("button", { name: "Show more" });
+    expect(toggle.getAttribute("aria-expanded")).toBe("false");
+    expect(document.querySelector(".bubble.collapsed")).not.toBeNull();
+    fireEvent.click(toggle);
+    expect(screen.getByRole("button", { name: "Show less" }).getAttribute("aria-expanded")).toBe("true");
+    expect(document.querySelector(".bubble.collapsed")).toBeNull();
+    cleanup();
+    renderInWidget(<Message message={long} expanded />);
+    expect(screen.getByRole("button", { name: "Show less" })).toBeTruthy();
+    cleanup();
+    renderInWidget(<Message message={outbound({ type: "text", id: "short", from: "agent", text: "Short." }) as Outbound} />);
+    expect(screen.queryByRole("button")).toBeNull();
+  });
+
   test("a handoff notice is shown as text", () => {
     renderInWidget(<Message message={outbound({ type: "handoff", id: "h", state: "requested", text: "A person from our team will reply here." })} />);
     expect(screen.getByText("A person from our team will reply here.")).toBeTruthy();
@@ -67,7 +84,8 @@ describe("conversation messages", () => {
     cleanup();
     renderInWidget(<Message message={outbound({ type: "step_up", id: "s2", level: "low", text: "You need to verify your identity for this." })} />, { verified: false, latestStepUp: "s2" });
     expect(screen.getByRole("heading").textContent).toBe("Please sign in");
-    expect(document.body.textContent).not.toMatch(/again/i);
+    expect(screen.getByRole("button", { name: "Sign in" })).toBeTruthy();
+    expect(document.body.textContent).not.toMatch(/again|verify/i);
   });
 
   test("only the latest step-up prompt asks; an earlier one says a newer one is below", () => {
@@ -85,5 +103,15 @@ describe("conversation messages", () => {
     rerender(<WidgetContext.Provider value={api(2)}><Message message={prompt} /></WidgetContext.Provider>);
     expect(document.body.textContent).toContain("Verified. Thank you.");
     expect(screen.queryByRole("button", { name: "Verify" })).toBeNull();
+  });
+
+  test("a visitor signed in through the page's own sign-in (not the prompt's button): the prompt no longer asks", () => {
+    const prompt = outbound({ type: "step_up", id: "s", level: "low", text: "Please sign in." }) as Outbound;
+    const api = (verifications: number, verified: boolean): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications, verified, latestStepUp: "s", labels: {}, names: {} });
+    const { rerender } = render(<WidgetContext.Provider value={api(0, false)}><Message message={prompt} /></WidgetContext.Provider>);
+    expect(screen.getByRole("button", { name: "Sign in" })).toBeTruthy();
+    rerender(<WidgetContext.Provider value={api(1, true)}><Message message={prompt} /></WidgetContext.Provider>);
+    expect(document.body.textContent).toContain("Verified. Thank you.");
+    expect(screen.queryByRole("button")).toBeNull();
   });
 });

@@ -13,10 +13,11 @@ import { StepUp } from "./StepUp.tsx";
 /** Agent text longer than this is cut; the inbound limit is 4000, and a reply should never be a book. */
 export const AGENT_TEXT_SHOWN_MAX = 8000;
 
-export function Message({ message }: { message: Outbound }) {
+/** `expanded`: a long text starts open (a reply the visitor watched being written). */
+export function Message({ message, expanded }: { message: Outbound; expanded?: boolean | undefined }) {
   switch (message.type) {
     case "text":
-      return <Text message={message} />;
+      return <Text message={message} expanded={expanded ?? false} />;
     case "handoff":
       return (
         <p class={`notice handoff handoff-${message.state}`} dir="auto">
@@ -36,27 +37,31 @@ export function Message({ message }: { message: Outbound }) {
   }
 }
 
-/** Agent text longer than this starts collapsed, with "Show more". */
+/** Agent text longer than this starts collapsed, with "Show more" (unless the visitor watched it being written). */
 export const COLLAPSE_FROM = 700;
 
-function Text({ message }: { message: OutboundOf<"text"> }) {
+function Text({ message, expanded }: { message: OutboundOf<"text">; expanded: boolean }) {
   const { t, labels } = useWidget();
   const who = { customer: t.you, agent: t.agent, team: t.team, system: t.system }[message.from];
   const rich = message.from === "agent" || message.from === "team";
   const html = useMemo(() => (rich ? markdownToHtml(clampText(message.text, AGENT_TEXT_SHOWN_MAX)) : ""), [message.text, rich]);
   const long = rich && message.text.length > COLLAPSE_FROM;
-  const [open, setOpen] = useState(false);
+  const [open, setOpen] = useState(expanded);
   // A tapped choice's reply carries ids for the agent ("Book slot SL-…"); the visitor sees what they tapped.
   const shown = message.from === "customer" ? (labels[message.text] ?? message.text) : message.text;
   return (
-    <div class={`bubble from-${message.from}${long && !open ? " collapsed" : ""}`} dir="auto">
+    // dir="auto" on the text, not the bubble: the screen-reader prefix ("Assistant: ") would make every
+    // bubble left to right, an Arabic or Hebrew reply too.
+    <div class={`bubble from-${message.from}${long && !open ? " collapsed" : ""}`}>
       <span class="sr-only">{who}: </span>
       {message.from === "team" && <span class="who">{who}</span>}
       {rich ? (
         // markdownToHtml escapes the text and DOMPurify keeps only the subset's tags and https links.
-        <div class="text" id={`${message.id}-text`} dangerouslySetInnerHTML={{ __html: html }} />
+        <div class="text" dir="auto" id={`${message.id}-text`} dangerouslySetInnerHTML={{ __html: html }} />
       ) : (
-        <div class="text plain">{clampText(shown, AGENT_TEXT_SHOWN_MAX)}</div>
+        <div class="text plain" dir="auto">
+          {clampText(shown, AGENT_TEXT_SHOWN_MAX)}
+        </div>
       )}
       {long && (
         <button type="button" class="link more-toggle" aria-expanded={open} aria-controls={`${message.id}-text`} onClick={() => setOpen(!open)}>

@@ -23,9 +23,11 @@ export function Receipt({ fields }: { fields: DisplayField[] }) {
 export function Masked({ value, t }: { value: string; t: Strings }) {
   const digits = last4(value);
   return (
-    <span class="masked" aria-label={fillLast4(t.last4, digits)}>
-      <span aria-hidden="true">•••• </span>
-      {digits}
+    // Read as "ending in 4242": the words as text for screen readers (an aria-label on a span is not read by
+    // all of them), the dots and digits for the eye.
+    <span class="masked">
+      <span aria-hidden="true">•••• {digits}</span>
+      <span class="sr-only">{fillLast4(t.last4, digits)}</span>
     </span>
   );
 }

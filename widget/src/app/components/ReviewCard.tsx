@@ -32,7 +32,7 @@ export function stateLabel(t: Strings, state: State): string {
  * A value as the visitor knows it: a select's option label, or the name of the item they were shown with
  * that id in a result ("Sat 5 Dec, 15:00, fitting" for a slot id), rather than the raw value.
  */
-const shownValue = (f: ReviewField, value: string, names: Record<string, string>) =>
+export const shownValue = (f: ReviewField, value: string, names: Record<string, string>) =>
   f.options?.find((o) => o.value === value)?.label ?? names[`${f.path.slice(1)}\u0000${value}`] ?? value;
 
 /** An editable field as the widget can edit it: a string shown whole (a last4 value is never prefilled). */

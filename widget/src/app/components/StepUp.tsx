@@ -8,13 +8,14 @@ import { useWidget } from "../context.ts";
 
 export function StepUp({ prompt }: { prompt: OutboundOf<"step_up"> }) {
   const { t, requestStepUp, verifications, verified, latestStepUp } = useWidget();
-  // The verification count when the button asked the page; a higher count means the server verified since.
-  const [askedAt, setAskedAt] = useState<number | null>(null);
+  // The verification count when the prompt was shown: a higher count means the server verified the visitor
+  // since, whether through this button or the page's own sign-in (the prompt then no longer asks).
+  const [shownAt] = useState(verifications);
+  const [asked, setAsked] = useState(false);
   const active = latestStepUp === prompt.id;
   // "Again" only for a visitor verified when the prompt came (an older prompt in the history reads plainly).
   const [again] = useState(verified && active);
-  const asked = askedAt !== null;
-  const done = asked && verifications > askedAt;
+  const done = verifications > shownAt;
   const titleId = `${prompt.id}-title`;
   return (
     <section class={`card step-up${done ? " step-up-done" : ""}`} aria-labelledby={titleId}>
@@ -32,10 +33,10 @@ export function StepUp({ prompt }: { prompt: OutboundOf<"step_up"> }) {
           class="primary"
           onClick={() => {
             requestStepUp(prompt.level, prompt.maxAuthAgeSeconds);
-            setAskedAt(verifications);
+            setAsked(true);
           }}
         >
-          {t.stepUpButton}
+          {again ? t.stepUpButton : t.signInButton}
         </button>
       )}
     </section>

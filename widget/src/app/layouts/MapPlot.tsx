@@ -46,7 +46,46 @@ export function view(places: { lat: number; lon: number }[]): View {
     if (ty < 0 || ty >= n) continue;
     for (let tx = Math.floor(left / TILE); tx <= Math.floor((left + W) / TILE); tx++) tiles.push({ x: ((tx % n) + n) % n, y: ty, left: tx * TILE - left, top: ty * TILE - top });
   }
-  return { z, left, top, points: ps.map((p) => ({ x: p.x - left, y: p.y - top })), tiles };
+  return { z, left, top, points: spread(ps.map((p) => ({ x: p.x - left, y: p.y - top }))), tiles };
+}
+
+/** Pins closer than this (map pixels; a pin is about 24 px across) are moved apart so each number shows. */
+export const PIN_GAP = 26;
+
+/**
+ * Pins that would cover each other (two stores in one city at a zoom that fits the country) pushed apart,
+ * each by half of what is missing, a few rounds, kept inside the map: every numbered pin stays readable
+ * and close to its place. The same places always give the same positions.
+ */
+export function spread(points: { x: number; y: number }[]): { x: number; y: number }[] {
+  const out = points.map((p) => ({ ...p }));
+  for (let round = 0; round < 40; round++) {
+    let moved = false;
+    for (let i = 0; i < out.length; i++) {
+      for (let j = i + 1; j < out.length; j++) {
+        const a = out[i]!;
+        const b = out[j]!;
+        let dx = b.x - a.x;
+        let dy = b.y - a.y;
+        let d = Math.hypot(dx, dy);
+        if (d >= PIN_GAP - 0.01) continue;
+        // One place on top of another: apart sideways, by their order.
+        if (d < 0.01) [dx, dy, d] = [Math.cos(j), Math.sin(j), 1];
+        const push = (PIN_GAP - d) / 2 / d;
+        a.x -= dx * push;
+        a.y -= dy * push;
+        b.x += dx * push;
+        b.y += dy * push;
+        moved = true;
+      }
+    }
+    for (const p of out) {
+      p.x = Math.min(W - PIN_GAP / 2, Math.max(PIN_GAP / 2, p.x));
+      p.y = Math.min(H - PIN_GAP / 2, Math.max(PIN_GAP / 2, p.y));
+    }
+    if (!moved) break;
+  }
+  return out;
 }
 
 const pct = (v: number, of: number) => `${((v / of) * 100).toFixed(3)}%`;

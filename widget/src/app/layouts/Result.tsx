@@ -1,4 +1,5 @@
 // A tool result shown with the reply: its title and the component of its layout.
+import { useWidget } from "../context.ts";
 import { clampText } from "../format.ts";
 import { Cards } from "./Cards.tsx";
 import { Choices } from "./Choices.tsx";
@@ -24,13 +25,15 @@ const LAYOUTS: Record<Layout, (props: { result: ResultMessage }) => preact.JSX.E
 };
 
 export function Result({ result }: { result: ResultMessage }) {
+  const { t } = useWidget();
   const Layout = LAYOUTS[result.layout];
   if (!Layout) return null;
   const titleId = `${result.id}-title`;
   return (
     <section class={`card result layout-${result.layout}`} aria-labelledby={titleId}>
       <h3 id={titleId}>{clampText(result.title, 200)}</h3>
-      <Layout result={result} />
+      {/* A lookup that found nothing says so, rather than a title over an empty box. */}
+      {result.items.length === 0 ? <p class="muted">{t.empty}</p> : <Layout result={result} />}
     </section>
   );
 }

@@ -108,6 +108,39 @@ export function cellPlain(column: ResultColumn | undefined, item: Item): string 
   return column.display === "last4" ? `•••• ${text.slice(-4)}` : clampText(text, 300);
 }
 
+/** A cell as plain words, as the layout shows it (money in its currency, a time for the locale, an enum value as words, a masked number), for the transcript. */
+export function cellWords(column: ResultColumn, item: Item, locale: string): string {
+  const value = item[column.key];
+  if (value === undefined || value === null || value === "") return "";
+  if (column.display === "last4") return `•••• ${cellText(value).slice(-4)}`;
+  switch (column.role) {
+    case "image":
+      return "";
+    case "link": {
+      const href = safeUrl(value);
+      return href ? `${column.label}: ${href}` : cellText(value);
+    }
+    case "money":
+      return formatMoney(value, currencyOf(column, item), locale);
+    case "time":
+      return formatTime(value, locale);
+    case "badge":
+    case "status":
+      return enumWords(cellText(value));
+    default:
+      return cellText(value);
+  }
+}
+
+/** The columns a layout shows as text: a choice its title and subtitle (not the ids its reply carries), a map no coordinates, no layout an image. */
+export function shownColumns(result: ResultMessage): ResultColumn[] {
+  const columns = columnsOf(result).filter((c) => c.role !== "image" && c.role !== "latitude" && c.role !== "longitude");
+  if (result.layout === "page") return [];
+  if (result.layout !== "choices") return columns;
+  const subtitle = columns.find((c) => c.role === "subtitle" || c.role === "description");
+  return [titleColumn(columns), subtitle].filter((c): c is ResultColumn => c !== undefined);
+}
+
 /** An item's controls: a reply sends the filled template as the visitor's message, a link opens its https URL. */
 export function Actions({ actions, item, name }: { actions: ResultAction[]; item: Item; name?: string }) {
   const { say, connected, t } = useWidget();

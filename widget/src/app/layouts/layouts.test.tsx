@@ -5,7 +5,7 @@ import type { OutboundOf } from "@caplo/shared";
 import { LAYOUT_ITEMS_MAX } from "@caplo/shared/limits";
 import { outbound, renderInWidget } from "../testing.tsx";
 import { Result } from "./Result.tsx";
-import { view } from "./MapPlot.tsx";
+import { PIN_GAP, spread, view } from "./MapPlot.tsx";
 
 type R = OutboundOf<"result">;
 const result = (over: Partial<R>): R =>
@@ -17,6 +17,16 @@ const orderColumns: R["columns"] = [
   { key: "status", label: "Status", display: "plain", role: "badge" },
   { key: "total", label: "Total", display: "plain", role: "money", currency: { key: "currency" } },
 ];
+
+describe("any layout", () => {
+  test("a result with no items says there is nothing to show instead of an empty box", () => {
+    for (const layout of ["list", "table", "cards", "map", "detail"] as const) {
+      const { container, unmount } = renderInWidget(<Result result={result({ layout, columns: orderColumns, items: [] })} />);
+      expect(container.textContent, layout).toBe("Your ordersNothing to show");
+      unmount();
+    }
+  });
+});
 
 describe("list", () => {
   test("shows up to 20 items and says how many more were left out (20 shown of 21)", () => {
@@ -265,6 +275,26 @@ describe("map", () => {
     expect(Math.min(...v.tiles.map((t) => t.top))).toBeLessThanOrEqual(0);
     expect(Math.max(...v.tiles.map((t) => t.left + 256))).toBeGreaterThanOrEqual(320);
     expect(Math.max(...v.tiles.map((t) => t.top + 256))).toBeGreaterThanOrEqual(200);
+  });
+
+  test("pins of places close together (two stores in one city) are moved apart so none covers another's number", () => {
+    // The test shop's five stores: two in Ljubljana 3 km apart, at the zoom that fits Koper and Maribor.
+    const v = view([
+      { lat: 46.0514, lon: 14.5034 },
+      { lat: 46.0664, lon: 14.5454 },
+      { lat: 46.558, lon: 15.6467 },
+      { lat: 46.2389, lon: 14.3556 },
+      { lat: 45.5469, lon: 13.7294 },
+    ]);
+    for (let i = 0; i < v.points.length; i++) {
+      for (let j = i + 1; j < v.points.length; j++) expect(Math.hypot(v.points[i]!.x - v.points[j]!.x, v.points[i]!.y - v.points[j]!.y)).toBeGreaterThanOrEqual(PIN_GAP - 0.1);
+      expect(v.points[i]!.x).toBeGreaterThanOrEqual(PIN_GAP / 2);
+      expect(v.points[i]!.y).toBeLessThanOrEqual(200 - PIN_GAP / 2);
+    }
+    // Places apart already stay where they are; one on top of another is set beside it.
+    expect(spread([{ x: 10, y: 10 }, { x: 200, y: 100 }])).toEqual([{ x: PIN_GAP / 2, y: PIN_GAP / 2 }, { x: 200, y: 100 }]);
+    const [a, b] = spread([{ x: 100, y: 100 }, { x: 100, y: 100 }]);
+    expect(Math.hypot(a!.x - b!.x, a!.y - b!.y)).toBeCloseTo(PIN_GAP, 1);
   });
 
   test("without a tile source: no map box at all, and each place with coordinates has a directions link by name", () => {
