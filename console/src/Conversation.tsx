@@ -2,15 +2,10 @@
 // the exact arguments, receipts, tables, files: the widget's components, read-only), who holds it and the
 // take over / write / hand back controls, internal notes the customer never sees, each write's ledger,
 // the tool invocations with their log lines (redacted by the runner), and the model and release pinned.
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { initialState, rowsOf, type ConversationState } from "../../widget/src/app/conversation.ts";
-import { defaultWidgetApi, WidgetContext } from "../../widget/src/app/context.ts";
-import { Log } from "../../widget/src/app/components/Log.tsx";
-import { call, customerName, type ConversationRecord, type Ledger } from "./api.ts";
+import { useEffect, useState } from "preact/hooks";
+import { call, customerName, type ConversationRecord, type Invocations, type Ledger } from "./api.ts";
+import { History } from "./History.tsx";
 import { since, timeOf, usePoll } from "./poll.ts";
-
-/** The widget's rows as the team sees them: read-only (nothing can be sent), in the member's locale. */
-const READ_ONLY = defaultWidgetApi({ locale: navigator.language || "en" });
 
 export function ConversationView({ id, member }: { id: string; member: string }) {
   const { data, error, refresh } = usePoll<ConversationRecord>(`/v1/team/conversations/${encodeURIComponent(id)}/record`);
@@ -74,7 +69,7 @@ export function ConversationView({ id, member }: { id: string; member: string })
           [
             ["history", "History"],
             ["writes", `Writes (${data.writes.length})`],
-            ["tools", `Tool calls (${data.invocations.length})`],
+            ["tools", "Tool calls"],
           ] as const
         ).map(([key, label]) => (
           <button key={key} type="button" role="tab" id={`tab-${key}`} aria-selected={tab === key} aria-controls={`panel-${key}`} onClick={() => setTab(key)}>
@@ -83,9 +78,9 @@ export function ConversationView({ id, member }: { id: string; member: string })
         ))}
       </div>
       <div role="tabpanel" tabIndex={0} id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} class="tab-panel">
-        {tab === "history" && <History data={data} />}
+        {tab === "history" && <History id={id} page={data} notes={data.notes} />}
         {tab === "writes" && <Writes writes={data.writes} />}
-        {tab === "tools" && <Tools data={data} />}
+        {tab === "tools" && <Tools id={id} />}
       </div>
       <Composer id={id} heldByMe={heldByMe} onSent={refresh} />
     </article>
@@ -94,38 +89,6 @@ export function ConversationView({ id, member }: { id: string; member: string })
 
 function shortId(id: string): string {
   return id.length > 24 ? `${id.slice(0, 24)}…` : id;
-}
-
-function History({ data }: { data: ConversationRecord }) {
-  const entries = data.events;
-  const state: ConversationState = useMemo(() => ({ ...initialState, entries, lastSeq: entries.at(-1)?.seq ?? 0, connection: { phase: "open", attempt: 0 } }), [entries]);
-  const rows = useMemo(() => rowsOf(entries), [entries]);
-  const logRef = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    // The tab panel scrolls (the log inside it grows): new events show at the bottom.
-    const panel = logRef.current?.closest(".tab-panel");
-    if (panel) panel.scrollTop = panel.scrollHeight;
-  }, [entries.length, data.notes.length]);
-  return (
-    <div class="history">
-      <WidgetContext.Provider value={READ_ONLY}>
-        <Log state={state} rows={rows} logRef={logRef} liveAfter={null} onScroll={() => undefined} />
-      </WidgetContext.Provider>
-      {data.notes.length > 0 && (
-        <section class="notes" aria-label="Internal notes">
-          <h3>Internal notes (the customer never sees these)</h3>
-          <ul>
-            {data.notes.map((note) => (
-              <li key={note.id} class="note">
-                <strong>{note.member}</strong> <span class="muted">{timeOf(note.at)}</span>
-                <p dir="auto">{note.text}</p>
-              </li>
-            ))}
-          </ul>
-        </section>
-      )}
-    </div>
-  );
 }
 
 export function Args({ args }: { args: Record<string, unknown> }) {
@@ -186,7 +149,11 @@ function Writes({ writes }: { writes: Ledger[] }) {
   );
 }
 
-function Tools({ data }: { data: ConversationRecord }) {
+/** The node's invocation records of the conversation: read from its invocation log when this tab is open (every 10 s). */
+function Tools({ id }: { id: string }) {
+  const { data, error } = usePoll<Invocations>(`/v1/team/conversations/${encodeURIComponent(id)}/invocations`, 10_000);
+  if (error && !data) return <p class="error" role="alert">{error.message}</p>;
+  if (!data) return <p class="muted">Loading…</p>;
   if (!data.invocationsKept) return <p class="muted">This server keeps no invocation log (the test runner); `caplo serve` keeps one beside its database.</p>;
   if (data.invocations.length === 0) return <p class="muted">No tool calls recorded on this node for this conversation.</p>;
   return (

@@ -1,11 +1,13 @@
 // The inbox: every conversation with its channel, customer (verified or not), last message, queue, holder
 // and waiting time, live; filters (handed off, held by me, unknown writes, channel, queue) and a search by
-// text, order number or customer id on the server; unread marks kept per member in this browser; keyboard:
+// text, order number or customer id on the server; unread marks kept per member on the server; keyboard:
 // ↑/↓ or j/k move, Enter opens, / searches.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { customerName, type Summary } from "./api.ts";
+import { call, customerName, type Summary } from "./api.ts";
 import { ConversationView } from "./Conversation.tsx";
-import { since, usePoll } from "./poll.ts";
+import { POLL_MS, since, usePoll } from "./poll.ts";
+
+const SEARCH_POLL_MS = 10_000;
 
 type Filter = "all" | "handoff" | "mine" | "unknown";
 const FILTERS: { id: Filter; label: string }[] = [
@@ -15,27 +17,18 @@ const FILTERS: { id: Filter; label: string }[] = [
   { id: "unknown", label: "Unknown writes" },
 ];
 
-function useSeen(member: string): [Record<string, number>, (id: string, seq: number) => void] {
-  const key = `caplo-console-seen:${member}`;
-  const [seen, setSeen] = useState<Record<string, number>>(() => {
-    try {
-      return JSON.parse(localStorage.getItem(key) ?? "{}") as Record<string, number>;
-    } catch {
-      return {};
-    }
-  });
-  const mark = (id: string, seq: number) =>
-    setSeen((was) => {
-      if ((was[id] ?? 0) >= seq) return was;
-      const next = { ...was, [id]: seq };
-      try {
-        localStorage.setItem(key, JSON.stringify(next));
-      } catch {
-        // storage blocked: the marks last for this page only
-      }
-      return next;
-    });
-  return [seen, mark];
+/**
+ * Marks the open conversation read up to its last event, on the server (the read seq is kept per member, so
+ * every browser and node shows the same unread marks); what was sent is remembered so the mark shows at once.
+ */
+function useReadMarks(open: Summary | undefined): Record<string, number> {
+  const [sent, setSent] = useState<Record<string, number>>({});
+  useEffect(() => {
+    if (!open || open.lastSeq <= Math.max(open.readSeq, sent[open.id] ?? 0)) return;
+    setSent((was) => ({ ...was, [open.id]: open.lastSeq }));
+    void call("POST", `/v1/team/conversations/${encodeURIComponent(open.id)}/read`, { seq: open.lastSeq });
+  }, [open?.id, open?.lastSeq, open?.readSeq]);
+  return sent;
 }
 
 export function Inbox({ member, open }: { member: string; open: string | null }) {
@@ -44,8 +37,8 @@ export function Inbox({ member, open }: { member: string; open: string | null })
   const [filter, setFilter] = useState<Filter>("all");
   const [channel, setChannel] = useState("");
   const [queue, setQueue] = useState("");
-  const { data, error } = usePoll<{ conversations: Summary[] }>(`/v1/team/inbox${search ? `?q=${encodeURIComponent(search)}` : ""}`);
-  const [seen, markSeen] = useSeen(member);
+  // A search reads more of the store than the inbox's summaries: its results are asked again every 10 s.
+  const { data, error } = usePoll<{ conversations: Summary[] }>(`/v1/team/inbox${search ? `?q=${encodeURIComponent(search)}` : ""}`, search ? SEARCH_POLL_MS : POLL_MS);
   const [, setNow] = useState(0);
   useEffect(() => {
     const timer = setInterval(() => setNow(Date.now()), 1000);
@@ -66,10 +59,7 @@ export function Inbox({ member, open }: { member: string; open: string | null })
       }),
     [all, filter, channel, queue, member],
   );
-  const openSummary = all.find((c) => c.id === open);
-  useEffect(() => {
-    if (openSummary) markSeen(openSummary.id, openSummary.lastSeq);
-  }, [openSummary?.id, openSummary?.lastSeq]);
+  const readHere = useReadMarks(all.find((c) => c.id === open));
   const list = useRef<HTMLUListElement>(null);
   const searchBox = useRef<HTMLInputElement>(null);
   useEffect(() => {
@@ -145,7 +135,7 @@ export function Inbox({ member, open }: { member: string; open: string | null })
         </p>
         <ul class="conversations" ref={list} onKeyDown={move}>
           {shown.map((c) => {
-            const unread = c.lastSeq > (seen[c.id] ?? 0) && c.id !== open;
+            const unread = c.lastSeq > Math.max(c.readSeq, readHere[c.id] ?? 0) && c.id !== open;
             return (
               <li key={c.id}>
                 <a class={`conversation${c.id === open ? " open" : ""}${unread ? " unread" : ""}`} href={`#/c/${encodeURIComponent(c.id)}`} aria-current={c.id === open ? "true" : undefined} data-id={c.id}>

@@ -43,6 +43,8 @@ export type Summary = {
   handoff: Handoff | null;
   lastMessage: { from: string; text: string; at: string | null } | null;
   lastSeq: number;
+  /** The last seq this member has read (kept on the server: every browser and node agrees). */
+  readSeq: number;
   createdAt: string;
   waitingSince: string | null;
   unknownWrites: number;
@@ -75,15 +77,16 @@ export type Ledger = {
 };
 export type Invocation = { id: string; tool: string; kind: string; at: string; durationMs: number; isError: boolean; outcome: string | null; idempotencyKey: string | null; logs: { level: string; message: string; at?: string }[] };
 export type Note = { id: string; member: string; text: string; at: string };
-export type ConversationRecord = {
+export type StoredEvent = { seq: number; at: string; message: import("@caplo/shared").Outbound };
+/** A page of a conversation's events (oldest first) and the seq to ask the next older page before (null: none older). */
+export type EventsPage = { events: StoredEvent[]; olderBefore: number | null };
+export type ConversationRecord = EventsPage & {
   conversation: Summary;
   release: { id: string; current: boolean; model: string | null };
-  events: { seq: number; at: string; message: import("@caplo/shared").Outbound }[];
   writes: Ledger[];
   notes: Note[];
-  invocations: Invocation[];
-  invocationsKept: boolean;
 };
+export type Invocations = { invocations: Invocation[]; invocationsKept: boolean };
 export type FollowUp = { proposalId: string; conversationId: string; tool: string; state: string; args: Record<string, unknown>; idempotencyKey: string | null; operationRef: string | null; checks: number; updatedAt: string };
 export type Release = {
   id: string;

@@ -100,7 +100,7 @@ function filesUnder(folder: string): Array<[string, string]> {
 
 describe("a secret the package mishandles, through caplo serve", () => {
   it("the package really used the secret: the model's text shows where it was, as [secret:SHOP_API_KEY]", async () => {
-    const record = (await (await fetch(`${server!.url}/v1/team/conversations/${conversationId}/record`, { headers: { authorization: `Bearer ${TEAM_TOKEN}` } })).json()) as {
+    const record = (await (await fetch(`${server!.url}/v1/team/conversations/${conversationId}/invocations`, { headers: { authorization: `Bearer ${TEAM_TOKEN}` } })).json()) as {
       invocations: Array<{ tool: string; logs: Array<{ message: string }> }>;
     };
     const leak = record.invocations.find((invocation) => invocation.tool === "leak");
@@ -115,7 +115,7 @@ describe("a secret the package mishandles, through caplo serve", () => {
 
   it("no spelling of it in what the team API and the console's record show (events, writes, invocations with their log lines, follow-ups)", async () => {
     const get = async (path: string) => JSON.stringify(await (await fetch(`${server!.url}${path}`, { headers: { authorization: `Bearer ${TEAM_TOKEN}` } })).json());
-    for (const path of [`/v1/team/conversations/${conversationId}/events`, `/v1/team/conversations/${conversationId}/record`, "/v1/team/follow-ups", "/v1/team/inbox"]) {
+    for (const path of [`/v1/team/conversations/${conversationId}/events`, `/v1/team/conversations/${conversationId}/record`, `/v1/team/conversations/${conversationId}/invocations`, "/v1/team/follow-ups", "/v1/team/inbox"]) {
       const body = await get(path);
       expect(body.length, path).toBeGreaterThan(20);
       expect(spellingsIn(body), path).toEqual([]);

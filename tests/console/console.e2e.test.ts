@@ -6,13 +6,11 @@
 // tools, numbers, a node restart that keeps the session, and axe (0 serious or critical violations) on
 // every view. Customers are real WebSocket clients of the widget protocol. One browser and one server for
 // the file. Screenshots go to tests/artifacts/console/.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createRequire } from "node:module";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
-import type { ServerFrame } from "@caplo/shared";
 import { releaseFromVersions } from "../../server/src/engine/release.ts";
 import { CANCEL } from "../engine/support/harness.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
@@ -20,11 +18,7 @@ import { TestClient } from "../gateway/support/client.ts";
 import { startStack, type Stack } from "../gateway/support/stack.ts";
 import { launchChromium } from "../widget/browser.ts";
 import { buildConsole } from "./build.ts";
-
-const ARTIFACTS = new URL("../artifacts/console/", import.meta.url).pathname;
-const ANA = "team-secret-token";
-const BEN = "ben-secret-token";
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+import { ANA, axe, BEN, isEvent, openCustomer, screenshots, signIn as signInAt } from "./support.ts";
 const RULES = [
   { when: /cancel (SO-\d{4})/i, replies: [{ text: "Please review.", toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }] },
   { when: /order (SO-\d{4})/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Your order is on its way." }] },
@@ -37,7 +31,6 @@ let stack: Stack;
 let browser: Browser;
 let ana: Page;
 let anaContext: BrowserContext;
-let shot = 0;
 const customers: Record<string, TestClient> = {};
 const conversationOf: Record<string, string> = {};
 
@@ -54,38 +47,16 @@ async function start(): Promise<Stack> {
   });
 }
 
-const isEvent = (type: string, test: (message: Record<string, unknown>) => boolean = () => true) => (frame: ServerFrame) => frame.t === "event" && frame.message.type === type && test(frame.message as unknown as Record<string, unknown>);
-
-/** A customer on the widget protocol who says `text` and waits for the turn's event of `type`. */
+/** A customer on the widget protocol who says `text` and waits for the turn's event of `until`. */
 async function customer(name: string, text: string, until: string): Promise<TestClient> {
-  const client = await TestClient.open(stack.wsUrl, "https://shop.example");
-  const welcome = await client.hello("shop-agent");
-  conversationOf[name] = (welcome as unknown as { conversationId: string }).conversationId;
-  client.send({ t: "in", ref: `${name}-1`, event: { type: "message", text } });
-  await client.waitFor(isEvent(until), 10_000);
+  const { client, conversationId } = await openCustomer(stack.wsUrl, "https://shop.example", "shop-agent", text, until);
+  conversationOf[name] = conversationId;
   customers[name] = client;
   return client;
 }
 
-async function snap(page: Page, name: string) {
-  await page.screenshot({ path: `${ARTIFACTS}${String(++shot).padStart(2, "0")}-${name}.png` });
-}
-
-async function axe(page: Page): Promise<string[]> {
-  await page.evaluate(axeSource);
-  const results = await page.evaluate(async () => {
-    const run = (window as unknown as { axe: { run: (ctx: unknown, opts: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run;
-    return run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } });
-  });
-  return results.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-}
-
-async function signIn(page: Page, token: string) {
-  await page.goto(`${stack.base}/console`);
-  await page.getByLabel("Your team token").fill(token);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("heading", { name: "Inbox" }).waitFor();
-}
+const snap = screenshots("console");
+const signIn = (page: Page, token: string) => signInAt(page, stack.base, token);
 
 /** A request from Node as a browser on another address would send it (X-Forwarded-For from the trusted loopback proxy). */
 function post(path: string, body: unknown, headers: Record<string, string> = {}) {
@@ -93,7 +64,6 @@ function post(path: string, body: unknown, headers: Record<string, string> = {})
 }
 
 beforeAll(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
   dir = mkdtempSync(join(tmpdir(), "caplo-console-"));
   await buildConsole();
   stack = await start();

@@ -6,15 +6,15 @@
 // built pages are served at /console (console/dist).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
-import type { Outbound } from "@caplo/shared";
 import type { Engine } from "../engine/engine.ts";
 import { workspaceOf, type AgentRelease, type ReleaseSource } from "../engine/release.ts";
 import type { LogStore } from "../runner/logStore.ts";
 import type { ConversationRecord, StoredEvent, WriteRecord, WriteTransition } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "../gateway/http.ts";
-import { TEAM_API_DISABLED, type BodyReader, type Guard } from "../gateway/teamApi.ts";
+import { conversationInWorkspace, conversationNotFound, TEAM_API_DISABLED, type BodyReader, type Guard } from "../gateway/teamApi.ts";
 import type { TeamDirectory } from "../members/index.ts";
-import { ConsoleSessions } from "./sessions.ts";
+import { ConsoleSessions, memberRef } from "./sessions.ts";
+import { eventsBefore, eventView, INBOX_MAX, iso, SEARCH_MAX, searchInbox, summaryOf } from "./inbox.ts";
 
 export type ConsoleOptions = {
   engine: Engine;
@@ -32,57 +32,9 @@ export type ConsoleOptions = {
 };
 
 const signInSchema = z.strictObject({ token: z.string().min(1).max(512) });
+const readSchema = z.strictObject({ seq: z.int().min(0).max(Number.MAX_SAFE_INTEGER) });
 const noteSchema = z.strictObject({ text: z.string().trim().min(1).max(4000) });
 const outcomeSchema = z.strictObject({ outcome: z.enum(["applied", "not_applied"]), note: z.string().trim().min(1, "say what you checked (the note is kept with the outcome)").max(2000) });
-const INBOX_MAX = 200;
-const SEARCH_MAX = 200;
-
-const iso = (at: number | null | undefined) => (at === null || at === undefined ? null : new Date(at).toISOString());
-
-/** The words of an event, for the inbox's last message and its search. */
-export function eventText(message: Outbound): string {
-  switch (message.type) {
-    case "text":
-    case "handoff":
-      return message.text;
-    case "review":
-      return [message.title, ...message.fields.map((field) => `${field.label} ${String(field.value ?? "")}`)].join(" ");
-    case "outcome":
-      return message.message;
-    case "file":
-      return message.name;
-    default:
-      return JSON.stringify(message).slice(0, 2000);
-  }
-}
-
-function customerOf(conversation: ConversationRecord) {
-  return { verified: conversation.subject !== null, id: conversation.subject?.id ?? conversation.externalId ?? null };
-}
-
-function summary(conversation: ConversationRecord, events: StoredEvent[], writes: WriteRecord[]) {
-  const texts = events.filter((event) => event.message.type === "text" || event.message.type === "handoff" || event.message.type === "outcome");
-  const last = texts.at(-1);
-  const lastCustomer = [...events].reverse().find((event) => event.message.type === "text" && event.message.from === "customer");
-  // Answered: anything after it but progress and the customer's own words (a reply, a review card, a result, a team message).
-  const answeredAfter = lastCustomer && events.some((event) => event.seq > lastCustomer.seq && event.message.type !== "progress" && !(event.message.type === "text" && event.message.from === "customer"));
-  // Waiting: handed off and not yet taken (since the handoff), or the customer's last message still unanswered.
-  const waitingSince = conversation.handoff?.state === "requested" ? conversation.handoff.at : lastCustomer && !answeredAfter ? lastCustomer.at : null;
-  return {
-    id: conversation.id,
-    agent: conversation.agent,
-    channel: conversation.channel,
-    customer: customerOf(conversation),
-    handoff: conversation.handoff ? { state: conversation.handoff.state, queue: conversation.handoff.queue ?? null, member: conversation.handoff.member ?? null, at: iso(conversation.handoff.at) } : null,
-    lastMessage: last ? { from: last.message.type === "text" ? last.message.from : "system", text: eventText(last.message).slice(0, 200), at: iso(last.at) } : null,
-    lastSeq: conversation.lastSeq,
-    createdAt: iso(conversation.createdAt),
-    waitingSince: iso(waitingSince),
-    unknownWrites: writes.filter((write) => write.state === "unknown" || write.state === "pending").length,
-    followUps: writes.filter((write) => write.followUp).length,
-  };
-}
-
 function ledger(write: WriteRecord, transitions: WriteTransition[]) {
   return {
     proposalId: write.id,
@@ -177,19 +129,24 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
     "GET",
     "/v1/team/inbox",
     guarded(async (req, res, _params, member) => {
-      const q = (new URL(req.url ?? "/", "http://gateway").searchParams.get("q") ?? "").trim().toLowerCase().slice(0, SEARCH_MAX);
-      const conversations = await engine.listConversations({ workspaceId: member.workspaceId, limit: INBOX_MAX });
-      const rows = await Promise.all(
-        conversations.map(async (conversation) => {
-          const [events, writes] = await Promise.all([engine.eventsAfter(conversation.id, 0, 1000), engine.writes(conversation.id)]);
-          if (q) {
-            const haystack = [conversation.id, conversation.subject?.id ?? "", conversation.subject?.ref ?? "", conversation.externalId ?? "", ...events.map((event) => eventText(event.message)), ...writes.map((write) => JSON.stringify(write.finalArgs ?? write.args))].join("\n").toLowerCase();
-            if (!haystack.includes(q)) return undefined;
-          }
-          return summary(conversation, events, writes);
-        }),
-      );
-      sendJson(res, 200, { conversations: rows.filter((row) => row !== undefined) });
+      const q = (new URL(req.url ?? "/", "http://gateway").searchParams.get("q") ?? "").trim().slice(0, SEARCH_MAX);
+      const ids = q ? await searchInbox(engine.consoleInbox, member.workspaceId, q) : undefined;
+      const entries = ids?.length === 0 ? [] : await engine.consoleInbox.listInbox({ workspaceId: member.workspaceId, member: memberRef(member), limit: INBOX_MAX, ...(ids && { ids }) });
+      sendJson(res, 200, { conversations: entries.map(summaryOf) });
+    }),
+  );
+
+  routes.add(
+    "POST",
+    "/v1/team/conversations/:id/read",
+    guarded(async (req, res, params, member) => {
+      const input = await body(req, res, readSchema);
+      if (!input) return;
+      const conversation = await conversationInWorkspace(engine, params.id!, member);
+      if (!conversation) return conversationNotFound(res);
+      // Never past what is stored: a read mark ahead of the conversation would hide its next events.
+      await engine.consoleInbox.markRead(conversation.id, memberRef(member), Math.min(input.seq, conversation.lastSeq), Date.now());
+      sendJson(res, 200, { ok: true });
     }),
   );
 
@@ -197,19 +154,36 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
     "GET",
     "/v1/team/conversations/:id/record",
     guarded(async (_req, res, params, member) => {
-      const conversation = await engine.conversation(params.id!);
-      // Another workspace's conversation is answered as one that does not exist.
-      if (!conversation || conversation.workspaceId !== member.workspaceId) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
-      const [events, writes, notes] = await Promise.all([engine.eventsAfter(conversation.id, 0, 1000), engine.writes(conversation.id), engine.teamNotes(conversation.id)]);
+      const conversation = await conversationInWorkspace(engine, params.id!, member);
+      if (!conversation) return conversationNotFound(res);
+      const [[entry], events, writes, notes] = await Promise.all([
+        engine.consoleInbox.listInbox({ workspaceId: member.workspaceId, member: memberRef(member), limit: 1, ids: [conversation.id] }),
+        eventsBefore(engine.consoleInbox, conversation.id, conversation.lastSeq + 1),
+        engine.writes(conversation.id),
+        engine.teamNotes(conversation.id),
+      ]);
       const ledgers = await Promise.all(writes.map(async (write) => ledger(write, await engine.transitions(write.id))));
       const release = options.releases.list().find((candidate) => candidate.id === conversation.releaseId) ?? options.releases.get(conversation.agent);
-      const invocations = (options.logStore?.read() ?? []).filter((record) => record.conversationId === conversation.id).slice(-100);
       sendJson(res, 200, {
-        conversation: summary(conversation, events, writes),
+        conversation: summaryOf(entry!),
         release: { id: conversation.releaseId, current: release?.id === conversation.releaseId, model: release ? modelOf(release) : null },
-        events: events.map((event) => ({ seq: event.seq, at: iso(event.at), message: event.message })),
+        events: events.events.map(eventView),
+        olderBefore: events.olderBefore,
         writes: ledgers,
         notes: notes.map((note) => ({ id: note.id, member: note.member, text: note.text, at: iso(note.at) })),
+      });
+    }),
+  );
+
+  // The node's invocation log is a file of up to CAPLO_INVOCATION_LOG's size: read when the Tool calls tab asks, not on every poll.
+  routes.add(
+    "GET",
+    "/v1/team/conversations/:id/invocations",
+    guarded(async (_req, res, params, member) => {
+      const conversation = await conversationInWorkspace(engine, params.id!, member);
+      if (!conversation) return conversationNotFound(res);
+      const invocations = (options.logStore?.read() ?? []).filter((record) => record.conversationId === conversation.id).slice(-100);
+      sendJson(res, 200, {
         invocations: invocations.map((record) => ({ id: record.invocationId, tool: record.tool, kind: record.kind, at: record.at, durationMs: record.durationMs, isError: record.isError, outcome: record.outcome ?? null, idempotencyKey: record.idempotencyKey ?? null, logs: record.logs.slice(0, 200) })),
         invocationsKept: options.logStore !== undefined,
       });
@@ -222,7 +196,7 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
     guarded(async (req, res, params, member) => {
       const input = await body(req, res, noteSchema);
       if (!input) return;
-      if ((await engine.conversation(params.id!))?.workspaceId !== member.workspaceId) return sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
+      if (!(await conversationInWorkspace(engine, params.id!, member))) return conversationNotFound(res);
       const added = await engine.addTeamNote(params.id!, member.name, input.text);
       if (!added.ok) return sendError(res, 404, added.error);
       const { note } = added;

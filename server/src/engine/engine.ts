@@ -8,7 +8,7 @@
 import type { CallSubject, Inbound, Outbound, Rating } from "@caplo/shared";
 import type { EventBus, Unsubscribe } from "../bus/eventBus.ts";
 import type { ChannelCapabilities } from "@caplo/shared";
-import type { AuditEntry, AuditEvent, ConsoleSessionStore, ConversationRecord, TeamMemberPort, EventRating, HandoffNotice, RatingCounts, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
+import type { AuditEntry, AuditEvent, ConsoleInboxPort, ConsoleSessionStore, ConversationRecord, TeamMemberPort, EventRating, HandoffNotice, RatingCounts, Store, StoredEvent, StoredFile, TeamNote, WriteTransition } from "../store/store.ts";
 import type { WriteRecord } from "./ledger.ts";
 import { randomId, type DeliveryRecord, type EngineResult, type EngineValue, type InboundSource, type OpenConversation, type UndeliveredMessage } from "./common.ts";
 import { ConversationLog } from "./conversationLog.ts";
@@ -263,6 +263,11 @@ export class Engine {
     const note: TeamNote = { id: randomId("n"), conversationId, member, text, at: this.core.now() };
     await this.store.addTeamNote(note);
     return { ok: true, note };
+  }
+
+  /** The team inbox's summaries, search and read marks: the store, so every node shows what any node stored. */
+  get consoleInbox(): ConsoleInboxPort {
+    return this.store;
   }
 
   /** Where the team console keeps its sessions: the store, so every node knows every session. */

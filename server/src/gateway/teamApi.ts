@@ -17,6 +17,7 @@ import type { TeamMember } from "./teamMembers.ts";
 import type { TeamDirectory } from "../members/index.ts";
 import type { EvalService } from "../eval/evalService.ts";
 import { CSRF_HEADER, sameSecret, type ConsoleSessions } from "../console/sessions.ts";
+import { eventsBefore } from "../console/inbox.ts";
 import { EVAL_CASES_MAX_BYTES, EVAL_REPEAT_MAX, EVENT_SEQ_MAX } from "@caplo/shared";
 
 const BODY_MAX = 16 * 1024;
@@ -113,6 +114,15 @@ function noticeView(notice: HandoffNotice) {
   };
 }
 
+
+/** The conversation `id` if it belongs to the member's workspace: another workspace's is as one that does not exist. */
+export async function conversationInWorkspace(engine: Pick<Engine, "conversation">, id: string, member: TeamMember): Promise<ConversationRecord | undefined> {
+  const conversation = await engine.conversation(id);
+  return conversation && conversation.workspaceId === member.workspaceId ? conversation : undefined;
+}
+
+export const conversationNotFound = (res: ServerResponse) => sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
+
 export function registerTeamApi(routes: RouteTable, engine: Engine, team: TeamDirectory, evals?: EvalService, consoleAuth?: ConsoleAuth): { guarded: Guard; body: BodyReader } {
   const guarded = (handler: TeamHandler) => async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => {
     let member: TeamMember | undefined;
@@ -157,11 +167,8 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, team: TeamDi
     return parsed.data;
   };
   /** The conversation if it is the member's workspace's; otherwise undefined, as if it did not exist. */
-  const ownConversation = async (id: string, member: TeamMember): Promise<ConversationRecord | undefined> => {
-    const conversation = await engine.conversation(id);
-    return conversation && conversation.workspaceId === member.workspaceId ? conversation : undefined;
-  };
-  const notFound = (res: ServerResponse) => sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
+  const ownConversation = (id: string, member: TeamMember) => conversationInWorkspace(engine, id, member);
+  const notFound = conversationNotFound;
   const answer = (res: ServerResponse, result: Awaited<ReturnType<Engine["takeOver"]>>) => {
     if (result.ok) return sendJson(res, 200, { ok: true });
     const status = result.error.code === "conversation_not_found" ? 404 : 409;
@@ -194,9 +201,16 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, team: TeamDi
     guarded(async (req, res, params, member) => {
       const conversation = await ownConversation(params.id!, member);
       if (!conversation) return notFound(res);
-      const after = Number(new URL(req.url ?? "/", "http://gateway").searchParams.get("after") ?? "0");
+      const query = new URL(req.url ?? "/", "http://gateway").searchParams;
+      const after = Number(query.get("after") ?? "0");
       if (!Number.isInteger(after) || after < 0 || after > EVENT_SEQ_MAX) return sendError(res, 400, { code: "after_invalid", path: "after", message: `after is a whole number from 0 to ${EVENT_SEQ_MAX}` });
-      const events = await engine.eventsAfter(conversation.id, after, 1000);
+      const before = query.has("before") ? Number(query.get("before")) : undefined;
+      if (before !== undefined && (!Number.isInteger(before) || before < 1 || before > EVENT_SEQ_MAX)) return sendError(res, 400, { code: "before_invalid", path: "before", message: `before is the seq of an event, a whole number from 1 to ${EVENT_SEQ_MAX}: the page of events just older than it is sent` });
+      if (before !== undefined && query.has("after")) return sendError(res, 400, { code: "after_invalid", path: "after", message: "ask for events after a seq or before one, not both" });
+      // ?before=N: the page of events just older than N (the console's history, newest first, on scroll).
+      // Read from the store, not this node's memory of recent events (which another node's appends do not reach).
+      const page = before === undefined ? undefined : await eventsBefore(engine.consoleInbox, conversation.id, Math.min(before, conversation.lastSeq + 1));
+      const events = page?.events ?? (await engine.consoleInbox.listEvents(conversation.id, after, 1000));
       // An outbound event sent on a messaging channel carries how it went out and what the platform reported since.
       const deliveries = new Map<number, DeliveryRecord[]>();
       for (const record of await engine.deliveries(conversation.id)) deliveries.set(record.seq, [...(deliveries.get(record.seq) ?? []), record]);
@@ -206,6 +220,7 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, team: TeamDi
       for (const rating of ratings.values()) counts[rating] += 1;
       sendJson(res, 200, {
         conversation: conversationView(conversation, counts),
+        ...(page && { olderBefore: page.olderBefore }),
         events: events.map((event) => {
           const parts = deliveries.get(event.seq);
           const rating = ratings.get(event.seq);

@@ -1,5 +1,6 @@
 // An existing single-workspace database (the schema before workspaces, migrations 1 to 6) upgrades in
-// place: its conversations, events, transcript and writes are kept, in the workspace `default`.
+// place: its conversations, events, transcript and writes are kept, in the workspace `default`, and the
+// inbox's summaries (migration 11) are filled from the events already stored.
 import Database from "better-sqlite3";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -23,6 +24,16 @@ const OLD_ROWS = [
   `INSERT INTO transcript (conversation_id, seq, at, message) VALUES ('c_old', 1, 1001, '{"role":"user","content":"Where is my order?"}')`,
   `INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, follow_up, created_at, updated_at)
    VALUES ('w_old', 'c_old', 't1', 'call_1', 'orders/cancel_order', 'orders__cancel_order', 'orders@sha256:${"0".repeat(64)}', 'cancel_order', '{"orderId":"SO-1"}', 'unknown', 'required', 'owner-a', TRUE, 1002, 1003)`,
+  // Asked, answered, asked twice more (a progress line between is no answer): waiting since seq 3, last message seq 5.
+  `INSERT INTO conversations (id, agent, release_id, channel, external_id, resume_hash, owner_id, capabilities, created_at, last_seq, last_transcript_seq)
+   VALUES ('c_wait', 'shop', 'shop@sha256:${"1".repeat(64)}', 'web', NULL, NULL, 'owner-b', '${capabilities}', 900, 5, 0)`,
+  ...[
+    { type: "text", id: "w1", from: "customer", text: "Hello?" },
+    { type: "text", id: "w2", from: "agent", text: "Hi!" },
+    { type: "text", id: "w3", from: "customer", text: "Refund please" },
+    { type: "progress", id: "w4", callId: "call_1", state: "start" },
+    { type: "text", id: "w5", from: "customer", text: "Still there?" },
+  ].map((message, index) => `INSERT INTO events (conversation_id, seq, at, message) VALUES ('c_wait', ${index + 1}, ${901 + index}, '${JSON.stringify(message)}')`),
 ];
 
 async function expectUpgraded(store: Store): Promise<void> {
@@ -34,9 +45,14 @@ async function expectUpgraded(store: Store): Promise<void> {
   expect((await store.listFollowUps("default")).map((write) => write.id)).toEqual(["w_old"]);
   expect((await store.findConversationByExternal("shop", "whatsapp", "whatsapp:+38640111222", "default"))?.id).toBe("c_old");
   expect(await store.listWorkspaces()).toEqual(["default"]);
+  const inbox = async () => new Map((await store.listInbox({ workspaceId: "default", member: "ana", limit: 10 })).map((entry) => [entry.conversation.id, entry]));
+  const before = await inbox();
+  expect(before.get("c_old")).toMatchObject({ lastMessage: { seq: 1, at: 1001 }, waitingSince: 1001, unresolvedWrites: 1, followUps: 1, readSeq: 0 });
+  expect(before.get("c_wait")).toMatchObject({ lastMessage: { seq: 5, message: { text: "Still there?" } }, waitingSince: 903, unresolvedWrites: 0 });
   // The upgraded store takes new conversations and appends to the old one.
   const appended = await store.append("c_old", { events: [{ type: "text", id: "m_2", from: "agent", text: "It ships today." }] }, 2000);
   expect(appended.events[0]?.seq).toBe(2);
+  expect((await inbox()).get("c_old")).toMatchObject({ lastMessage: { seq: 2, message: { text: "It ships today." } }, waitingSince: null });
   await store.migrate(); // again: nothing left to apply
   expect((await store.listEvents("c_old", 0)).length).toBe(2);
 }

@@ -257,6 +257,30 @@ CREATE INDEX team_members_token ON team_members (token_sha256);
 CREATE INDEX audit_events_target ON audit_events (workspace_id, action, target, id);
 `;
 
+/**
+ * The team inbox (store/inboxSummary.ts): each conversation's last shown message and first unanswered customer
+ * message, kept as seqs by every append (the inbox joins the two events by primary key instead of reading every
+ * event), filled here from the events already stored; and what each member has read (member_reads), so unread
+ * marks follow a member to any browser and node. `field(alias, name)` reads a top-level field of the JSON of the event row `alias`.
+ */
+const inboxSummary = (bigint: string, field: (alias: string, name: string) => string) => `
+ALTER TABLE conversations ADD COLUMN last_message_seq ${bigint};
+ALTER TABLE conversations ADD COLUMN waiting_seq ${bigint};
+UPDATE conversations SET last_message_seq = (
+  SELECT MAX(e.seq) FROM events e WHERE e.conversation_id = conversations.id AND ${field("e", "type")} IN ('text', 'handoff', 'outcome'));
+UPDATE conversations SET waiting_seq = (
+  SELECT MIN(e.seq) FROM events e WHERE e.conversation_id = conversations.id AND ${field("e", "type")} = 'text' AND ${field("e", "from")} = 'customer'
+    AND e.seq > COALESCE((SELECT MAX(a.seq) FROM events a WHERE a.conversation_id = conversations.id AND ${field("a", "type")} <> 'progress'
+      AND NOT (${field("a", "type")} = 'text' AND ${field("a", "from")} = 'customer')), 0));
+CREATE TABLE member_reads (
+  conversation_id TEXT NOT NULL REFERENCES conversations (id),
+  member TEXT NOT NULL,
+  seq ${bigint} NOT NULL,
+  at ${bigint} NOT NULL,
+  PRIMARY KEY (conversation_id, member)
+);
+`;
+
 export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("TEXT", "INTEGER", "INTEGER") },
   { version: 2, name: "files delivered to customers", sql: files("BLOB", "INTEGER") },
@@ -269,6 +293,7 @@ export const SQLITE_MIGRATIONS: Migration[] = [
   { version: 9, name: "ratings of the agent's replies", sql: eventRatings("INTEGER") },
   { version: 10, name: "console sign-in attempts per address", sql: signInAttempts("INTEGER") },
   { version: 11, name: "team members managed in the store", sql: managedMembers },
+  { version: 12, name: "inbox summaries and members' reads", sql: inboxSummary("INTEGER", (alias, name) => `json_extract(${alias}.message, '$.${name}')`) },
 ];
 export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 1, name: "conversations, events, transcript, write ledger", sql: tables("JSONB", "BOOLEAN", "BIGINT") },
@@ -282,4 +307,5 @@ export const POSTGRES_MIGRATIONS: Migration[] = [
   { version: 9, name: "ratings of the agent's replies", sql: eventRatings("BIGINT") },
   { version: 10, name: "console sign-in attempts per address", sql: signInAttempts("BIGINT") },
   { version: 11, name: "team members managed in the store", sql: managedMembers },
+  { version: 12, name: "inbox summaries and members' reads", sql: inboxSummary("BIGINT", (alias, name) => `(${alias}.message ->> '${name}')`) },
 ];

@@ -6,8 +6,9 @@ import type { ModelMessage } from "../model/model.ts";
 import { migratePostgres } from "./migrate.ts";
 import { postgresTransaction } from "./postgresTransaction.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+import { summaryChange, summaryColumns } from "./inboxSummary.ts";
 import { WriteBlockedError } from "./store.ts";
-import { SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
+import { containsPattern, inboxWriteCounts, toInboxEntry, SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import { endsSessions, memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
   AuditEntry,
@@ -37,6 +38,9 @@ import type {
   ProposedWrite,
   EventRating,
   RatingCounts,
+  InboxEntry,
+  InboxQuery,
+  SearchHit,
   SignInCount,
   Store,
   StoredEvent,
@@ -53,8 +57,12 @@ const encode = (value: unknown) => JSON.stringify(value);
  * A conversation's columns as the engine reads them; capabilities as text, so the row mapping validates each
  * distinct text once (rows.ts) instead of parsing JSONB into an object to validate every time.
  */
-const CONVERSATION_COLUMNS =
-  "id, workspace_id, agent, release_id, channel, external_id, resume_hash, owner_id, subject, handoff, capabilities::text AS capabilities, created_at, last_seq, last_transcript_seq, turn_node, turn_seq";
+/** A conversation's columns, of the table or of the row alias `of`. */
+const conversationColumns = (of?: string) =>
+  ["id", "workspace_id", "agent", "release_id", "channel", "external_id", "resume_hash", "owner_id", "subject", "handoff", "capabilities::text AS capabilities", "created_at", "last_seq", "last_transcript_seq", "turn_node", "turn_seq"]
+    .map((column) => (of ? `${of}.${column}` : column))
+    .join(", ");
+const CONVERSATION_COLUMNS = conversationColumns();
 
 /**
  * The common table expressions of an append to one conversation (`c`: its row after the update, `e` and `t`:
@@ -74,8 +82,10 @@ function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: st
   const eventTexts = p(events.map(encode));
   const entryTexts = p(entries.map(encode));
   const finishes = `turn_node = ${finishNode}::text AND turn_seq = ${finishSeq}::bigint`;
+  const change = summaryChange(events);
+  const summary = summaryColumns(`${p(change.lastMessage)}::int`, `${p(change.waiting)}::text`, `${p(change.waitingFrom)}::int`);
   return `c AS (
-      UPDATE conversations SET last_seq = last_seq + ${ne}::int, last_transcript_seq = last_transcript_seq + ${nt}::int,
+      UPDATE conversations SET ${summary}, last_seq = last_seq + ${ne}::int, last_transcript_seq = last_transcript_seq + ${nt}::int,
         turn_node = CASE WHEN ${owed}::text IS NOT NULL THEN ${owed}::text WHEN ${finishes} THEN NULL ELSE turn_node END,
         turn_seq = CASE WHEN ${owed}::text IS NOT NULL THEN last_transcript_seq + ${nt}::int WHEN ${finishes} THEN NULL ELSE turn_seq END
       WHERE ${where} RETURNING ${CONVERSATION_COLUMNS}
@@ -240,7 +250,12 @@ export class PostgresStore implements Store {
 
   async appendEvent(conversationId: string, message: Outbound, at: number): Promise<StoredEvent> {
     return this.tx(async (client) => {
-      const rows = await this.q("UPDATE conversations SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq", [conversationId], client);
+      const change = summaryChange([message]);
+      const rows = await this.q(
+        `UPDATE conversations SET ${summaryColumns("$2::int", "$3::text", "$4::int")}, last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq`,
+        [conversationId, change.lastMessage, change.waiting, change.waitingFrom],
+        client,
+      );
       if (!rows[0]) throw new Error(`appendEvent: no conversation ${conversationId}`);
       const seq = Number(rows[0].last_seq);
       await client.query("INSERT INTO events (conversation_id, seq, at, message) VALUES ($1, $2, $3, $4::jsonb)", [conversationId, seq, at, encode(message)]);
@@ -566,6 +581,48 @@ export class PostgresStore implements Store {
 
   async pruneSignInAttempts(before: number): Promise<number> {
     return (await this.q("DELETE FROM sign_in_attempts WHERE since < $1 RETURNING address_hash", [before])).length;
+  }
+
+  async listInbox(query: InboxQuery): Promise<InboxEntry[]> {
+    // The page of conversations first, then the joins for those rows only (joining before the limit joins every row).
+    const rows = await this.q(
+      `SELECT ${conversationColumns("c")},
+         lm.seq AS lm_seq, lm.at AS lm_at, lm.message AS lm_message, wt.at AS waiting_at, COALESCE(r.seq, 0) AS read_seq, ${inboxWriteCounts("TRUE")}
+       FROM (SELECT * FROM conversations c WHERE c.workspace_id = $1 ${query.ids ? "AND c.id = ANY($4)" : ""} ORDER BY c.created_at DESC, c.id LIMIT $3) c
+       LEFT JOIN events lm ON lm.conversation_id = c.id AND lm.seq = c.last_message_seq
+       LEFT JOIN events wt ON wt.conversation_id = c.id AND wt.seq = c.waiting_seq
+       LEFT JOIN member_reads r ON r.conversation_id = c.id AND r.member = $2
+       ORDER BY c.created_at DESC, c.id`,
+      [query.workspaceId, query.member, query.limit, ...(query.ids ? [[...query.ids]] : [])],
+    );
+    return rows.map(toInboxEntry);
+  }
+
+  async searchConversations(workspaceId: string, text: string, limit: number): Promise<SearchHit[]> {
+    const plain = containsPattern(text);
+    // Events are matched on their JSON text, where quotes and backslashes are escaped.
+    const inJson = containsPattern(JSON.stringify(text).slice(1, -1));
+    const [own, events] = await Promise.all([
+      this.q(
+        `SELECT c.id FROM conversations c WHERE c.workspace_id = $1 AND (c.id ILIKE $2 OR c.external_id ILIKE $2 OR c.subject ->> 'id' ILIKE $2 OR c.subject ->> 'ref' ILIKE $2
+           OR EXISTS (SELECT 1 FROM writes w WHERE w.conversation_id = c.id AND (w.args::text ILIKE $3 OR w.final_args::text ILIKE $3)))
+         ORDER BY c.created_at DESC, c.id LIMIT $4`,
+        [workspaceId, plain, inJson, limit],
+      ),
+      this.q(
+        `SELECT e.* FROM events e JOIN conversations c ON c.id = e.conversation_id
+         WHERE c.workspace_id = $1 AND e.message::text ILIKE $2 ORDER BY c.created_at DESC, c.id, e.seq DESC LIMIT $3`,
+        [workspaceId, inJson, limit * 10],
+      ),
+    ]);
+    return [...own.map((row) => ({ conversationId: String(row.id) })), ...events.map((row) => ({ conversationId: String(row.conversation_id), event: toEvent(row) }))];
+  }
+
+  async markRead(conversationId: string, member: string, seq: number, at: number): Promise<void> {
+    await this.q(
+      "INSERT INTO member_reads (conversation_id, member, seq, at) VALUES ($1, $2, $3, $4) ON CONFLICT (conversation_id, member) DO UPDATE SET seq = excluded.seq, at = excluded.at WHERE excluded.seq > member_reads.seq",
+      [conversationId, member, seq, at],
+    );
   }
 
   async addTeamNote(note: TeamNote): Promise<void> {

@@ -13,6 +13,7 @@ import type {
   HandoffNotice,
   HandoffNoticeState,
   HandoffState,
+  InboxEntry,
   OwedTurn,
   StoredEvent,
   StoredFile,
@@ -260,3 +261,27 @@ export const SIGN_IN_COUNT_SQL = `INSERT INTO sign_in_attempts (address_hash, si
     count = CASE WHEN sign_in_attempts.since <= $3 THEN 1 ELSE sign_in_attempts.count + 1 END,
     since = CASE WHEN sign_in_attempts.since <= $4 THEN $5 ELSE sign_in_attempts.since END
   RETURNING count, since`;
+
+/**
+ * An inbox row: the conversation's columns, its last shown event (lm_seq, lm_at, lm_message), the time of its first
+ * unanswered customer message (waiting_at), the counts of its unresolved and follow-up writes and the member's read seq.
+ */
+export function toInboxEntry(row: Row): InboxEntry {
+  return {
+    conversation: toConversation(row),
+    lastMessage: row.lm_seq === null || row.lm_seq === undefined ? null : toEvent({ conversation_id: row.id, seq: row.lm_seq, at: row.lm_at, message: row.lm_message }),
+    waitingSince: numOrNull(row.waiting_at),
+    unresolvedWrites: num(row.unresolved_writes),
+    followUps: num(row.follow_ups),
+    readSeq: num(row.read_seq),
+  };
+}
+
+/** `text` as a LIKE pattern matching it anywhere (`\` escapes %, _ and itself: ESCAPE '\'). */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** The inbox's write counts of conversation c (both dialects; `yes` is the dialect's true). */
+export const inboxWriteCounts = (yes: string) => `(SELECT COUNT(*) FROM writes w WHERE w.conversation_id = c.id AND w.state IN ('pending', 'unknown')) AS unresolved_writes,
+  (SELECT COUNT(*) FROM writes w WHERE w.conversation_id = c.id AND w.follow_up = ${yes}) AS follow_ups`;

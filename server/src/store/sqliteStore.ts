@@ -15,8 +15,9 @@ import type { ModelMessage } from "../model/model.ts";
 import { parseSetting } from "../config/index.ts";
 import { migrateSqlite } from "./migrate.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
+import { summaryChange, summaryColumns } from "./inboxSummary.ts";
 import { WriteBlockedError } from "./store.ts";
-import { SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
+import { containsPattern, inboxWriteCounts, toInboxEntry, SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import { endsSessions, memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
   AuditEntry,
@@ -46,6 +47,9 @@ import type {
   ProposedWrite,
   EventRating,
   RatingCounts,
+  InboxEntry,
+  InboxQuery,
+  SearchHit,
   SignInCount,
   Store,
   StoredEvent,
@@ -200,7 +204,9 @@ export class SqliteStore implements Store {
 
   async appendEvent(conversationId: string, message: Outbound, at: number): Promise<StoredEvent> {
     return this.tx(() => {
-      const row = this.sql("UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq").get(conversationId) as Row | undefined;
+      const change = summaryChange([message]);
+      const row = this.sql(`UPDATE conversations SET ${summaryColumns("@lastIndex", "@mode", "@fromIndex")}, last_seq = last_seq + 1 WHERE id = @id RETURNING last_seq`)
+        .get({ lastIndex: change.lastMessage, mode: change.waiting, fromIndex: change.waitingFrom, id: conversationId }) as Row | undefined;
       if (!row) throw new Error(`appendEvent: no conversation ${conversationId}`);
       const seq = Number(row.last_seq);
       this.sql("INSERT INTO events (conversation_id, seq, at, message) VALUES (?, ?, ?, ?)").run(conversationId, seq, at, encode(message));
@@ -318,13 +324,14 @@ export class SqliteStore implements Store {
     const finishNode = batch.finish?.nodeId ?? null;
     const finishSeq = batch.finish?.seq ?? null;
     // A batch that owes a turn records it; one that finishes the turn clears it if it is still that one.
+    const change = summaryChange(messages);
     const row = this.sql(
-        `UPDATE conversations SET last_seq = last_seq + @events, last_transcript_seq = last_transcript_seq + @entries,
+        `UPDATE conversations SET ${summaryColumns("@lastIndex", "@mode", "@fromIndex")}, last_seq = last_seq + @events, last_transcript_seq = last_transcript_seq + @entries,
            turn_node = CASE WHEN @owed IS NOT NULL THEN @owed WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_node END,
            turn_seq = CASE WHEN @owed IS NOT NULL THEN last_transcript_seq + @entries WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_seq END
          WHERE id = @id AND (@resume IS NULL OR resume_hash = @resume) RETURNING *`,
       )
-      .get({ events: messages.length, entries: entries.length, owed, finishNode, finishSeq, id: conversationId, resume: batch.resumeHash ?? null }) as Row | undefined;
+      .get({ events: messages.length, entries: entries.length, owed, finishNode, finishSeq, id: conversationId, resume: batch.resumeHash ?? null, lastIndex: change.lastMessage, mode: change.waiting, fromIndex: change.waitingFrom }) as Row | undefined;
     if (!row && batch.resumeHash !== undefined) return undefined;
     if (!row) throw new Error(`append: no conversation ${conversationId}`);
     const conversation = toConversation(row);
@@ -581,6 +588,43 @@ export class SqliteStore implements Store {
 
   async pruneSignInAttempts(before: number): Promise<number> {
     return this.sql("DELETE FROM sign_in_attempts WHERE since < ?").run(before).changes;
+  }
+
+  async listInbox(query: InboxQuery): Promise<InboxEntry[]> {
+    // The page of conversations first, then the joins for those rows only (joining before the limit joins every row).
+    const only = query.ids ? "AND c.id IN (SELECT value FROM json_each(@ids))" : "";
+    const rows = this.sql(
+      `SELECT c.*, lm.seq AS lm_seq, lm.at AS lm_at, lm.message AS lm_message, wt.at AS waiting_at, COALESCE(r.seq, 0) AS read_seq, ${inboxWriteCounts("1")}
+       FROM (SELECT * FROM conversations c WHERE c.workspace_id = @workspaceId ${only} ORDER BY c.created_at DESC, c.id LIMIT @limit) c
+       LEFT JOIN events lm ON lm.conversation_id = c.id AND lm.seq = c.last_message_seq
+       LEFT JOIN events wt ON wt.conversation_id = c.id AND wt.seq = c.waiting_seq
+       LEFT JOIN member_reads r ON r.conversation_id = c.id AND r.member = @member
+       ORDER BY c.created_at DESC, c.id`,
+    ).all({ workspaceId: query.workspaceId, member: query.member, limit: query.limit, ...(query.ids && { ids: JSON.stringify(query.ids) }) }) as Row[];
+    return rows.map(toInboxEntry);
+  }
+
+  async searchConversations(workspaceId: string, text: string, limit: number): Promise<SearchHit[]> {
+    const plain = containsPattern(text);
+    // Events are matched on their JSON text, where quotes and backslashes are escaped.
+    const inJson = containsPattern(JSON.stringify(text).slice(1, -1));
+    const own = this.sql(
+      `SELECT c.id FROM conversations c WHERE c.workspace_id = @workspaceId AND (c.id LIKE @plain ESCAPE '\\' OR c.external_id LIKE @plain ESCAPE '\\'
+         OR json_extract(c.subject, '$.id') LIKE @plain ESCAPE '\\' OR json_extract(c.subject, '$.ref') LIKE @plain ESCAPE '\\'
+         OR EXISTS (SELECT 1 FROM writes w WHERE w.conversation_id = c.id AND (w.args LIKE @inJson ESCAPE '\\' OR w.final_args LIKE @inJson ESCAPE '\\')))
+       ORDER BY c.created_at DESC, c.id LIMIT @limit`,
+    ).all({ workspaceId, plain, inJson, limit }) as Row[];
+    const events = this.sql(
+      `SELECT e.* FROM events e JOIN conversations c ON c.id = e.conversation_id
+       WHERE c.workspace_id = @workspaceId AND e.message LIKE @inJson ESCAPE '\\' ORDER BY c.created_at DESC, c.id, e.seq DESC LIMIT @events`,
+    ).all({ workspaceId, inJson, events: limit * 10 }) as Row[];
+    return [...own.map((row) => ({ conversationId: String(row.id) })), ...events.map((row) => ({ conversationId: String(row.conversation_id), event: toEvent(row) }))];
+  }
+
+  async markRead(conversationId: string, member: string, seq: number, at: number): Promise<void> {
+    this.sql(
+      "INSERT INTO member_reads (conversation_id, member, seq, at) VALUES (?, ?, ?, ?) ON CONFLICT (conversation_id, member) DO UPDATE SET seq = excluded.seq, at = excluded.at WHERE excluded.seq > member_reads.seq",
+    ).run(conversationId, member, seq, at);
   }
 
   async addTeamNote(note: TeamNote): Promise<void> {

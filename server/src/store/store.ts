@@ -136,6 +136,24 @@ export type ConsoleSessionStore = Pick<
   Store,
   "createConsoleSession" | "getConsoleSession" | "touchConsoleSession" | "deleteConsoleSession" | "pruneConsoleSessions" | "countSignInAttempt" | "pruneSignInAttempts"
 >;
+/**
+ * A conversation as the team inbox lists it, read in one query (store/inboxSummary.ts): its last shown message,
+ * since when the customer has waited for an answer (their first unanswered message), its writes still pending or
+ * unknown and those waiting for a follow-up, and the last seq the asking member has read (0: none).
+ */
+export type InboxEntry = { conversation: ConversationRecord; lastMessage: StoredEvent | null; waitingSince: number | null; unresolvedWrites: number; followUps: number; readSeq: number };
+/** The inbox of one workspace as `member` sees it, newest conversations first; `ids`: only these. */
+export type InboxQuery = { workspaceId: string; member: string; limit: number; ids?: readonly string[] };
+/**
+ * A conversation a search may match: on its own id, customer or a write's arguments (`event` undefined), or an
+ * event whose stored JSON contains the text, for the caller to check the event's words (`event`).
+ */
+export type SearchHit = { conversationId: string; event?: StoredEvent };
+/**
+ * The part of the store the team inbox uses (console/consoleApi.ts): its events are read from the store itself,
+ * never a node's memory of recent events, which does not hear another node's appends.
+ */
+export type ConsoleInboxPort = Pick<Store, "listInbox" | "searchConversations" | "markRead" | "listEvents">;
 /** A team member's internal note on a conversation: shown to the team only, never sent to the customer. */
 export type TeamNote = { id: string; conversationId: string; member: string; text: string; at: number };
 /** A workspace secret's value as kept: AES-256-GCM under the operator's key `keyId` (secrets/secretBox.ts), never in the clear. */
@@ -293,6 +311,16 @@ export interface Store {
   countSignInAttempt(addressHash: string, at: number, windowMs: number): Promise<SignInCount>;
   /** Forget addresses whose window began before `before`; how many. */
   pruneSignInAttempts(before: number): Promise<number>;
+  /** The team inbox: one row per conversation with its summary, the member's read mark and write counts (InboxEntry). */
+  listInbox(query: InboxQuery): Promise<InboxEntry[]>;
+  /**
+   * Conversations of a workspace matching `text` (case-insensitive for ASCII): on their id, customer id or ref,
+   * external id or a write's arguments, newest first, at most `limit`; and up to `limit` × 10 candidate events whose
+   * JSON holds the text, newest conversations first.
+   */
+  searchConversations(workspaceId: string, text: string, limit: number): Promise<SearchHit[]>;
+  /** Record that `member` has read the conversation up to `seq` (a lower seq than recorded changes nothing). */
+  markRead(conversationId: string, member: string, seq: number, at: number): Promise<void>;
   addTeamNote(note: TeamNote): Promise<void>;
   listTeamNotes(conversationId: string): Promise<TeamNote[]>;
   /**

@@ -12,6 +12,7 @@ import { teamMember } from "../../../server/src/gateway/teamMembers.ts";
 import { StartStack } from "../../../server/src/app/stack.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
 import type { Store } from "../../../server/src/store/store.ts";
+import type { EventBus } from "../../../server/src/bus/eventBus.ts";
 import { CANCEL } from "../../engine/support/harness.ts";
 import { InMemoryMcpRunner } from "../../engine/support/inMemoryMcpRunner.ts";
 import { createShopServer, ORDERS, ShopBackend, shopVersion } from "../../engine/support/shopTools.ts";
@@ -46,6 +47,8 @@ export type StackOptions = {
   model?: Model;
   /** The store instead of a SQLite file in `dir` (for example a PostgreSQL schema two nodes share); migrated here. */
   store?: () => Store;
+  /** The event bus between nodes (for example a MemoryBus on a hub two stacks share); default one of its own. */
+  bus?: EventBus;
 };
 
 export async function startStack(options: StackOptions = {}) {
@@ -72,6 +75,7 @@ export async function startStack(options: StackOptions = {}) {
     statusCheckBaseMs: options.statusCheckBaseMs ?? 5000,
     checkPollMs: options.checkPollMs ?? 1000,
     nodeId: options.nodeId ?? "test-node",
+    ...(options.bus && { bus: options.bus }),
   });
   stack.push("engine", engine, (started) => started.stop());
   await engine.start();

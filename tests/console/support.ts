@@ -1,0 +1,53 @@
+// What the console's browser tests share: signing a member in through the page, axe's serious and critical
+// violations on a page, screenshots (tests/artifacts/console/), and customers on the widget protocol.
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import type { Page } from "playwright-core";
+import type { ServerFrame } from "@caplo/shared";
+import { TestClient } from "../gateway/support/client.ts";
+
+export const ARTIFACTS = new URL("../artifacts/console/", import.meta.url).pathname;
+export const ANA = "team-secret-token";
+export const BEN = "ben-secret-token";
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** Signs in on the console page at `base` with a member's token and waits for the inbox. */
+export async function signIn(page: Page, base: string, token: string): Promise<void> {
+  await page.goto(`${base}/console`);
+  await page.getByLabel("Your team token").fill(token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Inbox" }).waitFor();
+}
+
+/** The page's serious and critical WCAG 2.1 A/AA violations, as "rule: targets". */
+export async function axe(page: Page): Promise<string[]> {
+  await page.evaluate(axeSource);
+  const results = await page.evaluate(async () => {
+    const run = (window as unknown as { axe: { run: (ctx: unknown, opts: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run;
+    return run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } });
+  });
+  return results.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+}
+
+/** Screenshots numbered in the order a file takes them: `prefix-NN-name.png`. */
+export function screenshots(prefix: string): (page: Page, name: string) => Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  let shot = 0;
+  return async (page, name) => {
+    await page.screenshot({ path: `${ARTIFACTS}${prefix}-${String(++shot).padStart(2, "0")}-${name}.png` });
+  };
+}
+
+export const isEvent =
+  (type: string, test: (message: Record<string, unknown>) => boolean = () => true) =>
+  (frame: ServerFrame) =>
+    frame.t === "event" && frame.message.type === type && test(frame.message as unknown as Record<string, unknown>);
+
+/** A customer of `agent` on the widget protocol who says `text` and waits for the turn's event of type `until`. */
+export async function openCustomer(wsUrl: string, origin: string, agent: string, text: string, until: string): Promise<{ client: TestClient; conversationId: string }> {
+  const client = await TestClient.open(wsUrl, origin);
+  const welcome = await client.hello(agent);
+  client.send({ t: "in", ref: "first", event: { type: "message", text } });
+  await client.waitFor(isEvent(until), 10_000);
+  return { client, conversationId: (welcome as unknown as { conversationId: string }).conversationId };
+}
