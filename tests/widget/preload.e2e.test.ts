@@ -101,6 +101,57 @@ describe("the loader fetches the app ahead of the click", () => {
     await page.close();
   });
 
+  test("the launcher is in the browser's top layer from the start, before the page's load and the app's frame, and drawing it throws nothing", async () => {
+    // Every showPopover/hidePopover the page makes is recorded with what it threw, if anything.
+    const watched = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    await watched.addInitScript(() => {
+      const w = window as unknown as { __popoverThrows: string[] };
+      w.__popoverThrows = [];
+      for (const name of ["showPopover", "hidePopover"] as const) {
+        const native = HTMLElement.prototype[name];
+        HTMLElement.prototype[name] = function (this: HTMLElement, ...args: []) {
+          try {
+            return native.apply(this, args);
+          } catch (error) {
+            w.__popoverThrows.push(`${name}: ${String(error)}`);
+            throw error;
+          }
+        };
+      }
+    });
+    const { page, appRequests, release } = await pageWithHeldLoad(watched);
+    const launcher = page.getByRole("button", { name: "Open chat" });
+    await launcher.waitFor();
+    // The page covers everything with its own highest overlay: the launcher, in the top layer, is still on top.
+    await page.evaluate(() => {
+      const cover = document.createElement("div");
+      cover.id = "cover";
+      cover.style.cssText = "position:fixed;inset:0;z-index:2147483647;background:rgba(0,0,0,.1)";
+      document.body.appendChild(cover);
+    });
+    await idlePassed(page);
+    expect(await page.evaluate(() => document.readyState)).not.toBe("complete");
+    expect(appRequests).toEqual([]);
+    expect(await launcher.evaluate((el) => el.matches(":popover-open"))).toBe(true);
+    const topmost = () =>
+      launcher.evaluate((el) => {
+        const box = el.getBoundingClientRect();
+        const root = el.getRootNode() as ShadowRoot;
+        return root.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2) === el;
+      });
+    expect(await topmost()).toBe(true);
+    await launcher.click();
+    await page.frameLocator("iframe[title='Chat']").getByText("Hi! I can look up your orders").waitFor();
+    expect(await page.locator("[data-caplo] div[role=dialog]").evaluate((el) => el.matches(":popover-open"))).toBe(true);
+    await page.keyboard.press("Escape");
+    await expect.poll(() => page.getByRole("button", { name: "Open chat" }).getAttribute("aria-expanded")).toBe("false");
+    expect(await topmost()).toBe(true);
+    release();
+    await page.waitForFunction(() => document.readyState === "complete");
+    expect(await page.evaluate(() => (window as unknown as { __popoverThrows: string[] }).__popoverThrows)).toEqual([]);
+    await watched.close();
+  });
+
   test("a press on the launcher opens the chat even when the greeting's unread count arrives before the release", async () => {
     const page = await context.newPage();
     page.setDefaultTimeout(8000);

@@ -336,8 +336,10 @@ function start(script: HTMLScriptElement): void {
     else console.error(`Caplo: unknown call ${JSON.stringify(String(name)).slice(0, 40)}`);
   };
   w.Caplo = api;
-  render();
+  // In the page first: showPopover throws on an element that is not in a document, and the launcher would
+  // then stay out of the top layer until the next render.
   document.body.appendChild(root);
+  render();
   // Calls made before the script loaded: window.Caplo = window.Caplo || []; Caplo.push(["identify", token]).
   for (const call of queued) run(call);
   // data-open opens the chat on load on a desktop; on a phone it would take over the whole screen, so it does not.
