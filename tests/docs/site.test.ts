@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MANIFEST_SCHEMA_URL } from "@caplo/shared";
+import { AGENT_SCHEMA_ID } from "../../server/src/agents/agentSchema.ts";
 import { buildDocsSite } from "../../server/src/docs/site.ts";
 import { startStack, type Stack } from "../gateway/support/stack.ts";
 import { launchChromium } from "../widget/browser.ts";
@@ -86,11 +87,40 @@ describe("the docs site", () => {
 
     // Hosted at the site's root, /schemas/caplo.schema.json is what `# yaml-language-server: $schema=` names.
     expect(new URL(MANIFEST_SCHEMA_URL).pathname).toBe("/schemas/caplo.schema.json");
-    const schema = await fetch(`${stack.base}/docs/schemas/caplo.schema.json`);
-    expect(schema.status).toBe(200);
-    expect(await schema.json()).toEqual(JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "schemas", "caplo.schema.json"), "utf8")));
+    // And so is agent.yaml's: the file `caplo agent init` names in its first line, as checked in.
+    expect(new URL(AGENT_SCHEMA_ID).pathname).toBe("/schemas/agent.schema.json");
+    for (const file of ["caplo.schema.json", "agent.schema.json"]) {
+      const schema = await fetch(`${stack.base}/docs/schemas/${file}`);
+      expect(schema.status, file).toBe(200);
+      expect(await schema.json(), file).toEqual(JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "schemas", file), "utf8")));
+    }
     const page = await fetch(`${stack.base}/docs/index.html`);
     expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+  });
+
+  it("lists every field any object of the two schemas names, those behind a $ref included", async () => {
+    for (const [page, file] of [
+      ["caplo-yaml", "caplo.schema.json"],
+      ["agent-yaml", "agent.schema.json"],
+    ] as const) {
+      const html = await (await fetch(`${stack.base}/docs/reference/${page}.html`)).text();
+      const listed = [...html.matchAll(/<code>([^<]+)<\/code>/g)].map((match) => match[1]!);
+      const names = new Set<string>();
+      const walk = (node: unknown): void => {
+        if (Array.isArray(node)) return node.forEach(walk);
+        if (!node || typeof node !== "object") return;
+        for (const [key, value] of Object.entries(node)) {
+          if (key === "properties" && value && typeof value === "object") for (const name of Object.keys(value)) names.add(name);
+          walk(value);
+        }
+      };
+      walk(JSON.parse(readFileSync(join(import.meta.dirname, "..", "..", "schemas", file), "utf8")));
+      expect(names.size, file).toBeGreaterThan(20);
+      expect([...names].filter((name) => !listed.some((path) => path === name || path.endsWith(`.${name}`))), page).toEqual([]);
+    }
+    // The handoff, defined once in agent.yaml's schema and used on every channel, is listed where it is used.
+    const agent = await (await fetch(`${stack.base}/docs/reference/agent-yaml.html`)).text();
+    for (const field of ["channels.web.handoff.queue", "channels.whatsapp.handoff.message", "channels.whatsapp.outsideWindowTemplate.contentSid"]) expect(agent).toContain(`<code>${field}</code>`);
   });
 
   it("answers a page that is not there with a coded 404, and refuses paths out of the site", async () => {

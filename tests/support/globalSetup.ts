@@ -4,6 +4,7 @@
 // variables. Chromium is started once for the whole run (a browser server every test process connects to:
 // a launch costs seconds on a loaded machine, a connection a fraction of one). To try the bare-machine path on a machine that has the services:
 //   CAPLO_TEST_DATABASE_URL=embedded CAPLO_TEST_CHROMIUM=npm CAPLO_TEST_REDIS_URL=path npm test
+// (CAPLO_TEST_REDIS_URL=none instead: as a machine with no Redis at all, the Redis tests skipped, saying why).
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { connect, createServer } from "node:net";
@@ -83,6 +84,7 @@ async function answers(url: string): Promise<boolean> {
 
 async function redis(stops: Stop[]): Promise<string> {
   const given = process.env.CAPLO_TEST_REDIS_URL;
+  if (given === "none") return `no Redis (CAPLO_TEST_REDIS_URL=none, as on a machine without one): the Redis tests are skipped`;
   if (given && given !== "path") return "Redis at CAPLO_TEST_REDIS_URL";
   if (given !== "path" && (await redisAnswers(6379))) {
     process.env.CAPLO_TEST_REDIS_URL = "redis://127.0.0.1:6379";

@@ -2,7 +2,8 @@
 // (tests/support/globalSetup.ts), which may start them from npm packages on a bare machine, and hands the
 // answers to every test process through these environment variables:
 //   CAPLO_TEST_DATABASE_URL  a PostgreSQL database the tests may create schemas in
-//   CAPLO_TEST_REDIS_URL     a Redis server the tests may use (unset: Redis tests are skipped, and say why)
+//   CAPLO_TEST_REDIS_URL     a Redis server the tests may use ("" or "none": Redis tests are skipped, and say why;
+//                            "none" also skips those that start a redis-server of their own, as on a machine without one)
 //   CAPLO_TEST_CHROMIUM      the Chromium executable playwright-core drives
 //   CAPLO_TEST_CHROMIUM_WS   a browser server of that Chromium (launchServer) the browser tests connect to
 // A test file run alone (without the global setup) gets the machine's own services, as before.
@@ -31,11 +32,12 @@ export function testPg(): { host: string; port: number; user: string; password?:
 }
 
 /** A Redis server the tests may use, or undefined (then Redis tests are skipped with `REDIS_SKIP_REASON`). */
+const NO_REDIS = process.env.CAPLO_TEST_REDIS_URL === "none";
 export const TEST_REDIS_URL: string | undefined =
-  process.env.CAPLO_TEST_REDIS_URL === undefined ? "redis://127.0.0.1:6379" : process.env.CAPLO_TEST_REDIS_URL || undefined;
+  process.env.CAPLO_TEST_REDIS_URL === undefined ? "redis://127.0.0.1:6379" : (!NO_REDIS && process.env.CAPLO_TEST_REDIS_URL) || undefined;
 
-/** Whether `redis-server` is on the PATH (tests that kill and restart a Redis of their own need it). */
-export const REDIS_SERVER_ON_PATH: boolean = onPath("redis-server");
+/** Whether `redis-server` is on the PATH (tests that kill and restart a Redis of their own need it); never with CAPLO_TEST_REDIS_URL=none. */
+export const REDIS_SERVER_ON_PATH: boolean = !NO_REDIS && onPath("redis-server");
 
 export const REDIS_SKIP_REASON =
   "skipped: no Redis for the tests (set CAPLO_TEST_REDIS_URL, or put redis-server on the PATH; see docs/testing.md)";

@@ -1,12 +1,14 @@
-// Which transport `openEventBus` picks from CAPLO_REDIS_URL / CAPLO_DATABASE_URL, and its config errors.
+// Which transport `openEventBus` picks from CAPLO_REDIS_URL / CAPLO_DATABASE_URL, and its config errors,
+// against the test run's PostgreSQL and Redis (tests/support/services.ts: the machine's, or npm's).
 import { describe, expect, it } from "vitest";
+import { REDIS_SKIP_REASON, TEST_DATABASE_URL, TEST_REDIS_URL } from "../../../tests/support/services.ts";
 import { busSettingsFromEnv, openEventBus, type LatestSeqs } from "./index.ts";
 
 const latestSeqs: LatestSeqs = async () => new Map();
 
 describe("openEventBus", () => {
-  it("uses Redis when CAPLO_REDIS_URL is set, even with a PostgreSQL database", async () => {
-    const env = { CAPLO_REDIS_URL: "redis://127.0.0.1:6379", CAPLO_DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres" };
+  it.skipIf(!TEST_REDIS_URL)(`uses Redis when CAPLO_REDIS_URL is set, even with a PostgreSQL database${TEST_REDIS_URL ? "" : ` (${REDIS_SKIP_REASON})`}`, async () => {
+    const env = { CAPLO_REDIS_URL: TEST_REDIS_URL!, CAPLO_DATABASE_URL: TEST_DATABASE_URL };
     const opened = await openEventBus({ ...busSettingsFromEnv(env), latestSeqs, namespace: "caplo-open-test" });
     if (!opened.ok) throw new Error(opened.error.message);
     expect(opened.bus.transport).toBe("redis");
@@ -14,7 +16,7 @@ describe("openEventBus", () => {
   });
 
   it("uses PostgreSQL LISTEN/NOTIFY when only a PostgreSQL CAPLO_DATABASE_URL is set", async () => {
-    const env = { CAPLO_DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/postgres" };
+    const env = { CAPLO_DATABASE_URL: TEST_DATABASE_URL.replace(/^postgres:/, "postgresql:") };
     const opened = await openEventBus({ ...busSettingsFromEnv(env), latestSeqs, namespace: "caplo_open_test" });
     if (!opened.ok) throw new Error(opened.error.message);
     expect(opened.bus.transport).toBe("postgres");

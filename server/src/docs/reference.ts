@@ -1,8 +1,6 @@
 // The caplo.yaml and agent.yaml reference pages of the docs site, written from their JSON Schemas (the
 // schemas are generated from the zod definitions in shared/), so the reference never says other than
 // what the parser enforces.
-import { z } from "zod";
-import { agentConfigSchema } from "@caplo/shared/agent";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -35,14 +33,16 @@ type Schema = {
 
 type Row = { path: string; type: string; required: boolean; rules: string[]; description: string };
 
-/** The agent.yaml JSON Schema (as the site owner writes it: defaulted fields optional). */
-export function agentJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(agentConfigSchema, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
-}
+const SCHEMAS = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "schemas");
 
 /** caplo.yaml's JSON Schema as published (schemas/caplo.schema.json; a test keeps it equal to the zod schemas). */
 export function manifestJsonSchema(): Record<string, unknown> {
-  return JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "schemas", "caplo.schema.json"), "utf8")) as Record<string, unknown>;
+  return JSON.parse(readFileSync(join(SCHEMAS, "caplo.schema.json"), "utf8")) as Record<string, unknown>;
+}
+
+/** agent.yaml's JSON Schema as published (schemas/agent.schema.json, `caplo agent schema`; tests/agents keeps it equal to the zod schema). */
+export function agentJsonSchema(): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(SCHEMAS, "agent.schema.json"), "utf8")) as Record<string, unknown>;
 }
 
 function typeOf(schema: Schema): string {
@@ -113,9 +113,24 @@ function table(list: Row[]): string {
   return lines.join("\n");
 }
 
+/**
+ * The schema with every local `$ref` ("#/$defs/Name") replaced by what it names (agent.yaml's schema names
+ * the handoff and the template once, in $defs), so their fields are listed where they are used.
+ */
+function inlineRefs(schema: unknown, defs: Record<string, unknown>, depth = 0): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => inlineRefs(item, defs, depth));
+  if (!schema || typeof schema !== "object") return schema;
+  const { $ref, $defs: _defs, ...rest } = schema as Record<string, unknown> & { $ref?: string };
+  const named = typeof $ref === "string" ? /^#\/\$defs\/(.+)$/.exec($ref)?.[1] : undefined;
+  if ($ref !== undefined && (named === undefined || !(named in defs) || depth > 20)) throw new Error(`reference: cannot inline $ref ${String($ref)}`);
+  const base = named === undefined ? {} : (inlineRefs(defs[named], defs, depth + 1) as Record<string, unknown>);
+  const own = Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, inlineRefs(value, defs, depth)]));
+  return { ...base, ...own };
+}
+
 /** The reference page of one file format, in Markdown. */
 export function referencePage(options: { title: string; intro: string; schema: Record<string, unknown>; schemaPath: string }): string {
-  const root = options.schema as Schema;
+  const root = inlineRefs(options.schema, (options.schema.$defs ?? {}) as Record<string, unknown>) as Schema;
   const variants = root.anyOf ?? root.oneOf ?? [root];
   const sections = variants.map((variant, index) => {
     const kind = variant.properties?.type?.const ?? variant.properties?.kind?.const;

@@ -154,7 +154,7 @@ export async function buildDocsSite(target = DEFAULT_SITE_DIR, docsDir = join(RO
 
     mkdirSync(join(out, "schemas"), { recursive: true });
     cpSync(join(ROOT, "schemas", "caplo.schema.json"), join(out, "schemas", "caplo.schema.json"));
-    writeFileSync(join(out, "schemas", "agent.schema.json"), `${JSON.stringify(agentJsonSchema(), null, 2)}\n`);
+    cpSync(join(ROOT, "schemas", "agent.schema.json"), join(out, "schemas", "agent.schema.json"));
 
     const pagefind = await import("pagefind");
     const { index, errors } = await pagefind.createIndex({});
@@ -183,7 +183,7 @@ export function docsSiteStale(out = DEFAULT_SITE_DIR): boolean {
       const path = join(dir, entry.name);
       return Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
     }, 0);
-  return Math.max(newest(join(ROOT, "docs")), newest(dirname(fileURLToPath(import.meta.url))), statSync(join(ROOT, "schemas", "caplo.schema.json")).mtimeMs) > builtAt;
+  return Math.max(newest(join(ROOT, "docs")), newest(dirname(fileURLToPath(import.meta.url))), newest(join(ROOT, "schemas"))) > builtAt;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
