@@ -109,7 +109,21 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     await snap("comparison-plans");
 
     await say("show products");
-    expect(await (await result("Products", "cards")).textContent()).toContain("Merino hoodie");
+    const products = await result("Products", "cards");
+    expect(await products.textContent()).toContain("Merino hoodie");
+    // A carousel: one row that scrolls sideways, named with its count; Next and Previous for a mouse (Previous
+    // disabled at the start), the arrow keys once the row has the focus.
+    const row = products.getByRole("list", { name: /^Products: \d+ cards, scroll sideways$/ });
+    const scrolled = () => row.evaluate((el) => el.scrollLeft);
+    expect(await products.getByRole("button", { name: "Previous: Products" }).isDisabled()).toBe(true);
+    await products.getByRole("button", { name: "Next: Products" }).click();
+    await expect.poll(scrolled).toBeGreaterThan(100);
+    await products.getByRole("button", { name: "Previous: Products" }).waitFor({ state: "visible" });
+    await expect.poll(() => products.getByRole("button", { name: "Previous: Products" }).isEnabled()).toBe(true);
+    const before = await scrolled();
+    await row.focus();
+    await page.keyboard.press("ArrowRight");
+    await expect.poll(scrolled).toBeGreaterThan(before);
     await snap("cards-products");
 
     await say("my returns");

@@ -4,7 +4,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { WidgetSettings } from "@caplo/shared";
-import { releaseFromVersions } from "../../server/src/engine/release.ts";
+import { releaseFromVersions, type AgentRelease } from "../../server/src/engine/release.ts";
 import { mintIdentityToken } from "../../server/src/identity/index.ts";
 import { startStack, type Stack, type StackOptions } from "../gateway/support/stack.ts";
 
@@ -19,7 +19,9 @@ export const widgetTag = (base: string, attributes = "") => `<script src="${base
 export type VisitorStack = { stack: Stack; siteUrl: string; close: () => Promise<void> };
 
 /** `page(url, stack)`: the site's HTML for a request, or undefined for a 404. */
-export async function startVisitorStack(options: Omit<StackOptions, "releases" | "gateway"> & { widget: WidgetSettings; page: (url: URL, stack: Stack) => string | undefined }): Promise<VisitorStack> {
+export async function startVisitorStack(
+  options: Omit<StackOptions, "releases" | "gateway"> & { widget: WidgetSettings; channels?: AgentRelease["config"]["channels"]; page: (url: URL, stack: Stack) => string | undefined },
+): Promise<VisitorStack> {
   let stack: Stack | undefined;
   const site: Server = createServer((req, res) => {
     const html = stack && options.page(new URL(req.url ?? "/", "http://site.invalid"), stack);
@@ -30,7 +32,7 @@ export async function startVisitorStack(options: Omit<StackOptions, "releases" |
   await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
   const siteUrl = `http://localhost:${(site.address() as AddressInfo).port}`;
   const origins: string[] = [siteUrl];
-  const { widget, page: _page, ...stackOptions } = options;
+  const { widget, channels, page: _page, ...stackOptions } = options;
   stack = await startStack({
     ...stackOptions,
     gateway: { secrets: (name) => (name === "IDENTITY_SECRET" ? SECRET : undefined) },
@@ -42,6 +44,7 @@ export async function startVisitorStack(options: Omit<StackOptions, "releases" |
         versions: [version],
         identity: { algorithm: "HS256", secret: "IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low" },
         widget,
+        ...(channels && { channels }),
       }),
     ],
   });

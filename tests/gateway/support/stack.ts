@@ -49,6 +49,8 @@ export type StackOptions = {
   store?: () => Store;
   /** The event bus between nodes (for example a MemoryBus on a hub two stacks share); default one of its own. */
   bus?: EventBus;
+  /** The engine's clock (when each event is stored), for a conversation that spans days. */
+  now?: () => number;
 };
 
 export async function startStack(options: StackOptions = {}) {
@@ -76,6 +78,7 @@ export async function startStack(options: StackOptions = {}) {
     checkPollMs: options.checkPollMs ?? 1000,
     nodeId: options.nodeId ?? "test-node",
     ...(options.bus && { bus: options.bus }),
+    ...(options.now && { now: options.now }),
   });
   stack.push("engine", engine, (started) => started.stop());
   await engine.start();

@@ -212,6 +212,10 @@ export async function demoTour(browser: Browser, url: string, shooter: Shooter, 
       await say(page, text);
       await app.getByRole("region", { name: title, exact: true }).last().waitFor();
       await scrollChat(page, { selector: `[aria-label="${title}"], section:has(> h2:text-is("${title}")), section:has(> h3:text-is("${title}"))` }).catch(() => scrollChat(page, "end"));
+      // Pictures in view are shown in the shot (they load lazily).
+      await app.locator(".log img").evaluateAll((images) =>
+        Promise.race([Promise.all(images.map((img) => (img as HTMLImageElement).decode().catch(() => undefined))), new Promise((resolve) => setTimeout(resolve, 3000))]),
+      );
       await shooter.snap(page, state);
       if (state === "product-carousel") {
         const next = app.getByRole("button", { name: "Next: Products" }).last();
