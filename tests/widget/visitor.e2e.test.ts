@@ -30,14 +30,17 @@ let stack: Stack;
 let siteUrl: string;
 let page: Page;
 let shot = 0;
+/** Lets the shop answer status checks again (set while a test keeps a write pending). */
+let releaseChecks: (() => void) | undefined;
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await buildWidget();
   visitorStack = await startVisitorStack({
     model: new SlowStoryModel(RULES),
-    // Long enough that the second request reaches the server while the first is still pending on a loaded machine.
-    statusCheckBaseMs: 3000,
+    // The pending write's status checks wait until the test has seen the second request blocked
+    // (backend.holdStatusChecks); then the first says pending and the next, a second later, applied.
+    statusCheckBaseMs: 1000,
     checkPollMs: 100,
     widget: { name: "Shop helper", starters: ["Where is my order SO-1001?", "My orders"] },
     page: (url, started) => {
@@ -55,6 +58,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  releaseChecks?.();
   await browser?.close();
   await visitorStack?.close();
 });
@@ -134,6 +138,8 @@ describe("the widget as a visitor meets it, through the real gateway", () => {
   });
 
   test("a write blocked by an unresolved one says why no card appears; the pending write's resolution is said at the bottom; axe on the card and the outcome", async () => {
+    // The first write stays pending, whatever the machine's load, until the second request has been refused for it.
+    releaseChecks = stack.backend.holdStatusChecks();
     await say(`cancel ${ORDERS.pendingThenApplied}`);
     const card = app().locator("section.review").last();
     await card.getByRole("button", { name: "Confirm" }).waitFor();
@@ -153,6 +159,7 @@ describe("the widget as a visitor meets it, through the real gateway", () => {
     await app().getByText("I'll do that once your earlier request has finished.").waitFor();
     expect(await app().locator("section.review").count()).toBe(cards);
     await snap("write-blocked");
+    releaseChecks();
 
     // The status check finds it applied: the card changes, and a new message at the bottom says so.
     const update = app().locator(".log > .row").last().locator("section.update");

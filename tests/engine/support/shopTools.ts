@@ -44,6 +44,23 @@ export class ShopBackend {
   applications: Application[] = [];
   /** Every handler invocation, including repeats with a key already applied. */
   invocations: { tool: string; args: Record<string, unknown>; key?: string; subject?: string }[] = [];
+  /** While set, status checks wait for it before answering: a test keeps a write unresolved until it has seen what it needs. */
+  private statusHold: Promise<void> | undefined;
+
+  /** Status checks wait from now until the returned function is called. */
+  holdStatusChecks(): () => void {
+    let release!: () => void;
+    this.statusHold = new Promise((resolve) => (release = resolve));
+    return () => {
+      this.statusHold = undefined;
+      release();
+    };
+  }
+
+  /** Resolves once status checks may answer. */
+  async statusChecksAllowed(): Promise<void> {
+    while (this.statusHold) await this.statusHold;
+  }
 
   constructor(file?: string) {
     this.file = file;
@@ -236,6 +253,7 @@ export function createShopServer(backend: ShopBackend): McpServer {
     z.object({ method: z.literal(STATUS_METHOD), params: z.object({ name: z.string(), operationRef: z.string().optional(), _meta: z.record(z.string(), z.unknown()).optional() }) }),
     async (request) => {
       const key = (request.params._meta?.[CALL_META_KEY] as CallMeta | undefined)?.idempotencyKey ?? "";
+      await backend.statusChecksAllowed();
       const application = backend.find(key);
       if (!application) return { content: [{ type: "text", text: "The order was not cancelled." }], isError: true, _meta: outcome("not_applied") };
       const checks = backend.countCheck(key);
