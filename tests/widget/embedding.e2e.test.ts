@@ -1,8 +1,11 @@
 // Issue #17 section 6, the widget on the owner's page, in Chromium against the REAL gateway: the page's own
 // CSS cannot hide, fade or cover the launcher or the open panel; on a phone data-open does not take over the
 // screen on load, and the page behind the full-screen panel does not scroll (it does again once closed).
-// (A disallowed origin and an unknown agent: gateway.e2e; the panel clear of the page's sign-in control:
+// The launcher's shadow root is open, as the docs say and why; the chat itself is a cross-origin frame the
+// page cannot read; on a desktop the open panel leaves the page's header band free at common window sizes.
+// (A disallowed origin and an unknown agent: gateway.e2e; the panel clear of a page's sign-in control:
 // visitor.e2e.)
+import { readFileSync } from "node:fs";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { buildWidget, launchChromium } from "./browser.ts";
@@ -25,6 +28,7 @@ beforeAll(async () => {
     page: (url, started) => {
       const tall = `<main style="height:3000px"><h1>Shop</h1><p>Welcome.</p></main>`;
       if (url.pathname === "/hostile") return `<!doctype html><html lang="en"><title>Shop</title>${HOSTILE}${tall}${widgetTag(started.base)}<div class="cover"></div></html>`;
+      if (url.pathname === "/plain") return `<!doctype html><html lang="en"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title>${tall}${widgetTag(started.base)}</html>`;
       if (url.pathname === "/open") return `<!doctype html><html lang="en"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title>${tall}${widgetTag(started.base, ' data-open="true"')}</html>`;
       return undefined;
     },
@@ -64,6 +68,38 @@ describe("the widget on the owner's page (#17 section 6)", () => {
       await page.frameLocator("iframe[title='Chat']").getByText("Hi! How can I help?").waitFor();
     } finally {
       await page.context().close();
+    }
+  });
+
+  test("the launcher's shadow root is open, as the docs say, and the conversation is in a frame the page cannot read; the open panel leaves the top 108 px free on a desktop", async () => {
+    // The docs give the choice and its reason; none says the root is closed.
+    expect(readFileSync("docs/site-owners/embedding.md", "utf8")).toMatch(/the root is open on purpose: what protects the conversation is the chat's\s+cross-origin iframe/);
+    expect(readFileSync("docs/operators/security.md", "utf8")).toMatch(/open shadow root/);
+    for (const doc of ["docs/site-owners/embedding.md", "docs/operators/security.md", "widget/README.md"]) expect(readFileSync(doc, "utf8"), doc).not.toMatch(/closed shadow root/i);
+    for (const [width, height] of [[1100, 800], [1280, 720], [1440, 900], [1920, 1080]] as const) {
+      const page = await (await browser.newContext({ locale: "en-US", viewport: { width, height } })).newPage();
+      page.setDefaultTimeout(15_000);
+      try {
+        await page.goto(`${visitorStack.siteUrl}/plain`);
+        await page.getByRole("button", { name: "Open chat" }).click();
+        await page.frameLocator("iframe[title='Chat']").locator("#caplo-input").waitFor();
+        const seen = await page.evaluate(() => {
+          const host = document.querySelector("[data-caplo]")!;
+          const frame = host.shadowRoot?.querySelector("iframe");
+          let readable = true;
+          try {
+            readable = frame?.contentDocument != null;
+          } catch {
+            readable = false;
+          }
+          return { mode: host.shadowRoot?.mode, readable, top: Math.round(frame!.getBoundingClientRect().top) };
+        });
+        expect(seen.mode).toBe("open");
+        expect(seen.readable).toBe(false);
+        expect(seen.top, `${width}x${height}`).toBeGreaterThanOrEqual(108);
+      } finally {
+        await page.context().close();
+      }
     }
   });
 
