@@ -83,10 +83,17 @@ describe("widget with the real gateway and scripted model", () => {
     expect(await card.textContent()).not.toContain("4111111111111234");
     await card.getByLabel("Refund speed").selectOption("express");
     await page.screenshot({ path: `${ARTIFACTS}gateway-02-review.png` });
+    // Each button says what it does.
+    expect(await card.textContent()).toContain("Confirm does exactly this; “Don't do it” changes nothing.");
     await card.getByRole("button", { name: "Confirm" }).dblclick();
     await card.getByText("Done", { exact: true }).waitFor();
     await card.getByLabel("Receipt").waitFor();
+    // The focus went to the outcome, not to the page's body.
+    await expect.poll(() => app().locator(":focus").textContent()).toContain("Done");
     await app().getByText("Done: your order is cancelled.").waitFor();
+    // One success line: the state and the receipt, not the server's sentence or the tool's text again.
+    expect(await card.getByText("Done", { exact: true }).count()).toBe(1);
+    expect(await card.textContent()).not.toMatch(/went through|done\.|is cancelled/i);
     await page.screenshot({ path: `${ARTIFACTS}gateway-03-receipt.png` });
     expect(stack.backend.applications.filter((a) => a.args.orderId === ORDERS.applied)).toHaveLength(1);
     expect(stack.backend.applications[0]!.args.speed).toBe("express");
@@ -95,6 +102,9 @@ describe("widget with the real gateway and scripted model", () => {
     const second = app().locator("section.review").nth(1);
     await second.getByRole("button", { name: "Don't do it" }).click();
     await second.getByText("You chose not to go ahead. Nothing was changed.").waitFor();
+    // Not the opposite of what happened, and no spliced sentence.
+    expect(await second.textContent()).not.toMatch(/Cancelled by you|declined it|was not done/i);
+    await expect.poll(() => app().locator(":focus").textContent()).toContain("Not done");
     expect(stack.backend.applications.some((a) => a.args.orderId === ORDERS.rejected)).toBe(false);
     await page.screenshot({ path: `${ARTIFACTS}gateway-04-declined.png` });
 

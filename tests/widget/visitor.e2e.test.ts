@@ -137,6 +137,29 @@ describe("the widget as a visitor meets it, through the real gateway", () => {
     }
   });
 
+  test("one sign-in prompt asks at a time: asked again, only the newest has its button, the older says it was replaced", async () => {
+    const other = await (await browser.newContext({ locale: "en-US", viewport: { width: 1100, height: 800 } })).newPage();
+    other.setDefaultTimeout(15_000);
+    try {
+      await other.goto(siteUrl);
+      await other.getByRole("button", { name: "Open chat" }).click();
+      const prompts = app(other).locator("section.step-up");
+      for (const count of [1, 2]) {
+        await app(other).locator("#caplo-input").fill("Show my orders");
+        await app(other).locator("#caplo-input").press("Enter");
+        await expect.poll(() => prompts.count()).toBe(count);
+        await prompts.last().getByRole("button", { name: "Sign in" }).waitFor();
+      }
+      expect(await app(other).getByRole("button", { name: "Sign in" }).count()).toBe(1);
+      expect(await prompts.first().getByRole("button").count()).toBe(0);
+      expect(await prompts.first().textContent()).toContain("A newer request to verify is below.");
+      expect(await axe(other)).toEqual([]);
+      await snap("step-up-one-at-a-time", other);
+    } finally {
+      await other.context().close();
+    }
+  });
+
   test("a write blocked by an unresolved one says why no card appears; the pending write's resolution is said at the bottom; axe on the card and the outcome", async () => {
     // The first write stays pending, whatever the machine's load, until the second request has been refused for it.
     releaseChecks = stack.backend.holdStatusChecks();
