@@ -8,11 +8,10 @@ import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.t
 import { isRemoteVersionId } from "../remote/remotePin.ts";
 import { readSecretKeys, WorkspaceSecrets } from "../secrets/index.ts";
 import { openEventBus } from "../bus/index.ts";
-import { channelAgentProblems, mountChannels, readChannelSettings, webhookUrls, type ChannelSettings, type ChannelSetupError } from "../channels/channelSetup.ts";
-import type { ChannelAgentConfig } from "../channels/ports.ts";
+import { webhookUrls, type MountedChannels } from "../channels/channelSetup.ts";
+import { mountWorkspaceChannels, readServeChannels } from "./serveChannels.ts";
 import { limitRoutes } from "../channels/webhookRateLimit.ts";
 import { startClusterNode, type ClusterNode } from "../cluster/clusterNode.ts";
-import { PostgresInboxStore } from "../channels/inbox/index.ts";
 import { readConfig } from "../config/index.ts";
 import { Engine } from "../engine/engine.ts";
 import { DAY_MS } from "../engine/fileRetention.ts";
@@ -60,22 +59,6 @@ export type ServeOptions = {
 
 export type ServeError = { code: string; path: string; message: string };
 
-
-/** The agent a platform without a per-account map is answered by: CAPLO_<PLATFORM>_AGENT, else the first --agent. */
-export function serverDefaultAgent(options: ServeOptions, platform: string): string {
-  return options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] ?? options.agents[0]!;
-}
-
-/** The channels' settings, and every agent that would answer on them served and listing the channel. */
-export function readServeChannels(options: ServeOptions, releases: Array<{ agent: string; config: ChannelAgentConfig }>): { ok: true; settings: ChannelSettings } | { ok: false; errors: ChannelSetupError[] } {
-  const read = readChannelSettings(options.env);
-  if (!read.ok) return read;
-  const problems = channelAgentProblems(read.settings, (agent) => releases.find((release) => release.agent === agent)?.config, {
-    agent: (platform) => serverDefaultAgent(options, platform),
-    variable: (platform) => (options.env[`CAPLO_${platform.toUpperCase()}_AGENT`] !== undefined ? `CAPLO_${platform.toUpperCase()}_AGENT` : "--agent"),
-  });
-  return problems.length ? { ok: false, errors: problems } : read;
-}
 
 /** A failure thrown during start, as serve's coded error (its own code and path when it has them). */
 export function startError(error: unknown, fallbackCode: string): ServeError {
@@ -291,47 +274,36 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     addressLimits: widget.settings.addressLimits,
     helloTimeoutMs: widget.settings.helloTimeoutMs,
   });
-  // Messaging channels configured by environment (docs/channels.md): their webhooks mount on this gateway.
-  const channelSettings = readServeChannels(options, releases);
+  // Messaging channels configured by environment (docs/channels.md), and each workspace's own
+  // (CAPLO_WORKSPACE_CHANNELS, docs/operators/workspaces.md): their webhooks mount on this gateway.
+  const channelSettings = readServeChannels(options.agents, options.env, releases);
   if (!channelSettings.ok) {
     const first = channelSettings.errors[0]!;
     return failed({ code: first.code, path: first.path, message: channelSettings.errors.map((error) => error.message).join("; ") });
   }
-  const channelsOn = Object.keys(channelSettings.settings).length > 0;
   // On PostgreSQL the channels' state is shared by the nodes: each webhook event is processed by one node
-  // and a customer keeps one conversation whichever node their messages reach.
-  let sharedChannelState: PostgresInboxStore | undefined;
-  let channels: Awaited<ReturnType<typeof mountChannels>> | undefined;
+  // and a customer keeps one conversation whichever node their messages reach. Each workspace's is its own.
+  let channels: MountedChannels[] = [];
   try {
-    sharedChannelState =
-      channelsOn && isPostgres(options.db)
-        ? await PostgresInboxStore.open({ connectionString: options.db, schema, nodeId: options.nodeId })
-        : undefined;
-    channels = !channelsOn
-      ? undefined
-      : await mountChannels({
-          ...(sharedChannelState && { store: sharedChannelState }),
-          settings: channelSettings.settings,
-          engine,
-          gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),
-          agentFor: (platform) => serverDefaultAgent(options, platform),
-          agentConfig: (agent) => releases.find((release) => release.agent === agent)?.config,
-          file: config.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
-          synchronous: config.CAPLO_SQLITE_SYNCHRONOUS,
-        });
+    channels = await mountWorkspaceChannels({
+      workspaces: channelSettings.workspaces,
+      releases,
+      engine,
+      gateway: limitRoutes(gateway, options.webhooksPerSecond ?? 50),
+      file: config.CAPLO_CHANNELS_DB ?? (isPostgres(options.db) ? ".caplo/channels.db" : join(dirname(options.db), "channels.db")),
+      ...(config.CAPLO_SQLITE_SYNCHRONOUS && { synchronous: config.CAPLO_SQLITE_SYNCHRONOUS }),
+      log,
+      ...(isPostgres(options.db) && { postgres: { connectionString: options.db, schema, nodeId: options.nodeId } }),
+    });
   } catch (error) {
-    try {
-      sharedChannelState?.close();
-    } catch {
-      // already unusable
-    }
     const coded = startError(error, "channels_unavailable");
     return failed({ ...coded, message: `the messaging channels could not start: ${coded.message}` });
   }
-  if (channels) stack.push("channels", channels, (mounted) => mounted.close());
-  if (channels) {
-    log(`channels: ${channels.platforms.join(", ")} (webhooks at /webhooks/<platform>)`);
-    for (const webhook of webhookUrls(channelSettings.settings)) log(`  ${webhook.platform} webhook: ${webhook.url}`);
+  for (const [index, mounted] of channels.entries()) {
+    const workspace = channelSettings.workspaces[index]!;
+    stack.push("channels", mounted, (started) => started.close());
+    log(`channels${workspace.workspaceId === DEFAULT_WORKSPACE ? "" : ` of workspace ${workspace.workspaceId}`}: ${mounted.platforms.join(", ")} (webhooks at ${workspace.basePath}/<platform>)`);
+    for (const webhook of webhookUrls(workspace.settings, workspace.basePath)) log(`  ${webhook.platform} webhook: ${webhook.url}`);
   }
   let address: Awaited<ReturnType<Gateway["listen"]>>;
   try {

@@ -149,9 +149,10 @@ export function routeAgent(routes: ChannelSettings["routes"], platform: Platform
 
 /**
  * Reads the channel settings from environment variables (docs/channels.md lists them). A platform is on
- * when its first credential is set; then every variable it needs must be set and well formed.
+ * when its first credential is set; then every variable it needs must be set and well formed. `webhookBase`
+ * is where the webhooks are mounted (`/webhooks`, or `/webhooks/@<workspace>` for a workspace's own channels).
  */
-export function readChannelSettings(env: Record<string, string | undefined>): { ok: true; settings: ChannelSettings } | { ok: false; errors: ChannelSetupError[] } {
+export function readChannelSettings(env: Record<string, string | undefined>, webhookBase = "/webhooks"): { ok: true; settings: ChannelSettings } | { ok: false; errors: ChannelSetupError[] } {
   const errors: ChannelSetupError[] = [];
   const settings: ChannelSettings = {};
   /** A variable that must be set and well formed. */
@@ -174,7 +175,7 @@ export function readChannelSettings(env: Record<string, string | undefined>): { 
     const authToken = need("CAPLO_TWILIO_AUTH_TOKEN");
     const from = need("CAPLO_WHATSAPP_FROM");
     const apiBaseUrl = optional("CAPLO_TWILIO_API_BASE");
-    const publicUrl = env.CAPLO_WHATSAPP_WEBHOOK_URL !== undefined ? optional("CAPLO_WHATSAPP_WEBHOOK_URL") : publicBase ? `${publicBase}/webhooks/whatsapp` : undefined;
+    const publicUrl = env.CAPLO_WHATSAPP_WEBHOOK_URL !== undefined ? optional("CAPLO_WHATSAPP_WEBHOOK_URL") : publicBase ? `${publicBase}${webhookBase}/whatsapp` : undefined;
     if (publicUrl === undefined && env.CAPLO_WHATSAPP_WEBHOOK_URL === undefined && env.CAPLO_PUBLIC_URL === undefined) errors.push(refusal("CAPLO_WHATSAPP_WEBHOOK_URL", "is required"));
     if (accountSid && authToken && from && publicUrl) {
       settings.whatsapp = { accountSid, authToken, from, publicUrl, ...(apiBaseUrl ? { apiBaseUrl } : {}) };
@@ -234,7 +235,8 @@ export function readChannelSettings(env: Record<string, string | undefined>): { 
     }
     settings.routes = { ...settings.routes, [platform]: { byAccount: parsed.byAccount, ...(fallback ? { fallback } : {}) } };
   }
-  const whatsappBase = settings.whatsapp?.publicUrl.endsWith("/webhooks/whatsapp") ? settings.whatsapp.publicUrl.slice(0, -"/webhooks/whatsapp".length) : undefined;
+  const whatsappPath = `${webhookBase}/whatsapp`;
+  const whatsappBase = settings.whatsapp?.publicUrl.endsWith(whatsappPath) ? settings.whatsapp.publicUrl.slice(0, -whatsappPath.length) : undefined;
   const filesBase = publicBase ?? whatsappBase;
   if (filesBase && (settings.whatsapp || settings.messenger || settings.instagram)) settings.publicUrl = filesBase;
   // The same variable is reported once.
@@ -246,9 +248,9 @@ export function readChannelSettings(env: Record<string, string | undefined>): { 
  * The webhook URLs to register on each platform's console: the WhatsApp URL as configured, the Meta ones
  * under the public address (or the WhatsApp URL's base), or a path to put after your public address.
  */
-export function webhookUrls(settings: ChannelSettings): Array<{ platform: Platform; url: string; where: string }> {
+export function webhookUrls(settings: ChannelSettings, webhookBase = "/webhooks"): Array<{ platform: Platform; url: string; where: string }> {
   const base = settings.publicUrl;
-  const at = (platform: Platform) => (base ? `${base}/webhooks/${platform}` : `<your public https address>/webhooks/${platform} (set CAPLO_PUBLIC_URL)`);
+  const at = (platform: Platform) => (base ? `${base}${webhookBase}/${platform}` : `<your public https address>${webhookBase}/${platform} (set CAPLO_PUBLIC_URL)`);
   const out: Array<{ platform: Platform; url: string; where: string }> = [];
   if (settings.whatsapp) {
     out.push({ platform: "whatsapp", url: settings.whatsapp.publicUrl, where: "Twilio Console > Messaging > Senders > WhatsApp senders (or the Sandbox settings): incoming messages and status callback, POST" });

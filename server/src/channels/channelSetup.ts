@@ -14,9 +14,12 @@ import type { ChannelAgentConfig, InboxStore, OutboxRecord, Platform, TeamAlerts
 import { registerChannelRoutes, type RouteRegistry } from "./routes.ts";
 import { SqliteInboxStore } from "./inbox/index.ts";
 import { routeAgent, type ChannelSettings } from "./channelSettings.ts";
+import { webhookBasePath } from "./workspaceChannels.ts";
+import { DEFAULT_WORKSPACE, parseWorkspaceRef, workspaceRef } from "@caplo/shared";
 
 export { channelAgentProblems, parseAccountTokens, parseAgentRoutes, readChannelSettings, routeAgent, webhookUrls, CHANNEL_VARIABLES } from "./channelSettings.ts";
 export type { AgentRoutes, ChannelSettings, ChannelSetupError, MetaSettings, WhatsAppSettings } from "./channelSettings.ts";
+export { inWorkspaceFile, parseChannelFile, parseWorkspaceChannels, webhookBasePath, WORKSPACE_CHANNELS_VARIABLE } from "./workspaceChannels.ts";
 
 export const ADAPTER_CAPABILITIES: Record<Platform, AdapterCapabilities> = {
   whatsapp: WHATSAPP_CAPABILITIES,
@@ -78,9 +81,14 @@ export async function mountChannels(options: {
   settings: ChannelSettings;
   engine: EngineView;
   gateway: RouteRegistry;
-  /** The agent of a platform without a per-account map (settings.routes); see routeAgent. */
+  /**
+   * The workspace whose channels these are (default `default`): the settings' agent names are its agents' names,
+   * so its channels answer only with its own agents, and its webhooks are at webhookBasePath (/webhooks/@<workspace>).
+   */
+  workspaceId?: string;
+  /** The agent (its name in the workspace) of a platform without a per-account map (settings.routes); see routeAgent. */
   agentFor: (platform: Platform) => string | undefined;
-  /** The agent.yaml of each agent the server serves: an agent answers only on the channels it lists. */
+  /** The agent.yaml of each of the workspace's agents the server serves, by name: an agent answers only on the channels it lists. */
   agentConfig: (agent: string) => ChannelAgentConfig | undefined;
   /** The SQLite file of the channel state. */
   file: string;
@@ -92,6 +100,8 @@ export async function mountChannels(options: {
   retention?: Partial<Retention>;
   /** How often stored events are looked for without a webhook (a lost node's claim ended); 5 s by default. */
   sweepMs?: number;
+  /** The operator's log lines (an inbound no agent answers, a failed read); console.warn by default. */
+  log?: (line: string) => void;
 }): Promise<MountedChannels> {
   const store = options.store ?? new SqliteInboxStore(options.file, { ...(options.synchronous && { synchronous: options.synchronous }) });
   const adapters: ChannelAdapter[] = [];
@@ -100,11 +110,21 @@ export async function mountChannels(options: {
   if (messenger) adapters.push(createMessengerAdapter(messenger));
   if (instagram) adapters.push(createInstagramAdapter(instagram));
   const routes = options.settings.routes;
+  const workspaceId = options.workspaceId ?? DEFAULT_WORKSPACE;
   const port = new EnginePort({
     engine: options.engine,
-    agentFor: (platform, account) => routeAgent(routes, platform, account, options.agentFor),
+    // Names in the settings are the workspace's agents; the engine is given their references (acme/shop).
+    agentFor: (platform, account) => {
+      const name = routeAgent(routes, platform, account, options.agentFor);
+      return name === undefined ? undefined : workspaceRef(workspaceId, name);
+    },
     capabilities: neutralCapabilities,
-    agentConfig: options.agentConfig,
+    ...(options.log && { log: options.log }),
+    // Only the workspace's own agents: another workspace's agent (or conversation) has no config here.
+    agentConfig: (ref) => {
+      const agent = parseWorkspaceRef(ref);
+      return agent.workspaceId === workspaceId ? options.agentConfig(agent.name) : undefined;
+    },
   });
   // Without a team inbox to tell, undelivered messages are at least logged (they are always in the store).
   const alerts: TeamAlerts = options.alerts ?? { alert: (a) => console.warn(`caplo channels: ${a.platform} ${a.code}${a.conversationId ? ` in ${a.conversationId}` : ""}: ${a.message}`) };
@@ -113,11 +133,12 @@ export async function mountChannels(options: {
     port,
     adapters,
     alerts,
+    ...(options.log && { log: options.log }),
     ...(options.retention ? { retention: options.retention } : {}),
     ...(options.settings.publicUrl ? { publicUrl: options.settings.publicUrl } : {}),
   });
   const platforms = adapters.map((a) => a.platform);
-  registerChannelRoutes(options.gateway, service, platforms);
+  registerChannelRoutes(options.gateway, service, platforms, webhookBasePath(workspaceId));
   // The team's follow-up list shows the messages that never reached their customer.
   const removeSource = options.engine.addUndeliveredSource?.(async () => undeliveredFor(await store.listFailures()));
   // The team API shows on each outbound event how it went out and what the platform reported since.

@@ -1,6 +1,7 @@
 // The ConversationPort over the engine's facade: a channel customer opens a conversation of the agent on that
 // channel, acts through engine.handle as the conversation's owner, is sent every stored event in order, and
 // the glue asks the engine where a proposal stands and which question is open (it keeps no copy of either).
+import { DEFAULT_WORKSPACE, workspaceRef } from "@caplo/shared";
 import type { ChannelCapabilities } from "@caplo/shared/channel";
 import { UNDELIVERED_NOTE_PREFIX } from "../engine/engine.ts";
 import type { DeliveryRecord } from "../engine/common.ts";
@@ -30,7 +31,8 @@ export interface EngineView {
   ): () => void;
   /** The team API shows each event's delivery statuses from here (optional, as above). */
   addDeliverySource?(source: (conversationId: string) => Promise<DeliveryView[]>): () => void;
-  conversation(conversationId: string): Promise<{ agent: string } | undefined>;
+  /** The conversation's agent (its name) and workspace (absent: the default one). */
+  conversation(conversationId: string): Promise<{ agent: string; workspaceId?: string } | undefined>;
   /** Stored events with seq > after, in order, at most `limit`. */
   eventsAfter(conversationId: string, after: number, limit: number): Promise<Array<{ seq: number; message: Outbound }>>;
   pruneInboundSources(before: number): Promise<number>;
@@ -57,10 +59,10 @@ export function isUndeliveredNote(message: Outbound): boolean {
 
 export interface EnginePortOptions {
   engine: EngineView;
-  /** The agent that answers on our `account` (number, page, Instagram account) of a platform; undefined: none. */
+  /** The agent (its reference, agentRef) that answers on our `account` (number, page, Instagram account) of a platform; undefined: none. */
   agentFor: (platform: Platform, account?: string) => string | undefined;
   capabilities: (platform: Platform) => ChannelCapabilities;
-  /** The agent.yaml of an agent the server serves (its current release): which channels it lists, and more. */
+  /** The agent.yaml of an agent the server serves (by reference: its current release): which channels it lists, and more. */
   agentConfig: (agent: string) => ChannelAgentConfig | undefined;
   /** Pause before reading a conversation's events again after the read failed (default 1 s). */
   catchUpRetryMs?: number;
@@ -107,7 +109,8 @@ export class EnginePort implements ConversationPort {
   async agentConfig(conversationId: string): Promise<ChannelAgentConfig | undefined> {
     let agent = this.#agents.get(conversationId);
     if (agent === undefined) {
-      agent = (await this.#options.engine.conversation(conversationId))?.agent;
+      const conversation = await this.#options.engine.conversation(conversationId);
+      agent = conversation && workspaceRef(conversation.workspaceId ?? DEFAULT_WORKSPACE, conversation.agent);
       if (agent !== undefined) this.#agents.set(conversationId, agent);
     }
     return agent === undefined ? undefined : this.#options.agentConfig(agent);

@@ -64,6 +64,11 @@ const outbox = (r: Row): OutboxRecord => ({
 export type PostgresInboxStoreOptions = {
   connectionString: string;
   schema?: string;
+  /**
+   * Where the nodes' liveness leases (cluster_nodes) are, when not in `schema`: a workspace's channel state has
+   * a schema of its own, and its claims are held by the same live nodes as the server's (default `schema`).
+   */
+  leasesSchema?: string;
   nodeId: string;
   max?: number;
   /** Default INBOUND_CLAIM_MS and OUTBOX_CLAIM_MS (tests shorten them). */
@@ -74,17 +79,19 @@ export type PostgresInboxStoreOptions = {
 export class PostgresInboxStore implements InboxStore {
   readonly nodeId: string;
   readonly schema: string;
+  readonly leasesSchema: string;
   #pool: pg.Pool;
   #inboundClaimMs: number;
   #outboxClaimMs: number;
 
   private constructor(options: PostgresInboxStoreOptions) {
     this.schema = options.schema ?? "public";
-    if (!SCHEMA_NAME_PATTERN.test(this.schema)) throw new Error(`schema '${this.schema}' must match ${SCHEMA_NAME_PATTERN}`);
+    this.leasesSchema = options.leasesSchema ?? this.schema;
+    for (const schema of [this.schema, this.leasesSchema]) if (!SCHEMA_NAME_PATTERN.test(schema)) throw new Error(`schema '${schema}' must match ${SCHEMA_NAME_PATTERN}`);
     this.nodeId = options.nodeId;
     this.#inboundClaimMs = options.inboundClaimMs ?? INBOUND_CLAIM_MS;
     this.#outboxClaimMs = options.outboxClaimMs ?? OUTBOX_CLAIM_MS;
-    this.#pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 4, options: `-c search_path=${this.schema}` });
+    this.#pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 4, options: `-c search_path=${this.schema === this.leasesSchema ? this.schema : `${this.schema},${this.leasesSchema}`}` });
     this.#pool.on("error", () => undefined); // an idle connection cut by a restart; the next query reconnects
   }
 
@@ -95,7 +102,7 @@ export class PostgresInboxStore implements InboxStore {
   static async open(options: PostgresInboxStoreOptions): Promise<PostgresInboxStore> {
     const store = new PostgresInboxStore(options);
     try {
-      const leases = await NodeLeases.migrate(store.#pool, store.schema);
+      const leases = await NodeLeases.migrate(store.#pool, store.leasesSchema);
       if (!leases.ok) throw Object.assign(new Error(leases.error.message), { code: leases.error.code });
       await migratePostgres(store.#pool, store.schema, CHANNEL_POSTGRES_SET);
     } catch (error) {

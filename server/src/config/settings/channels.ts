@@ -37,7 +37,13 @@ export const channelSettings = {
   CAPLO_WHATSAPP_AGENTS: channel({ name: "CAPLO_WHATSAPP_AGENTS", rule: "number=agent pairs, comma-separated", example: "whatsapp:+15551234567=shop", doc: "which agent answers each WhatsApp number" }),
   CAPLO_MESSENGER_AGENTS: channel({ name: "CAPLO_MESSENGER_AGENTS", rule: "pageId=agent pairs, comma-separated", example: "105000000000001=shop", doc: "which agent answers each Facebook page" }),
   CAPLO_INSTAGRAM_AGENTS: channel({ name: "CAPLO_INSTAGRAM_AGENTS", rule: "accountId=agent pairs, comma-separated", example: "17841400000000001=shop", doc: "which agent answers each Instagram account" }),
-  CAPLO_WHATSAPP_AGENT: channel({ name: "CAPLO_WHATSAPP_AGENT", rule: "an agent name", example: "shop", default: "the first `--agent`", doc: "the agent for WhatsApp numbers the map does not name" }),
-  CAPLO_MESSENGER_AGENT: channel({ name: "CAPLO_MESSENGER_AGENT", rule: "an agent name", example: "shop", default: "the first `--agent`", doc: "the agent for pages the map does not name" }),
-  CAPLO_INSTAGRAM_AGENT: channel({ name: "CAPLO_INSTAGRAM_AGENT", rule: "an agent name", example: "shop", default: "the first `--agent`", doc: "the agent for Instagram accounts the map does not name" }),
+  CAPLO_WHATSAPP_AGENT: channel({ name: "CAPLO_WHATSAPP_AGENT", rule: "an agent name", example: "shop", default: "the first `--agent` of the default workspace", doc: "the agent for WhatsApp numbers the map does not name" }),
+  CAPLO_MESSENGER_AGENT: channel({ name: "CAPLO_MESSENGER_AGENT", rule: "an agent name", example: "shop", default: "the first `--agent` of the default workspace", doc: "the agent for pages the map does not name" }),
+  CAPLO_INSTAGRAM_AGENT: channel({ name: "CAPLO_INSTAGRAM_AGENT", rule: "an agent name", example: "shop", default: "the first `--agent` of the default workspace", doc: "the agent for Instagram accounts the map does not name" }),
+  CAPLO_WORKSPACE_CHANNELS: channel({
+    name: "CAPLO_WORKSPACE_CHANNELS",
+    rule: "workspace=file pairs, comma-separated",
+    example: "acme=/etc/caplo/acme-channels.env",
+    doc: "each workspace's own messaging channels: a file per workspace holding the channel variables above (its own Twilio account, Meta app, numbers, pages and agents); its webhooks are at `/webhooks/@<workspace>/<platform>` (see [Workspaces](workspaces.md#channels)). The variables above are the default workspace's",
+  }),
 };
