@@ -1,7 +1,9 @@
 // Agents and tools: each served release, the model it uses, the package versions it pins and every tool
-// with its policy (read or write, confirmation, verified customer, timeout, status checks) and schema.
+// with its policy (read or write, confirmation, verified customer, timeout, status checks) and schema; then
+// the remote MCP servers of the workspace and their review (RemoteServers.tsx).
 import type { Release } from "./api.ts";
 import { usePoll } from "./poll.ts";
+import { RemoteServers } from "./RemoteServers.tsx";
 
 export function Releases() {
   const { data, error } = usePoll<{ releases: Release[] }>("/v1/team/releases", 30_000);
@@ -56,6 +58,7 @@ export function Releases() {
           </table>
         </section>
       ))}
+      <RemoteServers />
     </main>
   );
 }

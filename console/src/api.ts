@@ -105,3 +105,21 @@ export type Numbers = {
   followUps: { count: number; oldestSeconds: number | null };
   ratings: { up: number; down: number };
 };
+
+/** A remote MCP server's review, as `caplo remote` writes it (server/src/remote/remoteReview.ts). */
+export type RemoteReviewedTool = { name: string; description?: string; schemaHash: string; effect: "unreviewed" | "read" | "write"; timeoutSeconds: number; confirmation?: "required" | "none"; changed?: string };
+export type RemoteReview = { apiVersion: "v1"; kind: "RemoteMcpReview"; name: string; url: string; authorizationSecret?: string; transport?: string; tools: RemoteReviewedTool[] };
+/** A tool as the server lists it now: description and schemas as sent (shown as text). */
+export type RemoteListed = { name: string; description: string; inputSchema: Record<string, unknown>; outputSchema: Record<string, unknown> | null; schemaHash: string };
+export type RemoteDrift = { added: string[]; changed: string[]; removed: string[] };
+export type RemoteVersionView = {
+  id: string;
+  name: string;
+  url: string;
+  transport: string | null;
+  authorizationSecret: string | null;
+  publishedAt: string;
+  publishedBy: string | null;
+  unpublished: string[];
+  tools: { name: string; modelName: string; description: string; effect: string; confirmation: string | null; timeoutSeconds: number | null; hasStatus: boolean; inputSchema: Record<string, unknown> }[];
+};

@@ -268,6 +268,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     ...((runner as { logStore?: LogStore }).logStore && { logStore: (runner as { logStore?: LogStore }).logStore! }),
     modelOf: (release) => models.get(release.id)?.id ?? release.config.model ?? "the server's default model",
     secrets: (name, workspaceId) => secrets.get(workspaceId ?? DEFAULT_WORKSPACE, name),
+    // The console's remote review keeps each workspace's published remote versions beside its releases.
+    remoteReview: { versionsDir: (workspaceId) => join(workspaceReleasesDir(options.releasesDir, workspaceId), "remote"), allowPrivateNetwork: config.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK },
     log: componentLog(log),
     publicOrigins: widget.settings.publicOrigins,
     trustedProxies: widget.settings.trustedProxies,

@@ -1,15 +1,13 @@
 // `caplo remote`: connect a remote MCP server by URL, write its tools into a review file, merge later
 // changes into that review, publish the reviewed tools as an immutable version, and check for drift.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { secretValues } from "../runner/fixtures.ts";
-import { EFFECT_OUTCOME_CAPABILITY, OPERATION_STATUS_CAPABILITY } from "@caplo/shared";
 import {
-  advertises,
-  connectRemote,
   driftOf,
   formatReview,
-  listRemoteTools,
+  keepRemoteVersion,
+  listRemote,
   mergeReview,
   newReview,
   parseReview,
@@ -52,17 +50,9 @@ function endpointFor(url: string, secret: string | undefined, args: string[]): R
 }
 
 async function listing(endpoint: RemoteEndpoint) {
-  const connected = await connectRemote(endpoint);
-  if (!connected.ok) throw new Error(`${connected.error.code}: ${connected.error.message}`);
-  try {
-    return {
-      tools: await listRemoteTools(connected.client),
-      transport: connected.transport,
-      facts: { effectOutcomes: advertises(connected.client, EFFECT_OUTCOME_CAPABILITY), operationStatus: advertises(connected.client, OPERATION_STATUS_CAPABILITY) },
-    };
-  } finally {
-    await connected.client.close().catch(() => undefined);
-  }
+  const listed = await listRemote(endpoint);
+  if (!listed.ok) throw new Error(`${listed.error.code}: ${listed.error.message}`);
+  return listed.listing;
 }
 
 export async function run(args: string[]): Promise<number> {
@@ -110,10 +100,7 @@ export async function run(args: string[]): Promise<number> {
         for (const error of published.errors) console.error(`${error.code} ${error.path}: ${error.message}`);
         return 1;
       }
-      const dir = option(args, "--out") ?? join(".caplo", "remote");
-      mkdirSync(dir, { recursive: true });
-      const file = join(dir, `${published.version.name}-${published.version.contentHash.slice(0, 12)}.json`);
-      if (!existsSync(file)) writeFileSync(file, JSON.stringify(published.version, null, 2) + "\n");
+      const file = keepRemoteVersion(option(args, "--out") ?? join(".caplo", "remote"), published.version);
       console.log(`published ${published.version.id} (${published.version.tools.length} tools) to ${file}`);
       if (published.skipped.length) console.log(`not published (unreviewed): ${published.skipped.join(", ")}`);
       return 0;

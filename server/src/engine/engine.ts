@@ -285,6 +285,11 @@ export class Engine {
     return this.store.listAudit(workspaceId, options);
   }
 
+  /** The newest entry of one action on one target in a workspace's audit (who published a remote version). */
+  lastAudit(workspaceId: string, action: string, target: string): Promise<AuditEvent | undefined> {
+    return this.store.lastAudit(workspaceId, action, target);
+  }
+
   /** Record a change in a workspace's audit. */
   recordAudit(entry: AuditEntry): Promise<AuditEvent> {
     return this.store.appendAudit(entry);

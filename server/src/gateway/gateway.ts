@@ -25,6 +25,7 @@ import type { TeamMember } from "./teamMembers.ts";
 import { TeamDirectory } from "../members/index.ts";
 import { registerConsoleApi } from "../console/consoleApi.ts";
 import { ConsoleSessions } from "../console/sessions.ts";
+import { registerRemoteReviewApi } from "../console/remoteReviewApi.ts";
 import type { LogStore } from "../runner/logStore.ts";
 
 export type GatewayOptions = {
@@ -51,6 +52,12 @@ export type GatewayOptions = {
   logStore?: LogStore;
   /** The model a release's turns use, as the console names it. */
   modelOf?: (release: AgentRelease) => string;
+  /**
+   * The console's remote MCP review (console/remoteReviewApi.ts): where a workspace's published remote versions
+   * are kept, and whether private networks may be reached (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK). Without it the
+   * routes are absent. The authorization header's value is read through `secrets`.
+   */
+  remoteReview?: { versionsDir: (workspaceId: string) => string; allowPrivateNetwork: boolean };
   /**
    * Workspace secrets (for HS256 identity keys), by name in the agent's workspace; read at each sign-in, so
    * a changed key is used without a restart.
@@ -147,6 +154,10 @@ export class Gateway {
       team.guarded,
       team.body,
     );
+    if (options.remoteReview) {
+      const secrets = options.secrets;
+      registerRemoteReviewApi(this.routes, { engine: options.engine, ...options.remoteReview, secret: (name, workspaceId) => secrets?.(name, workspaceId) }, team.guarded, team.body);
+    }
     this.routes.add("GET", `${FILES_PATH}/:id`, async (_req, res, params) => {
       const id = params.id ?? "";
       const file = /^f_[A-Za-z0-9_-]{32}$/.test(id) ? await options.engine.file(id) : undefined;

@@ -107,6 +107,11 @@ export function parseReview(text: string): { ok: true; review: Review } | { ok: 
   } catch (error) {
     return { ok: false, errors: [{ code: "review_yaml_invalid", path: "/", message: (error as Error).message }] };
   }
+  return checkReview(data);
+}
+
+/** Checks a review (a parsed file, or the team console's JSON) with located errors. */
+export function checkReview(data: unknown): { ok: true; review: Review } | { ok: false; errors: ReviewProblem[] } {
   const parsed = reviewSchema.safeParse(data);
   if (!parsed.success) {
     return {

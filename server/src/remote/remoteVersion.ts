@@ -134,3 +134,27 @@ export function exposedTools(version: RemoteVersion, listed: ListedTool[]): Buil
   const drift = driftOf(version, listed);
   return version.tools.filter((tool) => !drift.changed.includes(tool.name) && !drift.removed.includes(tool.name));
 }
+
+/**
+ * The review a published version stands for: its tools as they were classified (the tools it left
+ * unreviewed are not in it: a listing merged into it brings them back unreviewed). The team console starts
+ * a review again from here, so what was decided before is kept and only what changed is asked again.
+ */
+export function reviewOfVersion(version: RemoteVersion): Review {
+  return {
+    apiVersion: "v1",
+    kind: "RemoteMcpReview",
+    name: version.name,
+    url: version.url,
+    ...(version.authorizationSecret && { authorizationSecret: version.authorizationSecret }),
+    ...(version.transport && { transport: version.transport }),
+    tools: version.tools.map((tool) => ({
+      name: tool.name,
+      ...(tool.description && { description: tool.description }),
+      schemaHash: tool.schemaHash,
+      effect: tool.policy.effect,
+      timeoutSeconds: tool.policy.timeoutSeconds ?? 10,
+      ...(tool.policy.effect === "write" && { confirmation: tool.policy.confirmation }),
+    })),
+  };
+}

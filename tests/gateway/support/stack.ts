@@ -88,6 +88,8 @@ export async function startStack(options: StackOptions = {}) {
     releases,
     teamMembers: [teamMember("ana", "team-secret-token"), teamMember("ben", "ben-secret-token")],
     addressLimits: { socketsPerAddress: 100_000, conversationsPerMinute: 1_000_000 },
+    // As caplo serve: the console's remote review keeps versions beside the releases, public https servers only.
+    remoteReview: { versionsDir: (workspaceId) => join(dir, "releases", workspaceId === "default" ? "" : `@${workspaceId}`, "remote"), allowPrivateNetwork: false },
     ...options.gateway,
   });
   const address = await gateway.listen(0, "127.0.0.1");

@@ -79,7 +79,7 @@ export const runnerSettings = {
       example: "1",
       default: "0 (https to public addresses only)",
       commands: ["serve", "remote"],
-      doc: "`1` lets remote MCP versions be reached over `http` and at loopback or private addresses: for local development only, never in production",
+      doc: "`1` lets remote MCP versions (and the team console's remote review) be reached over `http` and at loopback or private addresses: for local development only, never in production",
     },
     oneOf(["0", "1"])
       .transform((value) => value === "1")

@@ -1,0 +1,24 @@
+// Lists a remote MCP server's tools once: connect (the URL checked first), list every page, note what the
+// server advertises, close. `caplo remote` and the team console's remote review both list through here.
+import { EFFECT_OUTCOME_CAPABILITY, OPERATION_STATUS_CAPABILITY } from "@caplo/shared";
+import { connectRemote, type RemoteEndpoint, type RemoteProblem, type RemoteTransport } from "./remoteConnection.ts";
+import type { ListedTool } from "./remoteReview.ts";
+import { advertises, listRemoteTools } from "./remoteTarget.ts";
+import type { RemoteServerFacts } from "./remoteVersion.ts";
+
+export type RemoteListing = { tools: ListedTool[]; transport: RemoteTransport; facts: RemoteServerFacts };
+
+/** The server's tools as listed now, over the endpoint's transport (else Streamable HTTP, then SSE), or why not. */
+export async function listRemote(endpoint: RemoteEndpoint): Promise<{ ok: true; listing: RemoteListing } | { ok: false; error: RemoteProblem }> {
+  const connected = await connectRemote(endpoint);
+  if (!connected.ok) return connected;
+  try {
+    const tools = await listRemoteTools(connected.client);
+    const facts = { effectOutcomes: advertises(connected.client, EFFECT_OUTCOME_CAPABILITY), operationStatus: advertises(connected.client, OPERATION_STATUS_CAPABILITY) };
+    return { ok: true, listing: { tools, transport: connected.transport, facts } };
+  } catch (error) {
+    return { ok: false, error: { code: "remote_list_failed", path: "/url", message: `${endpoint.url} did not list its tools: ${(error as Error).message}` } };
+  } finally {
+    await connected.client.close().catch(() => undefined);
+  }
+}
