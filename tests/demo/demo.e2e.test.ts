@@ -165,8 +165,13 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     // In the stores' own time, as the customer will walk in: "Sat 5 Dec, 15:00, fitting".
     expect(await slots.getByRole("button").first().textContent()).toMatch(/^\w{3} \d{1,2} \w{3}, \d{2}:\d{2}, fitting/);
 
-    // A slot picked: book_slot's review card, its reminder an editable select, changed before confirming.
+    // A slot picked: the visitor's message shows the slot as it was offered, not the id the message carries;
+    // book_slot's review card, its reminder an editable select, changed before confirming.
+    const slotLabel = (await slots.getByRole("button").first().locator("span").first().textContent())!;
     await slots.getByRole("button").first().click();
+    const customerSaid = () => app().locator(".bubble.from-customer");
+    await customerSaid().filter({ hasText: slotLabel }).waitFor();
+    expect(await customerSaid().last().textContent()).not.toMatch(/SL-|book slot/i);
     const booking = reviews().last();
     await booking.getByRole("button", { name: "Confirm" }).waitFor();
     expect(await booking.getByRole("heading").textContent()).toBe("Book this appointment");
@@ -249,6 +254,17 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     expect(await address.textContent()).not.toContain("verify your identity again");
     expect(await reviews().count()).toBe(cards);
     await snap("receipt-address");
+
+    // The same visitor in a new tab: the history comes from the server, where the tapped slot is only the
+    // message it sent; it still reads as the slot's label, and no message of the visitor shows an id.
+    const later = await page.context().newPage();
+    later.setDefaultTimeout(15_000);
+    await later.goto(url);
+    await later.getByRole("button", { name: "Open chat" }).click();
+    const laterSaid = later.frameLocator("iframe[title='Chat']").locator(".bubble.from-customer");
+    await laterSaid.filter({ hasText: slotLabel }).waitFor();
+    expect((await laterSaid.allTextContents()).filter((text) => /SL-|book slot/i.test(text))).toEqual([]);
+    await later.close();
   }, 180_000);
 
   test("the printed team console address and token sign the demo member in, and the walk's conversation is in the inbox with its writes", async () => {

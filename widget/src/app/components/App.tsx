@@ -15,6 +15,7 @@ import { transcriptText } from "../transcript.ts";
 import { Composer } from "./Composer.tsx";
 import { Header } from "./Header.tsx";
 import { titleColumn } from "../layouts/common.tsx";
+import { choiceLabels } from "../layouts/Choices.tsx";
 import { Log } from "./Log.tsx";
 import { PagePanel, type OpenPage } from "./PagePanel.tsx";
 
@@ -182,7 +183,8 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const rows = useMemo(() => rowsOf(state.entries), [state.entries]);
   const running = useMemo(() => runningLabels(state.entries), [state.entries]);
   const used = useMemo(() => ({ ...settledIds(state.entries), ...state.used }), [state.entries, state.used]);
-  const labels = useMemo(() => labelsOf(state.used), [state.used]);
+  // What this page tapped wins; a history from the server (another tab) still shows a choice's label.
+  const labels = useMemo(() => ({ ...choiceLabels(state.entries.map((e) => e.message)), ...labelsOf(state.used) }), [state.entries, state.used]);
   const latestStepUp = useMemo(() => latestStepUpOf(state.entries), [state.entries]);
   const names = useMemo(() => namesOf(state.entries), [state.entries]);
 

@@ -5,6 +5,7 @@ import type { OutboundOf } from "@caplo/shared";
 import { LAYOUT_ITEMS_MAX } from "@caplo/shared/limits";
 import { outbound, renderInWidget } from "../testing.tsx";
 import { Result } from "./Result.tsx";
+import { choiceLabels } from "./Choices.tsx";
 import { PIN_GAP, spread, view } from "./MapPlot.tsx";
 
 type R = OutboundOf<"result">;
@@ -165,6 +166,16 @@ describe("choices", () => {
     expect(sent.map((s) => s.event)).toEqual([{ type: "message", text: "Book 10:00 please" }]);
     expect(screen.getByRole("button", { name: /10:00/ }).getAttribute("aria-pressed")).toBe("true");
     expect(screen.getAllByRole("button").every((b) => (b as HTMLButtonElement).disabled)).toBe(true);
+  });
+
+  test("a choice's message is known by its label from the result alone (a history from the server shows the label, not the ids the message carries)", () => {
+    const items = [
+      { slot: "Sat 5 Dec, 15:00", where: "Ljubljana", id: "SL-LJ1-20261205T15" },
+      { slot: "Sat 5 Dec, 16:00", where: "Maribor", id: "SL-MB1-20261205T16" },
+    ];
+    const withIds: R["columns"] = [...columns, { key: "id", label: "Slot", display: "plain" }];
+    const labels = choiceLabels([result({ layout: "choices", columns: withIds, items, actions: [{ kind: "reply", label: "Pick", template: "Book slot {id}" }] }), result({ layout: "table", columns, items })]);
+    expect(labels).toEqual({ "Book slot SL-LJ1-20261205T15": "Sat 5 Dec, 15:00", "Book slot SL-MB1-20261205T16": "Sat 5 Dec, 16:00" });
   });
 });
 
