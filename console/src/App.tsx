@@ -1,11 +1,12 @@
 // The console: sign-in, then the shell (navigation, who is signed in, sign out) around the inbox, the
-// conversation view, follow-ups, agents and tools, and numbers. Routes are #hashes, so every view has an
+// conversation view, follow-ups, agents and tools, numbers and the workspace's audit. Routes are #hashes, so every view has an
 // address a member can reload or share with a teammate.
 import { useEffect, useState } from "preact/hooks";
 import { call, setSession, whenSignedOut } from "./api.ts";
 import { Inbox } from "./Inbox.tsx";
 import { FollowUps } from "./FollowUps.tsx";
 import { Releases } from "./Releases.tsx";
+import { Audit } from "./Audit.tsx";
 import { NumbersView } from "./Numbers.tsx";
 
 type Session = { member: string; csrf: string | null };
@@ -95,11 +96,12 @@ const VIEWS = [
   { hash: "#/follow-ups", label: "Follow-ups" },
   { hash: "#/agents", label: "Agents and tools" },
   { hash: "#/numbers", label: "Numbers" },
+  { hash: "#/audit", label: "Audit" },
 ];
 
 function Shell({ member, onSignOut }: { member: string; onSignOut: () => void }) {
   const hash = useHash();
-  const view = hash.startsWith("#/follow-ups") ? "#/follow-ups" : hash.startsWith("#/agents") ? "#/agents" : hash.startsWith("#/numbers") ? "#/numbers" : "#/inbox";
+  const view = VIEWS.find((v) => v.hash !== "#/inbox" && hash.startsWith(v.hash))?.hash ?? "#/inbox";
   const open = /^#\/c\/([^/]+)$/.exec(hash)?.[1];
   return (
     <div class="console shell">
@@ -123,6 +125,7 @@ function Shell({ member, onSignOut }: { member: string; onSignOut: () => void })
       {view === "#/follow-ups" && <FollowUps />}
       {view === "#/agents" && <Releases />}
       {view === "#/numbers" && <NumbersView />}
+      {view === "#/audit" && <Audit />}
     </div>
   );
 }
