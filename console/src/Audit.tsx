@@ -22,6 +22,7 @@ const ACTIONS: Record<string, string> = {
   "release.published": "Release published",
   "follow_up.listed": "Write listed for follow-up",
   "follow_up.resolved": "Follow-up outcome recorded",
+  "remote.published": "Remote tool version published",
 };
 
 /** An entry's details as `name: value` pairs (never a secret's value: the audit holds none). */

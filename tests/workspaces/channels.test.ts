@@ -187,7 +187,12 @@ describe.each(["sqlite", "postgres"] as const)("two workspaces, each with its ow
     for (const [token, foreign] of [[ANA, acme!.id], [MALLORY, ours!.id]] as const) {
       for (const [method, path, body] of [
         ["GET", "/events", undefined],
+        ["GET", "/events?before=1", undefined],
+        ["GET", "/handoff-notices", undefined],
         ["GET", "/record", undefined],
+        ["GET", "/invocations", undefined],
+        ["POST", "/read", { seq: 1 }],
+        ["POST", "/notes", { text: "not yours" }],
         ["POST", "/takeover", {}],
         ["POST", "/messages", { text: "not yours" }],
         ["POST", "/release", {}],
@@ -197,6 +202,11 @@ describe.each(["sqlite", "postgres"] as const)("two workspaces, each with its ow
         expect(await theirs.json()).toEqual(await none.json());
       }
     }
+    // Nor is it found by the console's inbox search, or counted in the other's numbers.
+    const inbox = async (token: string, q: string) => ((await (await team(token, `/inbox?q=${encodeURIComponent(q)}`)).json()) as { conversations: Array<{ id: string }> }).conversations.map((c) => c.id);
+    expect(await inbox(ANA, "hello acme")).toEqual([]);
+    expect(await inbox(MALLORY, "hello acme")).toEqual([acme!.id]);
+    expect(await inbox(MALLORY, "hello default")).toEqual([]);
     // Nothing was sent to the customer on either account by the refused messages.
     expect([...twilios.acme.sent, ...twilios.default.sent].some((sent) => sent.body?.includes("not yours"))).toBe(false);
   });
