@@ -1,5 +1,5 @@
 // The gateway under benchmark, in a process of its own so its memory and CPU can be measured alone: SQLite
-// file store, the shop's MCP server through the in-process test runner, the scripted model. Prints its port;
+// file store, the shop's MCP server in memory on the real runner, the scripted model. Prints its port;
 // answers "mem" on its IPC channel with its memory after a full GC and its CPU time so far; with
 // BENCH_PROF=DIR, "prof-start"/"prof-stop" bracket a CPU profile written to DIR (only the measured turns).
 import { writeFileSync } from "node:fs";

@@ -12,8 +12,7 @@ import { teamMember } from "../../server/src/gateway/teamMembers.ts";
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import type { Store } from "../../server/src/store/store.ts";
 import { postgresHarness, type StoreHarness } from "../../server/src/store/testing/storeHarness.ts";
-import { InMemoryMcpRunner } from "../engine/support/inMemoryMcpRunner.ts";
-import { createShopServer, ShopBackend, shopVersion } from "../engine/support/shopTools.ts";
+import { ShopBackend, shopRunner, shopVersion } from "../engine/support/shopTools.ts";
 import { TestClient } from "../gateway/support/client.ts";
 
 const ORIGIN = "https://shop.example";
@@ -28,7 +27,7 @@ beforeAll(async () => {
   harness = postgresHarness("caplo_attacks");
   store = await harness.open();
   const releases = new StaticReleases([releaseFromVersions({ agent: "shop-agent", instructions: "Help.", origins: [ORIGIN], versions: [shopVersion()] })]);
-  engine = new Engine({ store, runner: new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) }), model: new ScriptedModel([{ when: "hello", replies: [{ text: "Hi there." }] }], { fallback: "Hello." }), releases, nodeId: "bounds" });
+  engine = new Engine({ store, runner: shopRunner(new ShopBackend()).runner, model: new ScriptedModel([{ when: "hello", replies: [{ text: "Hi there." }] }], { fallback: "Hello." }), releases, nodeId: "bounds" });
   await engine.start({ scheduler: false });
   gateway = new Gateway({ engine, releases, teamMembers: [teamMember("ana", TOKEN)] });
   base = `http://127.0.0.1:${(await gateway.listen(0, "127.0.0.1")).port}`;

@@ -10,8 +10,8 @@ import { releaseFromVersions, StaticReleases } from "../../server/src/engine/rel
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { PostgresStore } from "../../server/src/store/postgresStore.ts";
 import { WEB } from "./support/harness.ts";
-import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
-import { createShopServer, ShopBackend, shopVersion } from "./support/shopTools.ts";
+import { ShopBackend, shopRunner, shopVersion } from "./support/shopTools.ts";
+import type { CaploToolRunner } from "../../server/src/runner/index.ts";
 import { teamEndpoint } from "./support/teamEndpoint.ts";
 import { testPg } from "../support/services.ts";
 
@@ -20,7 +20,7 @@ const schema = `caplo_handoff_${process.pid}_${randomBytes(4).toString("hex")}`;
 const settings = { ...testPg(), schema };
 const clock = { now: Date.parse("2026-03-01T10:00:00Z") };
 const hub = new MemoryHub();
-type Node = { store: PostgresStore; runner: InMemoryMcpRunner; engine: Engine; delivery: HandoffDelivery };
+type Node = { store: PostgresStore; runner: CaploToolRunner; engine: Engine; delivery: HandoffDelivery };
 const nodes: Node[] = [];
 let endpoint: Awaited<ReturnType<typeof teamEndpoint>>;
 
@@ -37,7 +37,7 @@ beforeAll(async () => {
   for (const nodeId of ["node-a", "node-b"]) {
     const store = new PostgresStore(settings);
     await store.migrate();
-    const runner = new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) });
+    const runner = shopRunner(new ShopBackend()).runner;
     const delivery = new HandoffDelivery({ store, webhooks: { defaultUrl: endpoint.url, byQueue: {}, secret: SECRET }, now: () => clock.now, retryBaseMs: 1000 });
     const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), bus: new MemoryBus({ hub }), nodeId, now: () => clock.now, handoffNotifier: delivery });
     await engine.start({ scheduler: false });

@@ -16,8 +16,7 @@ import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
 import { WEB } from "./support/harness.ts";
 import { teamEndpoint } from "./support/teamEndpoint.ts";
-import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
-import { createShopServer, ShopBackend, shopVersion } from "./support/shopTools.ts";
+import { ShopBackend, shopRunner, shopVersion } from "./support/shopTools.ts";
 
 const SECRET = "handoff-webhook-secret-of-32-chars-or-more!";
 const BASE_MS = 1000;
@@ -34,7 +33,7 @@ async function setup(webhooks: (url: string) => HandoffWebhooks, statuses: numbe
   const clock = { now: Date.parse("2026-03-01T10:00:00.000Z") };
   const store = new SqliteStore(join(dir, "caplo.db"));
   await store.migrate();
-  const runner = new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) });
+  const runner = shopRunner(new ShopBackend()).runner;
   const release = releaseFromVersions({
     agent: "shop-agent",
     instructions: "Help.",

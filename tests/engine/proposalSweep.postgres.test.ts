@@ -10,15 +10,15 @@ import { releaseFromVersions, StaticReleases } from "../../server/src/engine/rel
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { PostgresStore } from "../../server/src/store/postgresStore.ts";
 import { CANCEL, WEB } from "./support/harness.ts";
-import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
-import { createShopServer, ORDERS, ShopBackend, shopVersion } from "./support/shopTools.ts";
+import { ORDERS, ShopBackend, shopRunner, shopVersion } from "./support/shopTools.ts";
+import type { CaploToolRunner } from "../../server/src/runner/index.ts";
 import { testPg } from "../support/services.ts";
 
 const schema = `caplo_sweep_${process.pid}_${randomBytes(4).toString("hex")}`;
 const settings = { ...testPg(), schema };
 const clock = { now: Date.parse("2026-03-01T10:00:00Z") };
 const hub = new MemoryHub();
-type Node = { store: PostgresStore; runner: InMemoryMcpRunner; engine: Engine };
+type Node = { store: PostgresStore; runner: CaploToolRunner; engine: Engine };
 const nodes: Node[] = [];
 
 beforeAll(async () => {
@@ -28,7 +28,7 @@ beforeAll(async () => {
   for (const nodeId of ["node-a", "node-b"]) {
     const store = new PostgresStore(settings);
     await store.migrate();
-    const runner = new InMemoryMcpRunner({ shop: () => createShopServer(backend) });
+    const runner = shopRunner(backend).runner;
     const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), bus: new MemoryBus({ hub }), nodeId, now: () => clock.now });
     await engine.start({ scheduler: false });
     nodes.push({ store, runner, engine });

@@ -15,8 +15,7 @@ import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
 import { TestClient } from "../gateway/support/client.ts";
 import { CANCEL, engineHarness, type Harness } from "./support/harness.ts";
-import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
-import { createShopServer, ORDERS, ShopBackend, shopVersion } from "./support/shopTools.ts";
+import { ORDERS, ShopBackend, shopRunner, shopVersion } from "./support/shopTools.ts";
 
 const rules = [
   { when: /cancel (SO-\d{4})/i, replies: [{ text: "Please review.", toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }] },
@@ -143,7 +142,7 @@ describe("the proposal sweep", () => {
     for (const nodeId of ["node-a", "node-b"]) {
       const store = new SqliteStore(join(dir, "caplo.db"));
       await store.migrate();
-      const runner = new InMemoryMcpRunner({ shop: () => createShopServer(backend) });
+      const runner = shopRunner(backend).runner;
       const engine = new Engine({ store, runner, model: new ScriptedModel(rules), releases: new StaticReleases([release]), nodeId, now: () => clock.now });
       await engine.start({ scheduler: false });
       engines.push(engine);
@@ -181,7 +180,7 @@ describe("the proposal sweep in the engine's lifecycle, over a real WebSocket", 
     const dir = mkdtempSync(join(tmpdir(), "caplo-sweep-ws-"));
     const store = new SqliteStore(join(dir, "caplo.db"));
     await store.migrate();
-    const runner = new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) });
+    const runner = shopRunner(new ShopBackend()).runner;
     const releases = new StaticReleases([releaseFromVersions({ agent: "shop-agent", instructions: "Help.", origins: ["https://shop.example"], versions: [shopVersion()] })]);
     // A short lifetime and sweep period so the test waits a moment, not an hour; the clock is real.
     const engine = new Engine({ store, runner, model: new ScriptedModel(rules), releases, proposalTtlMs: 300, proposalSweepMs: 50 });

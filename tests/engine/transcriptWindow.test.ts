@@ -19,8 +19,7 @@ import type { Model, ModelMessage, ModelRequest } from "../../server/src/model/m
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
 import { WEB } from "./support/harness.ts";
-import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
-import { createShopServer, ShopBackend, shopVersion } from "./support/shopTools.ts";
+import { ShopBackend, shopRunner, shopVersion } from "./support/shopTools.ts";
 
 const user = (content: string): ModelMessage => ({ role: "user", content });
 const agent = (content: string): ModelMessage => ({ role: "assistant", content });
@@ -131,7 +130,7 @@ describe("the engine sends the model a bounded transcript", () => {
     const dir = mkdtempSync(join(tmpdir(), "caplo-window-"));
     const store = new SqliteStore(join(dir, "caplo.db"));
     await store.migrate();
-    const runner = new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) });
+    const runner = shopRunner(new ShopBackend()).runner;
     const instructions = "You help customers of the shop. ".repeat(40).trim();
     const release = releaseFromVersions({ agent: "shop-agent", instructions, origins: ["https://shop.example"], versions: [shopVersion()] });
     const model = new RecordingModel(new ScriptedModel([{ when: /question/, replies: [{ text: "An answer of some length. ".repeat(20) }] }]));
@@ -177,7 +176,7 @@ describe("the engine's transcript cache", () => {
   async function cachedEngine(dir: string, budget: number, cacheChars?: number) {
     const store = new SqliteStore(join(dir, "caplo.db"));
     await store.migrate();
-    const runner = new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) });
+    const runner = shopRunner(new ShopBackend()).runner;
     const release = releaseFromVersions({ agent: "shop-agent", instructions: "Help.", origins: ["https://shop.example"], versions: [shopVersion()] });
     const scripted = new ScriptedModel([
       { when: /order (SO-\d{4})/, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Found it: {{tool}}" }] },

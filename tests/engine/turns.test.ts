@@ -297,8 +297,8 @@ describe("recovery", () => {
       expect((await h.store.getWrite(proposalId))?.state).toBe("applied");
       expect((await h.ofType("outcome", conversationId)).at(-1)).toMatchObject({ proposalId, state: "applied" });
       // The status check asked about the original key; the write itself never ran again.
-      expect(h.runner.calls.filter((call) => call.kind === "call")).toEqual([]);
-      expect(h.runner.calls.filter((call) => call.kind === "status").map((call) => call.idempotencyKey)).toEqual([key]);
+      expect(h.requests.filter((call) => call.kind === "call")).toEqual([]);
+      expect(h.requests.filter((call) => call.kind === "status").map((call) => call.idempotencyKey)).toEqual([key]);
     } finally {
       await h.close();
       rmSync(dir, { recursive: true, force: true });

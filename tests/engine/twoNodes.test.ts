@@ -11,8 +11,8 @@ import type { Model } from "../../server/src/model/model.ts";
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { PostgresStore } from "../../server/src/store/postgresStore.ts";
 import { CANCEL, WEB } from "./support/harness.ts";
-import { InMemoryMcpRunner } from "./support/inMemoryMcpRunner.ts";
-import { createShopServer, ORDERS, ShopBackend, shopVersion } from "./support/shopTools.ts";
+import { ORDERS, ShopBackend, shopRunner, shopVersion } from "./support/shopTools.ts";
+import type { CaploToolRunner, MemoryRequest } from "../../server/src/runner/index.ts";
 import { testPg } from "../support/services.ts";
 
 const schema = `caplo_nodes_${process.pid}_${randomBytes(4).toString("hex")}`;
@@ -20,7 +20,7 @@ const settings = { ...testPg(), schema };
 const backend = new ShopBackend();
 const hub = new MemoryHub();
 const clock = { now: Date.parse("2026-03-01T10:00:00Z") };
-type Node = { store: PostgresStore; runner: InMemoryMcpRunner; engine: Engine };
+type Node = { store: PostgresStore; runner: CaploToolRunner; requests: MemoryRequest[]; engine: Engine };
 const nodes: Node[] = [];
 let modelOverride: Model | undefined;
 
@@ -59,10 +59,10 @@ beforeAll(async () => {
   for (const name of ["node-a", "node-b"]) {
     const store = new PostgresStore(settings);
     await store.migrate();
-    const runner = new InMemoryMcpRunner({ shop: () => createShopServer(backend) });
+    const { runner, requests } = shopRunner(backend);
     const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), bus: new MemoryBus({ hub }), nodeId: name, now: () => clock.now, statusCheckBaseMs: 1000 });
     await engine.start({ scheduler: false });
-    nodes.push({ store, runner, engine });
+    nodes.push({ store, runner, requests, engine });
   }
 });
 
@@ -162,10 +162,10 @@ describe("two nodes, one PostgreSQL store", () => {
     if (review?.type !== "review") throw new Error("no review");
     await a.engine.handle(conversation.id, "owner", { type: "confirm", proposalId: review.proposalId });
     clock.now += 1000;
-    const before = a.runner.calls.length + b.runner.calls.length;
+    const before = a.requests.length + b.requests.length;
     const counts = await Promise.all([a.engine.runDueChecks(), b.engine.runDueChecks(), a.engine.runDueChecks(), b.engine.runDueChecks()]);
     expect(counts.reduce((sum, count) => sum + count, 0)).toBe(1);
-    expect(a.runner.calls.length + b.runner.calls.length - before).toBe(1);
+    expect(a.requests.length + b.requests.length - before).toBe(1);
     expect((await a.store.getWrite(review.proposalId))?.checkCount).toBe(1);
   });
 });

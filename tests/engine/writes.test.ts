@@ -305,9 +305,9 @@ describe("outcomes and status checks", () => {
     expect(await h.advance(2000)).toBe(1);
     expect(await h.store.getWrite(proposalId)).toMatchObject({ state: "applied", checkCount: 2, nextCheckAt: null });
     expect((await h.ofType("outcome")).at(-1)).toMatchObject({ state: "applied" });
-    const statusKeys = h.runner.calls.filter((call) => call.kind === "status").map((call) => call.idempotencyKey);
+    const statusKeys = h.requests.filter((call) => call.kind === "status").map((call) => call.idempotencyKey);
     expect(statusKeys).toEqual([pending!.idempotencyKey, pending!.idempotencyKey]);
-    expect(h.runner.calls.filter((call) => call.kind === "status").every((call) => call.operationRef === pending!.operationRef)).toBe(true);
+    expect(h.requests.filter((call) => call.kind === "status").every((call) => call.operationRef === pending!.operationRef)).toBe(true);
   });
 
   it.each([
@@ -331,7 +331,7 @@ describe("outcomes and status checks", () => {
     const listedAt = (await h.store.listTransitions(proposalId)).at(-1)!.at;
     expect((await h.engine.audit("default")).map((entry) => [entry.action, entry.target, entry.actor, entry.at, entry.detail?.state])).toEqual([["follow_up.listed", proposalId, "caplo", listedAt, state]]);
     expect(await h.advance(10_000_000)).toBe(0);
-    expect(h.runner.calls.filter((call) => call.kind === "status")).toHaveLength(STATUS_CHECKS_MAX);
+    expect(h.requests.filter((call) => call.kind === "status")).toHaveLength(STATUS_CHECKS_MAX);
   });
 
   it(`status checks survive a restart: the schedule, the gaps and the limit of ${STATUS_CHECKS_MAX} carry on from the store`, async () => {
@@ -359,9 +359,9 @@ describe("outcomes and status checks", () => {
       expect(await h.store.getWrite(proposalId)).toMatchObject({ state: "pending", checkCount: STATUS_CHECKS_MAX, followUp: true, nextCheckAt: null });
       expect(await h.advance(10_000_000)).toBe(0);
       // After the restart: the remaining checks, with the write's own key, and the write never ran again.
-      const statusKeys = h.runner.calls.filter((call) => call.kind === "status").map((call) => call.idempotencyKey);
+      const statusKeys = h.requests.filter((call) => call.kind === "status").map((call) => call.idempotencyKey);
       expect(statusKeys).toEqual(Array(STATUS_CHECKS_MAX - 3).fill(key));
-      expect(h.runner.calls.filter((call) => call.kind === "call")).toEqual([]);
+      expect(h.requests.filter((call) => call.kind === "call")).toEqual([]);
     } finally {
       await h.close();
       rmSync(dir, { recursive: true, force: true });
@@ -378,7 +378,7 @@ describe("outcomes and status checks", () => {
     expect((await h.store.getWrite(proposalId))?.state).toBe("applied");
     // Never retried blindly: the write ran once; the status check asked about it instead.
     expect(h.backend.invocations.filter((call) => call.tool === "cancel_order")).toHaveLength(1);
-    expect(h.runner.calls.filter((call) => call.kind === "status")).toHaveLength(1);
+    expect(h.requests.filter((call) => call.kind === "status")).toHaveLength(1);
   });
 
   it("unknown (the handler threw before applying): a status check records not applied", async () => {

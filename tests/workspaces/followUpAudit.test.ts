@@ -7,14 +7,13 @@ import { releaseFromVersions, StaticReleases } from "../../server/src/engine/rel
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import type { Store } from "../../server/src/store/index.ts";
 import { eachStore } from "../../server/src/store/testing/storeHarness.ts";
-import { InMemoryMcpRunner } from "../engine/support/inMemoryMcpRunner.ts";
-import { createShopServer, ShopBackend, shopVersion } from "../engine/support/shopTools.ts";
+import { ShopBackend, shopRunner, shopVersion } from "../engine/support/shopTools.ts";
 import { WEB } from "../engine/support/harness.ts";
 
 describe.each(eachStore("caplo_followup"))("a follow-up outcome and its audit entry ($name)", (harness) => {
   let store: Store;
   let engine: Engine;
-  const runner = new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) });
+  const runner = shopRunner(new ShopBackend()).runner;
 
   beforeAll(async () => {
     store = await harness.open();

@@ -23,8 +23,7 @@ import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import type { CallContextInput, ToolRunner } from "../../server/src/runner/api.ts";
 import { readSecretKeys, WorkspaceSecrets } from "../../server/src/secrets/index.ts";
 import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
-import { InMemoryMcpRunner } from "../engine/support/inMemoryMcpRunner.ts";
-import { createShopServer, ShopBackend, shopVersion } from "../engine/support/shopTools.ts";
+import { ShopBackend, shopRunner, shopVersion } from "../engine/support/shopTools.ts";
 import { WEB } from "../engine/support/harness.ts";
 
 const ANA = "ct_ana-default-0123456789abcdefghijklmnopqrstuv";
@@ -52,7 +51,7 @@ describe("two workspaces on one server", () => {
 
   beforeAll(async () => {
     await store.migrate();
-    const inner = new InMemoryMcpRunner({ shop: () => createShopServer(new ShopBackend()) });
+    const inner = shopRunner(new ShopBackend()).runner;
     // The runner as the engine calls it, with each call's context recorded.
     const runner: ToolRunner = {
       load: (version) => inner.load(version),

@@ -7,7 +7,7 @@ import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/typ
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { EFFECT_OUTCOME_CAPABILITY } from "@caplo/shared";
-import type { CallRoute } from "../runner/packageProcess.ts";
+import type { CallRoute } from "../runner/routedClient.ts";
 import type { Session, Target, TargetKind } from "../runner/target.ts";
 import { isRemoteVersionId, loadPinnedRemote } from "./remotePin.ts";
 import { connectRemote, type RemoteEndpoint } from "./remoteConnection.ts";

@@ -1,24 +1,13 @@
 // One warm package process: a sandboxed Node 24 child serving the package over stdio, its egress
-// socket, and the MCP client the runner calls it through. Log notifications and elicitation requests
-// are routed to the call they belong to.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { McpError, ErrorCode, ElicitRequestSchema, LoggingMessageNotificationSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
-import { CALL_META_KEY } from "@caplo/shared";
-import type { ElicitRequest, LogLine } from "./api.ts";
+// socket, and the MCP client the runner calls it through (routedClient.ts: log notifications and
+// elicitation requests are routed to the call they belong to).
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ChildTransport } from "./childTransport.ts";
-import { boundLine } from "./logBounds.ts";
-import { openEgressSocket, type EgressEvent, type EgressSocket } from "./egressProxy.ts";
+import { openEgressSocket, type EgressSocket } from "./egressProxy.ts";
+import { routedClient, type CallRoute } from "./routedClient.ts";
 import type { ResolveOverride } from "./egressRule.ts";
 import { createSandboxGroup, type SandboxGroup } from "./cgroup.ts";
 import { killSandbox, spawnSandboxed, type SandboxMode, type SandboxProcess } from "./sandbox.ts";
-
-export type CallRoute = {
-  invocationId: string;
-  onLog: (line: LogLine) => void;
-  onEgress: (event: EgressEvent) => void;
-  /** Absent: the call's tool sees a client without the capability. */
-  onElicit?: (request: ElicitRequest) => Promise<ElicitResult>;
-};
 
 export type ProcessOptions = {
   /** For messages: which version this process serves. */
@@ -57,46 +46,10 @@ export class ProcessStartError extends Error {
 }
 
 const STDERR_KEEP = 16 * 1024;
-const LEVELS: Record<string, LogLine["level"]> = {
-  debug: "debug",
-  info: "info",
-  notice: "info",
-  warning: "warn",
-  error: "error",
-  critical: "error",
-  alert: "error",
-  emergency: "error",
-};
-
-/** Turns an MCP log notification's params into a log line. */
-function toLogLine(params: { level: string; logger?: string; data?: unknown }): LogLine {
-  const data = params.data;
-  let message: string;
-  let extra: unknown;
-  if (typeof data === "string") message = data;
-  else if (data && typeof data === "object" && typeof (data as { message?: unknown }).message === "string") {
-    message = (data as { message: string }).message;
-    extra = (data as { data?: unknown }).data;
-  } else message = JSON.stringify(data ?? null);
-  // Bounded here, before the line is kept anywhere: the runner's CallLog bounds the call's total.
-  return boundLine({ level: LEVELS[params.level] ?? "info", message, ...(extra !== undefined && { data: extra }), at: new Date().toISOString() });
-}
-
-/** The invocation a server-originated message names, in its params, _meta or log data. */
-function namedInvocation(params: Record<string, unknown> | undefined): string | undefined {
-  const meta = params?._meta as Record<string, unknown> | undefined;
-  const call = meta?.[CALL_META_KEY] as { invocationId?: unknown } | undefined;
-  const data = params?.data as { invocationId?: unknown } | undefined;
-  for (const candidate of [call?.invocationId, meta?.invocationId, data?.invocationId, params?.logger]) {
-    if (typeof candidate === "string") return candidate;
-  }
-  return undefined;
-}
-
 export class PackageProcess {
   readonly client: Client;
   readonly options: ProcessOptions;
-  readonly routes = new Map<string, CallRoute>();
+  readonly routes: Map<string, CallRoute>;
   stderr = "";
   exited = false;
   exitReason = "";
@@ -116,7 +69,7 @@ export class PackageProcess {
 
   private constructor(options: ProcessOptions) {
     this.options = options;
-    this.client = new Client({ name: "caplo-runner", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+    ({ client: this.client, routes: this.routes } = routedClient());
   }
 
   static async start(options: ProcessOptions): Promise<PackageProcess> {
@@ -128,13 +81,6 @@ export class PackageProcess {
       throw error;
     }
     return process;
-  }
-
-  private route(params: Record<string, unknown> | undefined): CallRoute | undefined {
-    const id = namedInvocation(params);
-    if (id && this.routes.has(id)) return this.routes.get(id);
-    // Without a name, a message can belong only to the one call in flight.
-    return this.routes.size === 1 ? [...this.routes.values()][0] : undefined;
   }
 
   private async boot(): Promise<void> {
@@ -179,16 +125,6 @@ export class PackageProcess {
     this.client.onerror = (error) => {
       if (error.message.startsWith("package sent a message over")) this.oversized = error.message.replace(/^package /, "");
     };
-    this.client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
-      this.route(notification.params as Record<string, unknown>)?.onLog(toLogLine(notification.params));
-    });
-    this.client.setRequestHandler(ElicitRequestSchema, async (request) => {
-      const params = request.params as Record<string, unknown>;
-      const route = this.route(params);
-      if (!route?.onElicit) throw new McpError(ErrorCode.InvalidRequest, "elicitation is not available for this call: the visitor cannot answer here");
-      if (params.mode === "url") throw new McpError(ErrorCode.InvalidParams, "only form elicitation is supported");
-      return route.onElicit({ message: String(params.message ?? ""), requestedSchema: (params.requestedSchema ?? {}) as Record<string, unknown> });
-    });
     const transport = new ChildTransport(
       child,
       (line) => {

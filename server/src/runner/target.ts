@@ -3,7 +3,7 @@
 // these only; package processes (toolRunner.ts) and remote servers (remote/remoteTarget.ts) implement them.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { BuiltTool, PackageVersion } from "@caplo/shared";
-import type { CallRoute } from "./packageProcess.ts";
+import type { CallRoute } from "./routedClient.ts";
 
 /** What a call needs from wherever the tools run: a connected MCP client and call routing. */
 export type Session = {

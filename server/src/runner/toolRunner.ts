@@ -1,7 +1,8 @@
 // The runner: implements ToolRunner. It validates arguments before a handler runs, sends the per-call
 // context in `_meta`, aborts at the tool's timeout, takes files out of results, validates output and
 // size, maps write outcomes, keeps secrets out of everything it returns, and records each invocation's
-// log lines. Package versions run in warm sandboxed processes; remote MCP servers over their URL.
+// log lines. Package versions run in warm sandboxed processes; other kinds of targets (remote MCP servers
+// over their URL, in-memory servers) are registered with it (target.ts).
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { CallToolResultSchema, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -36,7 +37,7 @@ import { memoryLimitKind } from "./cgroup.ts";
 import { ensureHostBundle } from "./hostBundle.ts";
 import { HOST_MODULE, RUNTIME_READ_PATHS, findNode24 } from "./node24.ts";
 import { mapStatusResult, mapWriteResult, readStepUp, type ResultShape } from "./outcomeMapping.ts";
-import type { CallRoute } from "./packageProcess.ts";
+import type { CallRoute } from "./routedClient.ts";
 import type { Session, Target, TargetKind } from "./target.ts";
 
 export type { Session, Target } from "./target.ts";
@@ -103,6 +104,9 @@ export type RunnerOptions = {
   targetKinds?: readonly TargetKind[];
 };
 
+/** The sandbox package processes run in and their memory limit, with what the operator is told of them. */
+type Isolation = { mode: SandboxMode | "unavailable"; note: string; memoryNote: string; processMemoryMb: number | undefined };
+
 const STUCK_PING_MS = 1000;
 /** The longest timer Node keeps (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -142,13 +146,9 @@ export class CaploToolRunner implements ToolRunner {
   private readonly pool: ProcessPool;
   private readonly options: RunnerOptions;
   private readonly overrides: ResolveOverride[];
-  private readonly processMemoryMb: number | undefined;
   private readonly extraCaCerts: string | undefined;
+  private isolationChosen: Isolation | undefined;
   readonly logStore: LogStore;
-  readonly sandboxMode: SandboxMode | "unavailable";
-  readonly sandboxNote: string;
-  /** Which memory limit applies to a package process: a cgroup's (whole process) or the V8 heap cap only, and why. */
-  readonly memoryNote: string;
   /** Which host serves packages: the prebuilt bundle, or sdk/src/host.ts and why. Set by the first load. */
   hostNote = "host: not started yet";
 
@@ -160,22 +160,42 @@ export class CaploToolRunner implements ToolRunner {
     if (parsed.errors.length) throw new RunnerError(parsed.errors[0]!.code, parsed.errors[0]!.message);
     this.overrides = parsed.overrides;
     this.extraCaCerts = checkExtraCaCerts(options.extraCaCerts || undefined);
+  }
+
+  /**
+   * The sandbox and memory limit package processes get, probed on first need (a package version's load, or
+   * a caller asking): a runner serving only other kinds of targets never spawns the probes.
+   */
+  private get isolation(): Isolation {
+    if (this.isolationChosen) return this.isolationChosen;
+    const options = this.options;
     const sandbox = chooseSandbox(options.allowWeakSandbox ?? false);
-    this.sandboxMode = sandbox.mode;
-    this.sandboxNote = sandbox.note;
     const heapMb = options.memoryMb ?? 256;
     const processMb = options.processMemoryMb ?? heapMb + 128;
     const limit =
-      this.sandboxMode !== "isolated"
+      sandbox.mode !== "isolated"
         ? { kind: "heap" as const, reason: "the sandbox is not isolated" }
         : options.cgroups === false
           ? { kind: "heap" as const, reason: "turned off (RunnerOptions.cgroups: false)" }
           : memoryLimitKind();
-    this.memoryNote =
+    const memoryNote =
       limit.kind === "cgroup"
         ? `memory: cgroup ${limit.version} limit ${processMb} MiB per package process (heap, Buffers and all; pids.max ${options.pidsMax ?? 128}), V8 heap ${heapMb} MiB`
         : `memory: V8 heap cap only (${heapMb} MiB; Buffers and other off-heap memory are not capped): cgroups unavailable: ${limit.reason}`;
-    this.processMemoryMb = limit.kind === "cgroup" ? processMb : undefined;
+    return (this.isolationChosen = { mode: sandbox.mode, note: sandbox.note, memoryNote, processMemoryMb: limit.kind === "cgroup" ? processMb : undefined });
+  }
+
+  get sandboxMode(): SandboxMode | "unavailable" {
+    return this.isolation.mode;
+  }
+
+  get sandboxNote(): string {
+    return this.isolation.note;
+  }
+
+  /** Which memory limit applies to a package process: a cgroup's (whole process) or the V8 heap cap only, and why. */
+  get memoryNote(): string {
+    return this.isolation.memoryNote;
   }
 
   /** How many package processes are running or starting now (at most maxProcesses). */
@@ -218,7 +238,7 @@ export class CaploToolRunner implements ToolRunner {
       overrides: this.overrides,
       memoryMb: this.options.memoryMb ?? 256,
       ...(this.extraCaCerts && { extraCaCerts: this.extraCaCerts }),
-      ...(this.processMemoryMb !== undefined && { processMemoryMb: this.processMemoryMb, pidsMax: this.options.pidsMax ?? 128 }),
+      ...(this.isolation.processMemoryMb !== undefined && { processMemoryMb: this.isolation.processMemoryMb, pidsMax: this.options.pidsMax ?? 128 }),
       startTimeoutMs: this.options.startTimeoutMs ?? 30_000,
     });
     // One warm process per version and workspace: a package that keeps a call's secret or customer in

@@ -1,4 +1,4 @@
-// An engine on a real SQLite file, the shop's real MCP server (in-process test runner), the scripted
+// An engine on a real SQLite file, the shop's real MCP server (in memory, on the real runner), the scripted
 // model and a manual clock, with helpers that read back what the customer and the model were told.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,8 +9,7 @@ import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../..
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
 import { StartStack } from "../../../server/src/app/stack.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
-import { InMemoryMcpRunner } from "./inMemoryMcpRunner.ts";
-import { createShopServer, ShopBackend, shopVersion } from "./shopTools.ts";
+import { ShopBackend, shopRunner, shopVersion } from "./shopTools.ts";
 
 export const WEB: ChannelCapabilities = { editableFields: true, forms: true, questions: true, files: true, pages: true, richText: true };
 export const WHATSAPP: ChannelCapabilities = { editableFields: false, forms: false, questions: true, files: true, pages: false, richText: false };
@@ -35,7 +34,8 @@ export async function engineHarness(options: HarnessOptions) {
   const store = stack.push("store", new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
   await store.migrate();
   const backend = options.backend ?? new ShopBackend();
-  const runner = stack.push("runner", new InMemoryMcpRunner({ shop: () => createShopServer(backend) }), (started) => started.close());
+  const { runner, requests } = shopRunner(backend);
+  stack.push("runner", runner, (started) => started.close());
   const release = releaseFromVersions({
     agent: "shop-agent",
     instructions: "You help customers of the shop.",
@@ -59,6 +59,8 @@ export async function engineHarness(options: HarnessOptions) {
     store,
     backend,
     runner,
+    /** Every tool call and status check that reached the shop's server, in order. */
+    requests,
     release,
     engine,
     conversation,

@@ -1,6 +1,7 @@
 // A small shop as a real MCP SDK server for engine and gateway tests: reads with presentation, a write
 // with every outcome (chosen by the order number), status checks answered from the backend's record of
-// idempotency keys, a subject-aware read, an elicitation read and a confirmation-none write.
+// idempotency keys, a subject-aware read, an elicitation read and a confirmation-none write; and the
+// real runner serving it in memory (shopRunner).
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -18,6 +19,7 @@ import {
   type PackageVersion,
   type ToolPolicy,
 } from "@caplo/shared";
+import { CaploToolRunner, MemoryTargets, type MemoryRequest } from "../../../server/src/runner/index.ts";
 
 /** Order numbers that choose the cancel outcome. */
 export const ORDERS = {
@@ -464,4 +466,13 @@ export function shopVersion(): PackageVersion {
     tools,
     builtAt: new Date(0).toISOString(),
   };
+}
+
+/**
+ * The real runner serving the shop's MCP server in this process (runner/memoryTarget.ts): calls take the
+ * runner's own path (validation, subject, limits, outcomes); `requests` is what reached the shop's server.
+ */
+export function shopRunner(backend: ShopBackend): { runner: CaploToolRunner; requests: MemoryRequest[] } {
+  const targets = new MemoryTargets({ shop: () => createShopServer(backend) });
+  return { runner: new CaploToolRunner({ targetKinds: [targets] }), requests: targets.requests };
 }

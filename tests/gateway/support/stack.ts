@@ -1,4 +1,4 @@
-// A whole server for gateway tests: SQLite file store, the shop's MCP server through the in-process test
+// A whole server for gateway tests: SQLite file store, the shop's MCP server in memory on the real
 // runner, the scripted model, the engine and the gateway on a free loopback port.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,8 +14,7 @@ import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
 import type { Store } from "../../../server/src/store/store.ts";
 import type { EventBus } from "../../../server/src/bus/eventBus.ts";
 import { CANCEL } from "../../engine/support/harness.ts";
-import { InMemoryMcpRunner } from "../../engine/support/inMemoryMcpRunner.ts";
-import { createShopServer, ORDERS, ShopBackend, shopVersion } from "../../engine/support/shopTools.ts";
+import { ORDERS, ShopBackend, shopRunner, shopVersion } from "../../engine/support/shopTools.ts";
 
 export const ORIGIN = "https://shop.example";
 export const OTHER_ORIGIN = "https://other.example";
@@ -61,7 +60,7 @@ export async function startStack(options: StackOptions = {}) {
   const store = stack.push("store", options.store?.() ?? new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
   await store.migrate();
   const backend = new ShopBackend(options.backendFile);
-  const runner = stack.push("runner", new InMemoryMcpRunner({ shop: () => createShopServer(backend) }), (started) => started.close());
+  const runner = stack.push("runner", shopRunner(backend).runner, (started) => started.close());
   const version = shopVersion();
   const releases = new StaticReleases(
     options.releases?.(version) ?? [
