@@ -8,30 +8,18 @@ import { OPTION_VALUE_MAX, type ServerFrame } from "@caplo/shared";
 import { Gateway } from "../../server/src/gateway/index.ts";
 import { mintIdentityToken } from "../../server/src/identity/index.ts";
 import { releaseFromVersions } from "../../server/src/engine/release.ts";
-import { TestClient } from "../gateway/support/client.ts";
+import { answerTo, isT, OpenClients, TestClient, type Frame } from "../gateway/support/client.ts";
 import { ORIGIN, OTHER_ORIGIN, startStack, type Stack } from "../gateway/support/stack.ts";
 
-type Frame<T extends ServerFrame["t"]> = Extract<ServerFrame, { t: T }>;
-const isT =
-  <T extends ServerFrame["t"]>(t: T, extra: (frame: Frame<T>) => boolean = () => true) =>
-  (frame: ServerFrame): frame is Frame<T> =>
-    frame.t === t && extra(frame as Frame<T>);
-const answerTo = (ref: string) => (frame: ServerFrame) => (frame.t === "ack" || frame.t === "error") && frame.ref === ref;
 const outcome = (state: string) => isT("event", (frame) => frame.message.type === "outcome" && frame.message.state === state);
 
 const SHOP_SECRET = "the-shop-sites-identity-secret-of-32-bytes!";
 let stack: Stack;
 let other: Gateway;
 let otherWsUrl: string;
-const clients: TestClient[] = [];
-async function client(url = stack.wsUrl, origin = ORIGIN): Promise<TestClient> {
-  const opened = await TestClient.open(url, origin);
-  clients.push(opened);
-  return opened;
-}
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-});
+const clients = new OpenClients();
+const client = (url = stack.wsUrl, origin = ORIGIN): Promise<TestClient> => clients.open(url, origin);
+afterEach(() => clients.closeAll());
 
 beforeAll(async () => {
   // Two agents of one site backend share an identity secret; each names itself as the token's audience.

@@ -9,27 +9,16 @@ import type { ServerFrame } from "@caplo/shared";
 import { mintIdentityToken } from "../../server/src/identity/index.ts";
 import { releaseFromVersions } from "../../server/src/engine/release.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
-import { TestClient } from "./support/client.ts";
+import { isT, OpenClients, TestClient, type Frame } from "./support/client.ts";
 import { ORIGIN, OTHER_ORIGIN, SHOP_RULES, SLOW_ANSWER, SLOW_RULE, startStack, type Stack } from "./support/stack.ts";
 
-type Frame<T extends ServerFrame["t"]> = Extract<ServerFrame, { t: T }>;
-const isT =
-  <T extends ServerFrame["t"]>(t: T, extra: (frame: Frame<T>) => boolean = () => true) =>
-  (frame: ServerFrame): frame is Frame<T> =>
-    frame.t === t && extra(frame as Frame<T>);
 const isEvent = (type: string, extra: (message: Record<string, unknown>) => boolean = () => true) =>
   isT("event", (frame) => frame.message.type === type && extra(frame.message as unknown as Record<string, unknown>));
 
 let stack: Stack;
-const clients: TestClient[] = [];
-async function client(origin = ORIGIN): Promise<TestClient> {
-  const opened = await TestClient.open(stack.wsUrl, origin);
-  clients.push(opened);
-  return opened;
-}
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-});
+const clients = new OpenClients();
+const client = (origin = ORIGIN): Promise<TestClient> => clients.open(stack.wsUrl, origin);
+afterEach(() => clients.closeAll());
 
 const HS_SECRET = "a-test-identity-secret-of-at-least-32-bytes!!";
 /** The app page's inline style in the test's widget folder. */
@@ -306,8 +295,7 @@ describe("backpressure", () => {
     const slow = new Gateway({ engine: stack.engine, releases: stack.releases, limits: { maxBufferedBytes: 64 * 1024 } });
     const address = await slow.listen(0, "127.0.0.1");
     try {
-      const c = await TestClient.open(`ws://127.0.0.1:${address.port}/v1/ws`, ORIGIN);
-      clients.push(c);
+      const c = await clients.open(`ws://127.0.0.1:${address.port}/v1/ws`, ORIGIN);
       const welcome = await c.hello("shop-agent");
       const socket = (c.ws as unknown as { _socket: import("node:net").Socket })._socket;
       socket.pause();
@@ -335,8 +323,7 @@ describe("slow clients and huge frames", () => {
     const address = await slow.listen(0, "127.0.0.1");
     const url = `ws://127.0.0.1:${address.port}/v1/ws`;
     try {
-      const c = await TestClient.open(url, ORIGIN);
-      clients.push(c);
+      const c = await clients.open(url, ORIGIN);
       const welcome = await c.hello("shop-agent");
       const socket = (c.ws as unknown as { _socket: import("node:net").Socket })._socket;
       socket.pause();
@@ -351,8 +338,7 @@ describe("slow clients and huge frames", () => {
       const got = c.events();
       expect(got.length).toBeLessThan(40);
       const after = got.at(-1)?.seq ?? 0;
-      const again = await TestClient.open(url, ORIGIN);
-      clients.push(again);
+      const again = await clients.open(url, ORIGIN);
       await again.hello("shop-agent", { token: welcome.resumeToken, after });
       await again.waitFor((frame) => frame.t === "event" && frame.message.type === "text" && frame.message.text.startsWith("39 "), 20_000);
       const all = [...got, ...again.events()];
@@ -370,8 +356,7 @@ describe("slow clients and huge frames", () => {
     const url = `ws://127.0.0.1:${address.port}/v1/ws`;
     try {
       const open = async () => {
-        const opened = await TestClient.open(url, ORIGIN);
-        clients.push(opened);
+        const opened = await clients.open(url, ORIGIN);
         await opened.hello("shop-agent");
         return opened;
       };

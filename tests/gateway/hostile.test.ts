@@ -9,29 +9,17 @@ import { Gateway } from "../../server/src/gateway/index.ts";
 import { mintIdentityToken } from "../../server/src/identity/index.ts";
 import { releaseFromVersions } from "../../server/src/engine/release.ts";
 import type { ToolCallRequest } from "../../server/src/runner/api.ts";
-import { TestClient } from "./support/client.ts";
+import { answerTo, isT, OpenClients, TestClient, type Frame } from "./support/client.ts";
 import { ORIGIN, OTHER_ORIGIN, startStack, type Stack } from "./support/stack.ts";
 
-type Frame<T extends ServerFrame["t"]> = Extract<ServerFrame, { t: T }>;
-const isT =
-  <T extends ServerFrame["t"]>(t: T, extra: (frame: Frame<T>) => boolean = () => true) =>
-  (frame: ServerFrame): frame is Frame<T> =>
-    frame.t === t && extra(frame as Frame<T>);
-const answerTo = (ref: string) => (frame: ServerFrame) => (frame.t === "ack" || frame.t === "error") && frame.ref === ref;
 
 const HS_SECRET = "a-hostile-test-identity-secret-of-32-bytes!!";
 let stack: Stack;
 /** The rate limit's clock: real time, unless a test holds it still. */
 let clock: number | undefined;
-const clients: TestClient[] = [];
-async function client(url = stack.wsUrl, origin = ORIGIN): Promise<TestClient> {
-  const opened = await TestClient.open(url, origin);
-  clients.push(opened);
-  return opened;
-}
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-});
+const clients = new OpenClients();
+const client = (url = stack.wsUrl, origin = ORIGIN): Promise<TestClient> => clients.open(url, origin);
+afterEach(() => clients.closeAll());
 
 beforeAll(async () => {
   stack = await startStack({

@@ -73,3 +73,29 @@ export class TestClient {
     });
   }
 }
+
+export type Frame<T extends ServerFrame["t"]> = Extract<ServerFrame, { t: T }>;
+
+/** Whether a frame is of type `t` (narrowed to it) and passes `extra`. */
+export const isT =
+  <T extends ServerFrame["t"]>(t: T, extra: (frame: Frame<T>) => boolean = () => true) =>
+  (frame: ServerFrame): frame is Frame<T> =>
+    frame.t === t && extra(frame as Frame<T>);
+
+/** Whether a frame is the ack or error answering the frame sent with `ref`. */
+export const answerTo = (ref: string) => (frame: ServerFrame) => (frame.t === "ack" || frame.t === "error") && frame.ref === ref;
+
+/** The clients a test file opens, every one closed by closeAll (from afterEach). */
+export class OpenClients {
+  private readonly opened: TestClient[] = [];
+
+  async open(url: string, origin: string): Promise<TestClient> {
+    const client = await TestClient.open(url, origin);
+    this.opened.push(client);
+    return client;
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all(this.opened.splice(0).map((client) => client.close()));
+  }
+}
