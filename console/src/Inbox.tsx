@@ -152,7 +152,14 @@ export function Inbox({ member, open }: { member: string; open: string | null })
                     {c.handoff ? (c.handoff.state === "taken" ? `held by ${c.handoff.member === member ? "you" : c.handoff.member}` : "waiting for the team") : "with the agent"}
                     {c.handoff?.queue && ` · queue ${c.handoff.queue}`}
                     {c.waitingSince && ` · waiting ${since(c.waitingSince)}`}
-                    {c.unknownWrites > 0 && <span class="badge warn"> {c.unknownWrites} unknown write{c.unknownWrites === 1 ? "" : "s"}</span>}
+                    {c.unknownWrites > 0 && (
+                      <>
+                        {" "}
+                        <span class="badge warn">
+                          {c.unknownWrites} unknown write{c.unknownWrites === 1 ? "" : "s"}
+                        </span>
+                      </>
+                    )}
                   </span>
                 </a>
               </li>

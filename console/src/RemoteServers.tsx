@@ -30,11 +30,14 @@ export function RemoteServers() {
   async function publish(review: RemoteReview) {
     setBusy(true);
     setProblem(null);
-    const answer = await call<{ version: RemoteVersionView; skipped: string[]; created: boolean }>("POST", "/v1/team/remote/publish", { review });
+    const answer = await call<{ version: RemoteVersionView; skipped: string[]; created: boolean; fileName: string }>("POST", "/v1/team/remote/publish", { review });
     setBusy(false);
     if (!answer.ok) return setProblem(`${answer.error.code}: ${answer.error.message}`);
-    const { version, skipped, created } = answer.value;
-    setPublished(`${created ? "Published" : "Already published"} ${version.id} with ${version.tools.length} tool${version.tools.length === 1 ? "" : "s"}${skipped.length ? `; left unreviewed, not published: ${skipped.join(", ")}` : ""}.`);
+    const { version, skipped, created, fileName } = answer.value;
+    setPublished(
+      `${created ? "Published" : "Already published"} ${version.id} with ${version.tools.length} tool${version.tools.length === 1 ? "" : "s"}${skipped.length ? `; left unreviewed, not published: ${skipped.join(", ")}` : ""}. ` +
+        `An agent uses it when published with --packages remote/${fileName} (in your workspace's releases folder).`,
+    );
     setListed(null);
     refresh();
   }

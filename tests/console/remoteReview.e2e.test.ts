@@ -15,7 +15,9 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { z } from "zod";
+import { Server as LowLevelServer } from "@modelcontextprotocol/sdk/server/index.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { teamMember } from "../../server/src/gateway/teamMembers.ts";
 import { startStack, type Stack } from "../gateway/support/stack.ts";
@@ -41,6 +43,10 @@ function buildServer(): McpServer {
 
 let mcp: Server;
 let mcpUrl = "";
+/** A hostile server: tools/list pages that never end, or more tools than a review holds. */
+let hostile: Server;
+let hostileUrl = "";
+const hostileMode = { mode: "endless" as "endless" | "many", pages: 0 };
 let dir: string;
 let stack: Stack;
 let strict: Stack;
@@ -65,6 +71,21 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => mcp.listen(0, "127.0.0.1", resolve));
   mcpUrl = `http://127.0.0.1:${(mcp.address() as { port: number }).port}/mcp`;
+  hostile = createServer(async (req, res) => {
+    const server = new LowLevelServer({ name: "hostile", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+      hostileMode.pages++;
+      const tool = (name: string) => ({ name, description: "x", inputSchema: { type: "object" as const } });
+      if (hostileMode.mode === "many") return { tools: Array.from({ length: 65 }, (_, i) => tool(`t${i}`)) };
+      return { tools: [tool(`page_${request.params?.cursor ?? "0"}`)], nextCursor: String(Number(request.params?.cursor ?? "0") + 1) };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on("close", () => void transport.close().then(() => server.close()));
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => hostile.listen(0, "127.0.0.1", resolve));
+  hostileUrl = `http://127.0.0.1:${(hostile.address() as { port: number }).port}/mcp`;
   dir = mkdtempSync(join(tmpdir(), "caplo-remote-console-"));
   await buildConsole();
   const secrets = (name: string, workspaceId: string) => (name === "CRM_TOKEN" && workspaceId === "default" ? TOKEN : undefined);
@@ -85,8 +106,10 @@ afterAll(async () => {
   await browser?.close();
   await stack?.close();
   await strict?.close();
-  mcp?.closeAllConnections();
-  await new Promise((resolve) => mcp?.close(resolve));
+  for (const server of [mcp, hostile]) {
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  }
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -127,7 +150,7 @@ describe("the remote MCP review in the console", () => {
     expect(await axe(ana)).toEqual([]);
     await review.getByRole("button", { name: "Publish 2 reviewed tools" }).click();
 
-    await ana.getByText(/^Published remote:crm@sha256:[0-9a-f]{64} with 2 tools; left unreviewed, not published: page_banner\.$/).waitFor();
+    await ana.getByText(/^Published remote:crm@sha256:[0-9a-f]{64} with 2 tools; left unreviewed, not published: page_banner\. An agent uses it when published with --packages remote\/crm-[0-9a-f]{12}\.json \(in your workspace's releases folder\)\.$/).waitFor();
     const published = ana.getByRole("article", { name: "Remote server crm" });
     await published.getByText("published by ana on", { exact: false }).waitFor();
     await published.getByText("No drift: the server lists the published tools unchanged", { exact: false }).waitFor();
@@ -228,6 +251,17 @@ describe("the remote MCP review in the console", () => {
     expect(((await changed.json()) as { error: { code: string } }).error.code).toBe("remote_tool_changed");
     expect(readdirSync(versionsDir("default"))).toHaveLength(2);
   });
+
+  test("a server that pages its tools forever, or lists more than a review holds, is refused with a code", async () => {
+    const listHostile = async () => {
+      const answer = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: bearer(ANA), body: JSON.stringify({ url: hostileUrl, name: "hostile" }) });
+      return [answer.status, ((await answer.json()) as { error: { code: string } }).error.code];
+    };
+    expect(await listHostile()).toEqual([502, "remote_list_failed"]);
+    expect(hostileMode.pages).toBe(50);
+    hostileMode.mode = "many";
+    expect(await listHostile()).toEqual([502, "remote_too_many_tools"]);
+  }, 60_000);
 
   test("without the operator's private-network allowance, the CLI's URL rule refuses http, IP literals and loopback names before any request", async () => {
     const before = crm.requests;

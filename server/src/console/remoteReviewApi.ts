@@ -6,6 +6,7 @@
 // loopback or link-local address, no redirect to another origin; only CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK
 // lifts it), and the authorization header's value comes from the workspace's secret store by name.
 import type { ServerResponse } from "node:http";
+import { basename } from "node:path";
 import { z } from "zod";
 import type { Engine } from "../engine/engine.ts";
 import { sendError, sendJson, type RouteTable } from "../gateway/http.ts";
@@ -159,7 +160,7 @@ export function registerRemoteReviewApi(routes: RouteTable, options: RemoteRevie
           detail: { name: version.name, url: version.url, tools: version.tools.map((tool) => `${tool.name}:${tool.policy.effect}`), unpublished: version.unpublished },
         });
       }
-      sendJson(res, already ? 200 : 201, { version: versionView(version, await publishedBy(member, version.id)), file, skipped: published.skipped, created: !already });
+      sendJson(res, already ? 200 : 201, { version: versionView(version, await publishedBy(member, version.id)), file, fileName: basename(file), skipped: published.skipped, created: !already });
     }),
   );
 

@@ -36,6 +36,9 @@ const reviewedToolSchema = z.strictObject({
   changed: z.string().optional(),
 });
 
+/** The tools a review holds at most (a server listing more cannot be reviewed as one). */
+export const REVIEW_TOOLS_MAX = 64;
+
 export const reviewSchema = z.strictObject({
   apiVersion: z.literal("v1"),
   kind: z.literal("RemoteMcpReview"),
@@ -45,7 +48,7 @@ export const reviewSchema = z.strictObject({
   authorizationSecret: z.string().regex(SECRET_NAME_PATTERN).optional(),
   /** The transport the tools were listed over; a published version is called over it only. */
   transport: z.enum(["streamable-http", "sse"]).optional(),
-  tools: z.array(reviewedToolSchema).max(64),
+  tools: z.array(reviewedToolSchema).max(REVIEW_TOOLS_MAX),
 });
 export type Review = z.output<typeof reviewSchema>;
 export type ReviewedTool = z.output<typeof reviewedToolSchema>;

@@ -25,10 +25,15 @@ export type RemoteTargetOptions = {
   onDrift?: (drift: Drift) => void;
 };
 
+/** Pages of tools/list followed at most: a server that keeps sending a next cursor is not listed forever. */
+export const REMOTE_LIST_PAGES_MAX = 50;
+
 export async function listRemoteTools(client: Client, options?: RequestOptions): Promise<ListedTool[]> {
   const tools: ListedTool[] = [];
   let cursor: string | undefined;
+  let pages = 0;
   do {
+    if (++pages > REMOTE_LIST_PAGES_MAX) throw new Error(`the server kept sending more pages of tools after ${REMOTE_LIST_PAGES_MAX}`);
     const page = await client.listTools(cursor ? { cursor } : {}, options);
     for (const tool of page.tools) {
       tools.push({ name: tool.name, ...(tool.description && { description: tool.description }), inputSchema: tool.inputSchema as Record<string, unknown>, ...(tool.outputSchema && { outputSchema: tool.outputSchema as Record<string, unknown> }) });
