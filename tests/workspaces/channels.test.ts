@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAgentConfig } from "@caplo/shared";
 import { createRelease } from "../../server/src/agents/release.ts";
 import { FileReleaseStore, workspaceReleasesDir } from "../../server/src/agents/releaseStore.ts";
-import { parseServeArgs, startServe, type RunningServer } from "../../server/src/cli/serve.ts";
+import { checkChannels, parseServeArgs, startServe, type RunningServer } from "../../server/src/cli/serve.ts";
 import { teamTokenHash } from "../../server/src/gateway/teamMembers.ts";
 import { startFakeGraph, type FakeGraph } from "../channels/fakeGraph.ts";
 import { startFakeTwilio, type FakeTwilio } from "../channels/fakeTwilio.ts";
@@ -251,6 +251,16 @@ describe("a workspace's channel file is checked at start, and can only name its 
     return { started, file };
   };
   const acmeMeta = (secret: string) => `CAPLO_MESSENGER_PAGE_TOKEN=${"EAAG".padEnd(40, "x")}\nCAPLO_META_APP_SECRET=${secret}\nCAPLO_META_VERIFY_TOKEN=${VERIFY.acme}\n`;
+
+  it("caplo serve --check-channels reads acme's release from its own folder and prints each workspace's webhook URLs", async () => {
+    const file = join(dir, "check-urls.env");
+    writeFileSync(file, `CAPLO_MESSENGER_PAGE_TOKEN=${"EAAG".padEnd(40, "x")}\nCAPLO_META_APP_SECRET=${META_SECRETS.acme}\nCAPLO_META_VERIFY_TOKEN=${VERIFY.acme}\n`);
+    const parsed = parseServeArgs(["--check-channels", "--agent", "acme/shop", "--releases", join(dir, "releases")], { CAPLO_PUBLIC_URL: PUBLIC, CAPLO_WORKSPACE_CHANNELS: `acme=${file}` });
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const out: string[] = [];
+    expect(await checkChannels(parsed.options, (line) => void out.push(line))).toBe(0);
+    expect(out.join("\n")).toContain(`channels of workspace acme ready: messenger. Enter these webhook URLs:\n  messenger: ${PUBLIC}/webhooks/@acme/messenger`);
+  });
 
   it("an agent name in acme's file is one of acme's agents: the default workspace's agent `help` is not served for acme, so the start stops", async () => {
     const { started, file } = await serveWith(`${acmeMeta(META_SECRETS.acme)}CAPLO_MESSENGER_AGENT=help\n`);
