@@ -101,7 +101,15 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
     await snap("table-orders");
 
     await say("stores near me");
-    expect(await (await result("Our stores", "map")).textContent()).toContain("Caplo Shop BTC");
+    const stores = await result("Our stores", "map");
+    expect(await stores.textContent()).toContain("Caplo Shop BTC");
+    // The demo's agent names no tile source: no map box with pins on grey, a directions link for each place.
+    expect(await stores.getByRole("img", { name: /^Map of/ }).count()).toBe(0);
+    const directions = stores.getByRole("link", { name: /^Directions to / });
+    expect(await directions.count()).toBeGreaterThan(1);
+    for (const href of await directions.evaluateAll((links) => links.map((a) => a.getAttribute("href")))) {
+      expect(href).toMatch(/^https:\/\/www\.google\.com\/maps\/dir\/\?api=1&destination=-?\d+\.\d{6},-?\d+\.\d{6}$/);
+    }
     await snap("map-stores");
 
     await say("compare plans");
