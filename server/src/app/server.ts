@@ -1,7 +1,8 @@
 // The composition root of a Caplo server: from the command's options and the one configuration it builds
 // and starts the components in order (store, bus, runner, engine, handoff delivery, cluster node, evals,
-// gateway, channels) on a start/stop stack, and stops them last-first. `caplo serve`, `caplo demo` and the
-// tests start servers through startServer; nothing here reads the environment but through readConfig.
+// gateway, channels) on a start/stop stack (the steps every server shares in startParts.ts), and stops them
+// last-first. `caplo serve`, `caplo demo` and the tests start servers through startServer (the tests'
+// in-process servers through startParts.ts); nothing here reads the environment but through readConfig.
 import { dirname, join, resolve, sep } from "node:path";
 import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, WORKSPACE_ID_PATTERN, workspaceRef, type PackageVersion, type Release } from "@caplo/shared";
 import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.ts";
@@ -13,7 +14,7 @@ import { mountWorkspaceChannels, readServeChannels } from "./serveChannels.ts";
 import { limitRoutes } from "../channels/webhookRateLimit.ts";
 import { startClusterNode, type ClusterNode } from "../cluster/clusterNode.ts";
 import { readConfig } from "../config/index.ts";
-import { Engine } from "../engine/engine.ts";
+import type { Engine, EngineOptions } from "../engine/engine.ts";
 import { DAY_MS } from "../engine/fileRetention.ts";
 import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
 import { agentRef, parseAgentRef, StaticReleases, workspaceOf, type AgentRelease } from "../engine/release.ts";
@@ -33,6 +34,7 @@ import { componentLog } from "./log.ts";
 import { readFileScanner } from "../runner/fileScanner.ts";
 import { runnerSettings } from "./runnerSettings.ts";
 import { StartStack } from "./stack.ts";
+import { listenGateway, startEngine } from "./startParts.ts";
 
 export type ServeOptions = {
   port: number;
@@ -208,8 +210,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     log(`invocation logs: ${logStore.file} (at most ${invocationLog.maxBytes / 1024 / 1024} MiB)`);
     runner = sandboxed;
   }
-  stack.push("runner", runner, (started) => started.close());
-  const engine = new Engine({
+  const engineOptions: EngineOptions = {
     store,
     runner,
     model: (release) => models.get(release.id)!,
@@ -223,12 +224,12 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     ...(handoffDelivery && { handoffNotifier: handoffDelivery }),
     secrets: engineSecrets(releases, secrets),
     log: componentLog(log),
-  });
+  };
+  let engine: Engine;
   let cluster: ClusterNode | undefined;
   const schema = (store as { schema?: string }).schema ?? "public";
   try {
-    stack.push("engine", engine, (started) => started.stop());
-    await engine.start();
+    engine = await startEngine(stack, engineOptions);
     if (handoffDelivery) {
       stack.push("handoff delivery", handoffDelivery, (started) => started.stop());
       handoffDelivery.start();
@@ -307,14 +308,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     log(`channels${workspace.workspaceId === DEFAULT_WORKSPACE ? "" : ` of workspace ${workspace.workspaceId}`}: ${mounted.platforms.join(", ")} (webhooks at ${workspace.basePath}/<platform>)`);
     for (const webhook of webhookUrls(workspace.settings, workspace.basePath)) log(`  ${webhook.platform} webhook: ${webhook.url}`);
   }
-  let address: Awaited<ReturnType<Gateway["listen"]>>;
-  try {
-    address = await gateway.listen(options.port, options.host);
-  } catch (error) {
-    await stack.stopAll().catch(() => undefined);
-    throw error;
-  }
-  stack.push("gateway", gateway, (listening) => listening.close());
+  const address = await listenGateway(stack, gateway, options.port, options.host);
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(config.source)}, agents: ${releases.map((release) => release.id).join(", ")})`);
   if (!options.teamMembers) log("team API: no configured members (CAPLO_TEAM_MEMBERS); members added with caplo member add are accepted");

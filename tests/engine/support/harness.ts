@@ -4,10 +4,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChannelCapabilities, Outbound, OutboundOf } from "@caplo/shared";
-import { Engine } from "../../../server/src/engine/engine.ts";
 import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../../server/src/engine/release.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
 import { StartStack } from "../../../server/src/app/stack.ts";
+import { startEngine } from "../../../server/src/app/startParts.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
 import { ShopBackend, shopRunner, shopVersion } from "./shopTools.ts";
 
@@ -29,13 +29,12 @@ export type HarnessOptions = {
 export async function engineHarness(options: HarnessOptions) {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "caplo-engine-"));
   const clock = { now: Date.parse("2026-03-01T10:00:00.000Z") };
-  // Started on the composition root's start/stop stack (app/stack.ts): stopped last-first.
+  // Started as the composition root starts a server (app/startParts.ts), on its start/stop stack: stopped last-first.
   const stack = new StartStack();
   const store = stack.push("store", new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
   await store.migrate();
   const backend = options.backend ?? new ShopBackend();
   const { runner, requests } = shopRunner(backend);
-  stack.push("runner", runner, (started) => started.close());
   const release = releaseFromVersions({
     agent: "shop-agent",
     instructions: "You help customers of the shop.",
@@ -44,9 +43,11 @@ export async function engineHarness(options: HarnessOptions) {
     ...(options.channels && { channels: options.channels }),
   });
   const model = new ScriptedModel(options.rules, { fallback: "I can help with orders." });
-  const engine = new Engine({ store, runner, model, releases: new StaticReleases([release]), now: () => clock.now, statusCheckBaseMs: 1000, nodeId: "node-test", ...(options.elicitTimeoutMs !== undefined && { elicitTimeoutMs: options.elicitTimeoutMs }), ...(options.progressShownAfterMs !== undefined && { progressShownAfterMs: options.progressShownAfterMs }) });
-  stack.push("engine", engine, (started) => started.stop());
-  await engine.start({ scheduler: false });
+  const engine = await startEngine(
+    stack,
+    { store, runner, model, releases: new StaticReleases([release]), now: () => clock.now, statusCheckBaseMs: 1000, nodeId: "node-test", ...(options.elicitTimeoutMs !== undefined && { elicitTimeoutMs: options.elicitTimeoutMs }), ...(options.progressShownAfterMs !== undefined && { progressShownAfterMs: options.progressShownAfterMs }) },
+    { scheduler: false },
+  );
   const conversation = await engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: options.capabilities ?? WEB, ownerId: "owner-1" });
 
   const events = async (conversationId = conversation.id): Promise<Outbound[]> => (await store.listEvents(conversationId, 0)).map((event) => event.message);

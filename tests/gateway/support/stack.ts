@@ -3,13 +3,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Engine } from "../../../server/src/engine/engine.ts";
 import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../../server/src/engine/release.ts";
 import { Gateway, type GatewayOptions } from "../../../server/src/gateway/index.ts";
 import type { Model } from "../../../server/src/model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
 import { teamMember } from "../../../server/src/gateway/teamMembers.ts";
 import { StartStack } from "../../../server/src/app/stack.ts";
+import { listenGateway, startEngine } from "../../../server/src/app/startParts.ts";
 import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
 import type { Store } from "../../../server/src/store/store.ts";
 import type { EventBus } from "../../../server/src/bus/eventBus.ts";
@@ -60,7 +60,7 @@ export async function startStack(options: StackOptions = {}) {
   const store = stack.push("store", options.store?.() ?? new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
   await store.migrate();
   const backend = new ShopBackend(options.backendFile);
-  const runner = stack.push("runner", shopRunner(backend).runner, (started) => started.close());
+  const { runner } = shopRunner(backend);
   const version = shopVersion();
   const releases = new StaticReleases(
     options.releases?.(version) ?? [
@@ -68,7 +68,7 @@ export async function startStack(options: StackOptions = {}) {
       releaseFromVersions({ agent: "other-agent", instructions: "Another site.", origins: [OTHER_ORIGIN], versions: [version] }),
     ],
   );
-  const engine = new Engine({
+  const engine = await startEngine(stack, {
     store,
     runner,
     model: options.model ?? new ScriptedModel(options.rules ?? SHOP_RULES, { fallback: "I can help with orders." }),
@@ -79,8 +79,6 @@ export async function startStack(options: StackOptions = {}) {
     ...(options.bus && { bus: options.bus }),
     ...(options.now && { now: options.now }),
   });
-  stack.push("engine", engine, (started) => started.stop());
-  await engine.start();
   // Tests and benchmarks open many sockets from 127.0.0.1: the per-address limits are tested on their own.
   const gateway = new Gateway({
     engine,
@@ -91,8 +89,7 @@ export async function startStack(options: StackOptions = {}) {
     remoteReview: { versionsDir: (workspaceId) => join(dir, "releases", workspaceId === "default" ? "" : `@${workspaceId}`, "remote"), allowPrivateNetwork: false },
     ...options.gateway,
   });
-  const address = await gateway.listen(0, "127.0.0.1");
-  stack.push("gateway", gateway, (listening) => listening.close());
+  const address = await listenGateway(stack, gateway, 0, "127.0.0.1");
   const base = `http://127.0.0.1:${address.port}`;
   return {
     dir,
