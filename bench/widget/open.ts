@@ -1,4 +1,7 @@
-// Page-load cost and time to open, interleaved in one run (issue #21): `npx tsx bench/widget/open.ts [rounds] [isolated|shared|both]`.
+// Page-load cost and time to open, interleaved in one run (issue #21): `npx tsx bench/widget/open.ts [rounds] [isolated|shared|both] [--after-load]`;
+// --after-load also measures this build embedded with the after-load snippet (docs/site-owners/embedding.md);
+// with CAPLO_BENCH_BASELINE=DIR (another widget build, e.g. a copy of widget/dist before a change) that build's
+// page is measured in the same rounds too, served by a gateway of its own: before and after from one run.
 // The real gateway and engine serve the widget from http://127.0.0.1:PORT; the owner's blank page is on
 // http://localhost:PORT, another site, so the app's frame is cross-site as on a real shop (pages.ts). Each
 // round runs, for each process model (isolated: the frame in a renderer of its own, as desktop Chrome does;
@@ -35,8 +38,11 @@ const CONDITIONS: Condition[] = [
   { name: "4x CPU", cpu: 4, target: 260 },
   { name: "slow 4G + 4x CPU", cpu: 4, network: SLOW_4G, target: 350 },
 ];
-const rounds = Number(process.argv[2] ?? 7);
-const modelArg = process.argv[3] ?? "both";
+const args = process.argv.slice(2).filter((a) => a !== "--after-load");
+/** --after-load: this build embedded with the after-load snippet is measured in the same rounds too. */
+const AFTER_LOAD = process.argv.includes("--after-load");
+const rounds = Number(args[0] ?? 7);
+const modelArg = args[1] ?? "both";
 const MODELS: ProcessModel[] = modelArg === "both" ? ["isolated", "shared"] : [modelArg as ProcessModel];
 if (!MODELS.every((m) => m === "isolated" || m === "shared")) throw new Error(`process model: isolated, shared or both, not ${modelArg}`);
 
@@ -180,42 +186,57 @@ const spread = (all: number[]) => {
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 
 const pages = await startBenchPages();
+/** The pages of one round, interleaved: blank, the baseline build's (CAPLO_BENCH_BASELINE) when set, this build's. */
+const VARIANTS = [
+  { name: "blank page", url: pages.blankUrl, widget: false },
+  ...(pages.baselineUrl ? [{ name: "baseline widget", url: pages.baselineUrl, widget: true }] : []),
+  { name: pages.baselineUrl ? "this widget" : "with widget", url: pages.widgetUrl, widget: true },
+  ...(AFTER_LOAD ? [{ name: "after-load snippet", url: pages.afterLoadUrl, widget: true }] : []),
+];
 const browsers = new Map<ProcessModel, Browser>();
 try {
   for (const model of MODELS) browsers.set(model, await launchBenchChromium(model));
-  const results = MODELS.map(() => CONDITIONS.map(() => ({ blank: [] as Load[], widget: [] as Load[], open: [] as Open[] })));
+  const results = MODELS.map(() => CONDITIONS.map(() => VARIANTS.map(() => ({ load: [] as Load[], open: [] as Open[] }))));
   for (let round = -1; round < rounds; round++) {
     for (const [m, model] of MODELS.entries()) {
       for (const [i, condition] of CONDITIONS.entries()) {
-        for (const withWidget of [false, true]) {
+        for (const [v, variant] of VARIANTS.entries()) {
           const context = await browsers.get(model)!.newContext({ viewport: { width: 412, height: 823 }, isMobile: false });
           await context.addInitScript(PROBE);
-          const { page, load } = await pageLoad(context, withWidget ? pages.widgetUrl : pages.blankUrl, condition, withWidget);
-          const opened = withWidget ? await open(context, page, condition, model) : undefined;
+          const { page, load } = await pageLoad(context, variant.url, condition, variant.widget);
+          const opened = variant.widget ? await open(context, page, condition, model) : undefined;
           await context.close();
           if (round < 0) continue; // the first round warms up
-          results[m]![i]![withWidget ? "widget" : "blank"].push(load);
-          if (opened) results[m]![i]!.open.push(opened);
+          results[m]![i]![v]!.load.push(load);
+          if (opened) results[m]![i]![v]!.open.push(opened);
         }
       }
     }
   }
-  console.log(`widget page load and open (Chromium headless; real gateway on loopback, page and widget on different sites; ${rounds} interleaved rounds after a warm-up)`);
+  console.log(`widget page load and open (Chromium headless; real gateway on loopback, page and widget on different sites; ${rounds} interleaved rounds after a warm-up${pages.baselineUrl ? `; baseline build from ${process.env.CAPLO_BENCH_BASELINE}` : ""})`);
   for (const [m, model] of MODELS.entries()) {
     console.log(`${model === "isolated" ? "frame in a renderer of its own (site isolation, as desktop Chrome)" : "frame in the page's renderer (no site isolation, as Android Chrome for most sites)"}`);
     for (const [i, condition] of CONDITIONS.entries()) {
-      const r = results[m]![i]!;
-      const usable = median(r.open.map((o) => o.usable).filter(Number.isFinite));
-      const missed = r.open.filter((o) => !Number.isFinite(o.usable)).length;
       console.log(`  ${condition.name}`);
-      console.log(`    page load, blank page:   ${kb(median(r.blank.map((l) => l.bytes)))} before load, blocking ${median(r.blank.map((l) => l.blocking)).toFixed(0)} ms, load event ${median(r.blank.map((l) => l.loadMs)).toFixed(0)} ms`);
-      console.log(
-        `    page load, with widget:  ${kb(median(r.widget.map((l) => l.bytes)))} before load, blocking ${median(r.widget.map((l) => l.blocking)).toFixed(0)} ms, load event ${median(r.widget.map((l) => l.loadMs)).toFixed(0)} ms; then ${kb(median(r.widget.map((l) => l.after)))} prefetched when idle after load`,
-      );
-      console.log(`    click → input usable:    ${spread(r.open.map((o) => o.usable))}   aim ≤ ${condition.target} ms  ${usable <= condition.target ? "ok" : "OVER"}${missed ? `; in ${missed} open(s) the message box never got the focus` : ""}`);
-      console.log(`    click → greeting, Send works: ${spread(r.open.map((o) => o.ready))}`);
-      // Under CPU throttling Chromium's ThreadTime grows with the throttling rate too: printed unthrottled only.
-      if (condition.cpu === 1) console.log(`    main-thread CPU click → ready: page's renderer ${median(r.open.map((o) => o.hostCpu)).toFixed(0)} ms${model === "isolated" ? `, app's renderer ${median(r.open.map((o) => o.appCpu)).toFixed(0)} ms` : " (the app's frame included)"}`);
+      for (const [v, variant] of VARIANTS.entries()) {
+        const r = results[m]![i]![v]!;
+        const label = `${variant.name}:`.padEnd(17);
+        console.log(
+          `    page load, ${label} ${kb(median(r.load.map((l) => l.bytes)))} before load, blocking ${median(r.load.map((l) => l.blocking)).toFixed(0)} ms (${r.load.map((l) => l.blocking.toFixed(0)).join(", ")}), load event ${median(r.load.map((l) => l.loadMs)).toFixed(0)} ms` +
+            (variant.widget ? `; then ${kb(median(r.load.map((l) => l.after)))} prefetched when idle after load` : ""),
+        );
+      }
+      for (const [v, variant] of VARIANTS.entries()) {
+        if (!variant.widget) continue;
+        const r = results[m]![i]![v]!;
+        const usable = median(r.open.map((o) => o.usable).filter(Number.isFinite));
+        const missed = r.open.filter((o) => !Number.isFinite(o.usable)).length;
+        const label = pages.baselineUrl ? ` (${variant.name})` : "";
+        console.log(`    click → input usable${label}:    ${spread(r.open.map((o) => o.usable))}   aim ≤ ${condition.target} ms  ${usable <= condition.target ? "ok" : "OVER"}${missed ? `; in ${missed} open(s) the message box never got the focus` : ""}`);
+        console.log(`    click → greeting, Send works${label}: ${spread(r.open.map((o) => o.ready))}`);
+        // Under CPU throttling Chromium's ThreadTime grows with the throttling rate too: printed unthrottled only.
+        if (condition.cpu === 1) console.log(`    main-thread CPU click → ready${label}: page's renderer ${median(r.open.map((o) => o.hostCpu)).toFixed(0)} ms${model === "isolated" ? `, app's renderer ${median(r.open.map((o) => o.appCpu)).toFixed(0)} ms` : " (the app's frame included)"}`);
+      }
     }
   }
   console.log(`  machine load average: ${loadavg().map((l) => l.toFixed(1)).join(" ")} on ${cpus().length} cores`);

@@ -182,6 +182,30 @@ describe("the loader fetches the app ahead of the click", () => {
     release();
     await page.close();
   });
+
+  test("added by the after-load snippet, the loader costs the page's load event nothing, and the chat works", async () => {
+    const page = await context.newPage();
+    page.setDefaultTimeout(8000);
+    await page.route(`${server.siteUrl}/held.png`, (route) => route.fulfill({ status: 204 }));
+    await page.goto(`${server.siteUrl}/after-load`, { waitUntil: "load" });
+    const launcher = page.getByRole("button", { name: "Open chat" });
+    await launcher.waitFor();
+    // The loader's file was asked for only once the load event had begun: the event did not wait for it.
+    const [loadEventStart, loaderStart] = await page.evaluate(() => [
+      (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming).loadEventStart,
+      performance.getEntriesByType("resource").find((e) => e.name.endsWith("/widget.js"))!.startTime,
+    ]);
+    expect(loaderStart).toBeGreaterThanOrEqual(loadEventStart);
+    // The page had already loaded, so the app's frame is made when idle, and the click only shows it.
+    const app = page.frameLocator("iframe[title='Chat']");
+    await app.locator("#caplo-input").waitFor({ state: "attached" });
+    expect(await page.locator("iframe[title='Chat']").getAttribute("src")).toContain("preload=1");
+    expect(await launcher.evaluate((el) => el.matches(":popover-open"))).toBe(true);
+    await launcher.click();
+    await app.getByText("Hi! I can look up your orders").waitFor();
+    await expect.poll(() => app.locator("#caplo-input").evaluate((el) => el === document.activeElement)).toBe(true);
+    await page.close();
+  });
 });
 
 describe("compressed widget files", () => {

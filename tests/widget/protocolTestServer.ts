@@ -51,6 +51,18 @@ const REASONS = [
   { value: "ordered_twice", label: "Ordered twice" },
 ];
 
+/** The embedding docs' snippet that adds the loader once the page has loaded (docs/site-owners/embedding.md). */
+export function afterLoadSnippet(src: string, agent: string): string {
+  return `<script>
+  (function (load) { document.readyState === "complete" ? load() : addEventListener("load", load); })(function () {
+    var s = document.createElement("script");
+    s.src = "${src}";
+    s.setAttribute("data-agent", "${agent}");
+    document.body.appendChild(s);
+  });
+</script>`;
+}
+
 export interface SiteOptions {
   locale?: string;
   color?: string;
@@ -96,7 +108,8 @@ export async function startWidgetTestServer(options: { delayMs?: number; site?: 
 <p>Order SO-1002 · €49.90</p><button id="done" onclick="parent.postMessage({type:'caplo:done'}, '*')">Finish</button></body>`);
       return;
     }
-    if (path !== "/") return notFound(res);
+    // "/after-load": the same page embedding the loader with the snippet that adds it after the load event.
+    if (path !== "/" && path !== "/after-load") return notFound(res);
     const s = options.site ?? {};
     const attrs = [
       `data-agent="shop"`,
@@ -112,7 +125,7 @@ export async function startWidgetTestServer(options: { delayMs?: number; site?: 
 main{padding:24px;max-width:720px} button{all:unset} iframe{border:10px solid red !important} div{color:red}</style></head>
 <body><header><h1>Alpine Outdoor Shop</h1></header><main><p>Boots, tents and everything for the mountains.</p>
 <p>(This page's hostile CSS — red iframe borders, unset buttons — must not reach the widget.)</p></main>${s.bodyHtml ?? ""}
-<script src="${gatewayUrl}/widget.js" ${attrs} async></script></body></html>`);
+${path === "/after-load" ? afterLoadSnippet(`${gatewayUrl}/widget.js`, "shop") : `<script src="${gatewayUrl}/widget.js" ${attrs} async></script>`}</body></html>`);
   }
 
   const wss = new WebSocketServer({ server: gateway, path: "/v1/ws" });

@@ -16,17 +16,27 @@ document.documentElement.lang = params.locale;
 if (params.theme) document.documentElement.dataset.theme = params.theme;
 const root = document.getElementById("caplo")!;
 const storage = new WidgetStorage(params.agent);
-render(<App params={params} url={url} storage={storage} parent={window.parent === window ? null : window.parent} />, root);
-// What the click would otherwise wait for, done now, each in a task of its own (in a frame that shares the
-// host page's renderer, as on Android, no one task holds the page up for long): lay the app out (in a frame
-// the loader made ahead of a click it is then only shown), read localStorage once (the first read loads
-// this origin's storage from the browser, a synchronous round trip the hello would wait for), and format a
-// time once (the first loads the locale's data, which the greeting's time would wait for).
+/** Idle work, each in a task of its own (at the latest after a second). */
 const later = (work: () => void) => {
   const idle = (window as { requestIdleCallback?: (cb: () => void, options: { timeout: number }) => number }).requestIdleCallback;
   if (idle) idle(work, { timeout: 1000 });
   else setTimeout(work, 1);
 };
-later(() => root.getBoundingClientRect());
-later(() => storage.resumeToken());
-later(() => timeOf(new Date().toISOString(), params.locale));
+/** The next task (scheduler.yield where the browser has it: it resumes before other queued work). */
+const nextTask = (): Promise<void> => {
+  const scheduler = (globalThis as { scheduler?: { yield?: () => Promise<void> } }).scheduler;
+  return scheduler?.yield ? scheduler.yield() : new Promise((resolve) => setTimeout(resolve, 0));
+};
+// The start-up in short tasks (in a frame that shares the host page's renderer, as on Android, no one task
+// holds the page up for long): the module's evaluation; the first localStorage read (it loads this origin's
+// storage from the browser, a synchronous round trip the hello would otherwise wait for); the first render;
+// the browser lays the app out (in a frame the loader made ahead of a click it is then only shown); and,
+// when idle, a time formatted once (the first loads the locale's data, which the greeting's time would wait for).
+void (async () => {
+  await nextTask();
+  storage.resumeToken();
+  await nextTask();
+  render(<App params={params} url={url} storage={storage} parent={window.parent === window ? null : window.parent} />, root);
+  later(() => root.getBoundingClientRect());
+  later(() => timeOf(new Date().toISOString(), params.locale));
+})();

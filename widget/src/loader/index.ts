@@ -38,6 +38,13 @@ const ICON =
 const CLOSE_ICON =
   '<svg viewBox="0 0 24 24" width="26" height="26" aria-hidden="true"><path fill="none" stroke="currentColor" stroke-width="2.5" stroke-linecap="round" d="M6 6l12 12M18 6L6 18"/></svg>';
 
+/** Runs `work` when the browser is next idle (at the latest after IDLE_WAIT_MS). */
+function whenIdle(work: () => void): void {
+  const idle = (window as { requestIdleCallback?: (cb: () => void, options: { timeout: number }) => number }).requestIdleCallback;
+  if (idle) idle(work, { timeout: IDLE_WAIT_MS });
+  else setTimeout(work, 1);
+}
+
 /** Text on the launcher: white where it reads at 4.5:1 on the colour, else near-black (WCAG relative luminance). */
 function inkOn(hex: string): string {
   const h = hex.length === 4 ? hex.replace(/[0-9a-f]/gi, "$&$&") : hex;
@@ -106,11 +113,22 @@ function start(script: HTMLScriptElement): void {
     `p{margin:0;padding:24px;font:15px/1.45 system-ui,sans-serif;color:#1b1e24}` +
     `@media (max-width:480px){div{inset:0;width:100%;height:100%;min-height:0;border-radius:0}.open button{display:none}}` +
     `@media (prefers-reduced-motion:reduce){button,div{transition:none}}` +
-    `</style><section><button type="button" aria-expanded="false" aria-controls="p" popover="manual"><i aria-hidden="true"></i></button><div id="p" role="dialog" popover="manual"></div></section>`;
+    `</style><section><button type="button" aria-expanded="false" aria-controls="p" popover="manual" aria-label="${labels[0]}"><i aria-hidden="true">0</i>${ICON}</button></section>`;
   const wrap = shadow.querySelector("section")!;
   const launcher = shadow.querySelector("button")!;
-  const panel = shadow.querySelector("div")!;
-  panel.setAttribute("aria-label", labels[2]);
+  const badge = launcher.querySelector("i")!;
+  /** The panel that holds the app's frame: made with the frame (when idle after load, or when wanted), not while the page loads. */
+  let panel: HTMLDivElement | null = null;
+  const makePanel = (): HTMLDivElement => {
+    if (panel) return panel;
+    panel = document.createElement("div");
+    panel.id = "p";
+    panel.setAttribute("role", "dialog");
+    panel.setAttribute("popover", "manual");
+    panel.setAttribute("aria-label", labels[2]);
+    wrap.appendChild(panel);
+    return panel;
+  };
 
   let frame: HTMLIFrameElement | null = null;
   let ready = false;
@@ -166,8 +184,22 @@ function start(script: HTMLScriptElement): void {
     if (token && post({ type: "identify", token })) token = null;
     if (isOpen) post({ type: "open", focus: focusApp });
   };
+  /** Shows or hides an element in the top layer, once per change (each call is a style update of the page). */
+  const popover = (el: HTMLElement, shown: boolean) => {
+    try {
+      if (el.matches(":popover-open") !== shown) {
+        if (shown) el.showPopover?.();
+        else el.hidePopover?.();
+      }
+    } catch {
+      // No popover support: z-index still places it.
+    }
+  };
+  /** Draws what changed since the last render; until the panel is made, only the launcher's state. */
   const render = () => {
-    wrap.className = isOpen ? "open" : `${unread > 0 ? "unread" : ""}${frame ? " pre" : ""}`;
+    const ahead = panel !== null && !failed;
+    const className = isOpen ? "open" : `${unread > 0 ? "unread" : ""}${ahead ? " pre" : ""}`;
+    if (wrap.className !== className) wrap.className = className;
     launcher.setAttribute("aria-expanded", String(isOpen));
     // The unread count is part of the launcher's name: "Open chat, 2 unread".
     launcher.setAttribute("aria-label", isOpen ? labels[1] : unread > 0 ? `${labels[0]}, ${unread} ${labels[3]}` : labels[0]);
@@ -176,28 +208,30 @@ function start(script: HTMLScriptElement): void {
     // give no click.
     const icon = isOpen ? CLOSE_ICON : ICON;
     if (shownIcon !== icon) {
-      launcher.innerHTML = `<i aria-hidden="true"></i>${icon}`;
+      launcher.lastElementChild!.outerHTML = icon;
       shownIcon = icon;
     }
-    launcher.querySelector("i")!.textContent = unread > 9 ? "9+" : String(unread);
+    badge.textContent = unread > 9 ? "9+" : String(unread);
+    if (drawn) popover(launcher, true);
+    if (!panel) return;
     // The frame made ahead of a click is out of reach of the keyboard and assistive technology until opened.
     panel.inert = !isOpen;
     if (isOpen) panel.removeAttribute("aria-hidden");
     else panel.setAttribute("aria-hidden", "true");
-    // On a phone the panel fills the screen: the page behind it does not scroll.
-    document.documentElement.style.overflow = isOpen && phone() ? "hidden" : scrollBefore;
-    for (const el of [launcher, panel] as HTMLElement[]) {
-      try {
-        const shown = el === launcher || isOpen || frame !== null;
-        if (shown) el.showPopover?.();
-        else el.hidePopover?.();
-      } catch {
-        // No popover support (or already in that state): z-index still places it.
-      }
+    // On a phone the panel fills the screen: the page behind it does not scroll. Written only when that changes.
+    const lock = isOpen && phone();
+    if (lock !== scrollLocked) {
+      if (lock) scrollBefore = document.documentElement.style.overflow;
+      document.documentElement.style.overflow = lock ? "hidden" : scrollBefore;
+      scrollLocked = lock;
     }
+    popover(panel, isOpen || ahead);
   };
-  const scrollBefore = document.documentElement.style.overflow;
-  let shownIcon = "";
+  /** The launcher is put in the top layer at the page's next frame, not during the script's run (see below). */
+  let drawn = false;
+  let scrollBefore = "";
+  let scrollLocked = false;
+  let shownIcon = ICON;
   /** The app never said ready: the agent is unknown or this page's origin is not allowed (its frame was refused). */
   const unavailable = () => {
     if (ready || !frame) return;
@@ -229,8 +263,20 @@ function start(script: HTMLScriptElement): void {
       clearTimeout(readyTimer);
       readyTimer = setTimeout(unavailable, READY_WAIT_MS);
     });
-    panel.appendChild(frame);
+    makePanel().appendChild(frame);
     render();
+  }
+  /**
+   * The frame made ahead of a click, in two idle tasks so that neither is long on a slow phone: first the
+   * (transparent) panel in the top layer, then the frame in it.
+   */
+  function makeAhead(): void {
+    if (frame || failed) return;
+    if (!panel) {
+      makePanel();
+      render();
+      whenIdle(makeAhead);
+    } else makeFrame();
   }
   /**
    * The visitor points at or focuses the launcher: the frame is made, and its app opens its socket without
@@ -255,6 +301,7 @@ function start(script: HTMLScriptElement): void {
   function open(focus = true): void {
     if (isOpen) return;
     isOpen = true;
+    drawn = true;
     unread = 0;
     focusApp = focus;
     want();
@@ -340,19 +387,22 @@ function start(script: HTMLScriptElement): void {
   // then stay out of the top layer until the next render.
   document.body.appendChild(root);
   render();
+  // Into the top layer at the next frame, before it is painted: showPopover updates the page's style at once,
+  // which done here would make the script's own run a long task on a slow phone; in the frame it is the
+  // style update the browser makes anyway to draw the launcher. (Any render before that, e.g. the page's
+  // Caplo.open(), puts it there at once.)
+  requestAnimationFrame(() => {
+    drawn = true;
+    render();
+  });
   // Calls made before the script loaded: window.Caplo = window.Caplo || []; Caplo.push(["identify", token]).
   for (const call of queued) run(call);
   // data-open opens the chat on load on a desktop; on a phone it would take over the whole screen, so it does not.
   if ((data.open === "" || data.open === "true") && !phone()) open(false);
   // Otherwise the app is fetched when the browser is idle after the page's load event, so it costs the
   // page's first paint and load nothing and is usually there by the first click.
-  const whenIdle = () => {
-    const idle = (window as { requestIdleCallback?: (cb: () => void, options: { timeout: number }) => number }).requestIdleCallback;
-    if (idle) idle(makeFrame, { timeout: IDLE_WAIT_MS });
-    else setTimeout(makeFrame, 1);
-  };
-  if (document.readyState === "complete") whenIdle();
-  else window.addEventListener("load", whenIdle, { once: true });
+  if (document.readyState === "complete") whenIdle(makeAhead);
+  else window.addEventListener("load", () => whenIdle(makeAhead), { once: true });
   window.dispatchEvent(new CustomEvent("caplo:ready"));
 }
 

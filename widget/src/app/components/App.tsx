@@ -193,7 +193,9 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const atEnd = useRef(true);
   useLayoutEffect(() => {
     const el = log.current;
-    if (el && atEnd.current && typeof el.scrollTo === "function") el.scrollTo({ top: el.scrollHeight });
+    // An empty log has nothing to follow: not measuring it keeps the first render from laying the app out.
+    const empty = state.entries.length === 0 && state.pending.length === 0 && !state.typing && running.length === 0 && !state.streaming;
+    if (el && atEnd.current && !empty && typeof el.scrollTo === "function") el.scrollTo({ top: el.scrollHeight });
   }, [state.entries.length, state.pending.length, state.typing, running.length, state.streaming?.text]);
 
   useEffect(() => {

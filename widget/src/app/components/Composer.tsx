@@ -22,6 +22,12 @@ export function Composer({ inputRef, streaming, onStop }: { inputRef: { current:
     // Grow with the text (CSS caps the height; beyond it the box scrolls).
     const el = inputRef.current;
     if (!el) return;
+    // Empty, the box is one line (its CSS min-height): no measuring, which would lay the whole app out
+    // synchronously during its first render.
+    if (!text) {
+      el.style.height = "";
+      return;
+    }
     el.style.height = "auto";
     el.style.height = `${el.scrollHeight + 2}px`;
   }, [text]);
