@@ -204,7 +204,14 @@ try {
           const context = await browsers.get(model)!.newContext({ viewport: { width: 412, height: 823 }, isMobile: false });
           await context.addInitScript(PROBE);
           const { page, load } = await pageLoad(context, variant.url, condition, variant.widget);
-          const opened = variant.widget ? await open(context, page, condition, model) : undefined;
+          // An open that fails (the frame said it was unavailable, the browser lost the target) is counted and
+          // printed, not fatal to the run.
+          const opened = variant.widget
+            ? await open(context, page, condition, model).catch((error: unknown) => {
+                console.error(`round ${round}, ${model}, ${condition.name}, ${variant.name}: the open failed: ${String(error).split("\n")[0]}`);
+                return undefined;
+              })
+            : undefined;
           await context.close();
           if (round < 0) continue; // the first round warms up
           results[m]![i]![v]!.load.push(load);

@@ -1,5 +1,6 @@
-// The script-tag loader: `<script src="https://HOST/widget.js" data-agent="NAME" async></script>`.
-// It draws the launcher in a shadow root (so the host page's CSS cannot reach it), creates the
+// The script-tag loader: `<script src="https://HOST/widget.js" data-agent="NAME" async></script>` (or added
+// after the page's load event by the snippet in docs/site-owners/embedding.md: it works the same).
+// While the page loads it draws only the launcher in a shadow root (so the host page's CSS cannot reach it), creates the
 // app's iframe from the same host ahead of the first open (when the browser is idle after the page's
 // load event, or at once when the visitor points at or focuses the launcher; never before the page has
 // loaded), lets the app connect only once the visitor wants the chat, and offers window.Caplo (open, close, toggle,
