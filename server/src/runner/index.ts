@@ -7,4 +7,4 @@ export { JsonlLogStore, MemoryLogStore, DEFAULT_LOG_FILE, type InvocationRecord,
 export { probeIsolation, type SandboxMode } from "./sandbox.ts";
 export { findNode24 } from "./node24.ts";
 export { mapWriteResult, mapStatusResult, mapEffectMeta } from "./outcomeMapping.ts";
-export { MemoryTargets, type MemoryRequest } from "./memoryTarget.ts";
+export { MemoryTargets, memoryVersion, type MemoryRequest } from "./memoryTarget.ts";

@@ -4,11 +4,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { EFFECT_META_KEY, EFFECT_OUTCOME_CAPABILITY, modelToolName, type BuiltTool, type PackageVersion, type ToolPolicy } from "@caplo/shared";
-import { MemoryTargets } from "./memoryTarget.ts";
+import { EFFECT_META_KEY, EFFECT_OUTCOME_CAPABILITY, modelToolName, type BuiltTool, type ToolPolicy } from "@caplo/shared";
+import { MemoryTargets, memoryVersion } from "./memoryTarget.ts";
 import { CaploToolRunner, RunnerError } from "./toolRunner.ts";
-
-const HASH = "a".repeat(64);
 
 function notesServer(): McpServer {
   const server = new McpServer({ name: "notes", version: "1.0.0" }, { capabilities: { tools: {}, logging: {}, experimental: { ...EFFECT_OUTCOME_CAPABILITY } } });
@@ -26,19 +24,7 @@ function tool(name: string, policy: PolicyWithoutName, properties: Record<string
   return { name, modelName: modelToolName("notes", name), description: name, inputSchema: { type: "object", properties, required, additionalProperties: false }, policy: { name, ...policy } as ToolPolicy, hasStatus: false };
 }
 
-function notesVersion(tools: BuiltTool[]): PackageVersion {
-  return {
-    id: `notes@sha256:${HASH}`,
-    name: "notes",
-    type: "mcp",
-    contentHash: HASH,
-    dir: "/nonexistent/in-memory/notes",
-    manifest: { apiVersion: "v1", kind: "ToolPackage", name: "notes", type: "mcp", entry: "src/server.ts", runtime: "node24", tests: "tests/*.json", tools: tools.map((built) => built.policy) },
-    effectOutcomes: true,
-    tools,
-    builtAt: new Date(0).toISOString(),
-  };
-}
+const notesVersion = (tools: BuiltTool[]) => memoryVersion("notes", tools);
 
 const FIND = tool("find", { effect: "read", timeoutSeconds: 5, subject: { policy: "verified_required", selector: "owner" } }, { text: { type: "string" }, owner: { type: "string" } }, ["text"]);
 const ADD = tool("add", { effect: "write", timeoutSeconds: 5, confirmation: "required" }, { text: { type: "string" } }, ["text"]);

@@ -4,10 +4,11 @@
 // validation, the call context in `_meta`, the call clock and cancellation, questions to the visitor,
 // files, result size, outcome mapping, the invocation log); only the sandbox is left out, so only code
 // that is part of the program itself is served this way (the engine's and gateway's tests).
+import { createHash } from "node:crypto";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { CALL_META_KEY, STATUS_METHOD, type PackageVersion } from "@caplo/shared";
+import { CALL_META_KEY, STATUS_METHOD, type BuiltTool, type PackageVersion } from "@caplo/shared";
 import { routedClient } from "./routedClient.ts";
 import type { Session, Target, TargetKind } from "./target.ts";
 
@@ -18,6 +19,25 @@ export type MemoryRequest = { kind: "call" | "status"; tool: string; args?: unkn
 function packageName(versionId: string): string {
   const at = versionId.lastIndexOf("@");
   return at > 0 ? versionId.slice(0, at) : versionId;
+}
+
+/**
+ * A built version of an in-memory server's tools, `NAME@sha256:` the hash of the tools: it has no files (its
+ * folder does not exist, as nothing of it is frozen or run from disk), and trusts the server's outcome metadata.
+ */
+export function memoryVersion(name: string, tools: BuiltTool[]): PackageVersion {
+  const hash = createHash("sha256").update(JSON.stringify(tools)).digest("hex");
+  return {
+    id: `${name}@sha256:${hash}`,
+    name,
+    type: "mcp",
+    contentHash: hash,
+    dir: `/nonexistent/in-memory/${name}`,
+    manifest: { apiVersion: "v1", kind: "ToolPackage", name, type: "mcp", entry: "src/server.ts", runtime: "node24", tests: "tests/*.json", tools: tools.map((tool) => tool.policy) },
+    effectOutcomes: true,
+    tools,
+    builtAt: new Date(0).toISOString(),
+  };
 }
 
 export class MemoryTargets implements TargetKind {

@@ -14,12 +14,11 @@ import {
   STATUS_METHOD,
   STEP_UP_META_KEY,
   modelToolName,
-  type BuiltTool,
   type CallMeta,
   type PackageVersion,
   type ToolPolicy,
 } from "@caplo/shared";
-import { CaploToolRunner, MemoryTargets, type MemoryRequest } from "../../../server/src/runner/index.ts";
+import { CaploToolRunner, MemoryTargets, memoryVersion, type MemoryRequest } from "../../../server/src/runner/index.ts";
 
 /** Order numbers that choose the cancel outcome. */
 export const ORDERS = {
@@ -446,26 +445,17 @@ export const SHOP_TOOLS: ToolSpec[] = [
 
 /** The shop as a built package version (what an agent release pins). */
 export function shopVersion(): PackageVersion {
-  const hash = createHash("sha256").update(JSON.stringify(SHOP_TOOLS)).digest("hex");
-  const tools: BuiltTool[] = SHOP_TOOLS.map((tool) => ({
-    name: tool.name,
-    modelName: modelToolName("shop", tool.name),
-    description: tool.name.replaceAll("_", " "),
-    inputSchema: tool.inputSchema,
-    policy: { name: tool.name, ...tool.policy } as ToolPolicy,
-    hasStatus: tool.hasStatus ?? false,
-  }));
-  return {
-    id: `shop@sha256:${hash}`,
-    name: "shop",
-    type: "mcp",
-    contentHash: hash,
-    dir: "/nonexistent/in-memory/shop",
-    manifest: { apiVersion: "v1", kind: "ToolPackage", name: "shop", type: "mcp", entry: "src/server.ts", runtime: "node24", tests: "tests/*.json", tools: tools.map((tool) => tool.policy) },
-    effectOutcomes: true,
-    tools,
-    builtAt: new Date(0).toISOString(),
-  };
+  return memoryVersion(
+    "shop",
+    SHOP_TOOLS.map((tool) => ({
+      name: tool.name,
+      modelName: modelToolName("shop", tool.name),
+      description: tool.name.replaceAll("_", " "),
+      inputSchema: tool.inputSchema,
+      policy: { name: tool.name, ...tool.policy } as ToolPolicy,
+      hasStatus: tool.hasStatus ?? false,
+    })),
+  );
 }
 
 /**
