@@ -262,6 +262,25 @@ describe("a workspace's channel file is checked at start, and can only name its 
     expect(out.join("\n")).toContain(`channels of workspace acme ready: messenger. Enter these webhook URLs:\n  messenger: ${PUBLIC}/webhooks/@acme/messenger`);
   });
 
+  it("each workspace's webhooks have their own rate limit: a flood at acme's leaves the default workspace's answered", async () => {
+    const file = join(dir, "flood.env");
+    writeFileSync(file, `CAPLO_MESSENGER_PAGE_TOKEN=${"EAAG".padEnd(40, "x")}\nCAPLO_META_APP_SECRET=${META_SECRETS.acme}\nCAPLO_META_VERIFY_TOKEN=${VERIFY.acme}\n`);
+    const env = { CAPLO_PUBLIC_URL: PUBLIC, CAPLO_MESSENGER_PAGE_TOKEN: "EAAG".padEnd(40, "y"), CAPLO_META_APP_SECRET: META_SECRETS.default, CAPLO_META_VERIFY_TOKEN: VERIFY.default, CAPLO_WORKSPACE_CHANNELS: `acme=${file}`, CAPLO_CHANNELS_DB: join(dir, "flood-channels.db") };
+    const parsed = parseServeArgs(["--port", "0", "--host", "127.0.0.1", "--agent", "shop", "--agent", "acme/shop", "--db", join(dir, "flood.db"), "--releases", join(dir, "releases")], env);
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const started = await startServe({ ...parsed.options, webhooksPerSecond: 1 }, () => undefined);
+    if (!started.ok) throw new Error(started.error.message);
+    try {
+      const unsigned = (path: string) => fetch(`${started.server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).then((r) => r.status);
+      const flood: number[] = [];
+      for (let i = 0; i < 20; i++) flood.push(await unsigned("/webhooks/@acme/messenger"));
+      expect(flood).toContain(429);
+      expect(await unsigned("/webhooks/messenger")).toBe(403); // checked, not throttled by acme's flood
+    } finally {
+      await started.server.close();
+    }
+  });
+
   it("an agent name in acme's file is one of acme's agents: the default workspace's agent `help` is not served for acme, so the start stops", async () => {
     const { started, file } = await serveWith(`${acmeMeta(META_SECRETS.acme)}CAPLO_MESSENGER_AGENT=help\n`);
     expect(started).toMatchObject({ ok: false, error: { code: "channel_config_invalid", path: `${file}:CAPLO_MESSENGER_AGENT` } });
