@@ -19,7 +19,7 @@ import { identityToken, startVisitorStack, widgetTag, type VisitorStack } from "
 
 const RULES: ScriptedRule[] = [
   { whenNote: /Continue with their last request/, replayUser: true, replies: [] },
-  { when: /cancel (SO-\d{4})/i, replies: [{ toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }, { cases: [{ tool: /^write_blocked/, text: "I'll do that once your earlier request has finished." }], text: "" }] },
+  { when: /cancel (SO-\d{4})/i, replies: [{ toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }, { cases: [{ tool: /^write_blocked/, text: "Once your earlier request has finished, ask me again." }], text: "" }] },
   { when: /my orders/i, replies: [{ toolCalls: [{ name: "shop__my_orders", args: {} }] }, { cases: [{ tool: /^customer_not_verified/, text: "Please sign in first." }], text: "Here are your orders." }] },
   { whenNote: /outcome: (pending|unknown)/, replies: [{ text: "I'm checking and will tell you here." }] },
 ];
@@ -179,7 +179,7 @@ describe("the widget as a visitor meets it, through the real gateway", () => {
     const cards = await app().locator("section.review").count();
     await say(`cancel ${ORDERS.applied}`);
     await app().getByText(/Your earlier request \(.+\) must finish first/).waitFor();
-    await app().getByText("I'll do that once your earlier request has finished.").waitFor();
+    await app().getByText("Once your earlier request has finished, ask me again.").waitFor();
     expect(await app().locator("section.review").count()).toBe(cards);
     await snap("write-blocked");
     releaseChecks();

@@ -74,7 +74,7 @@ describe("the offline demo model", () => {
       return parts.map((part) => (part.type === "text-delta" ? part.text : "")).join("");
     };
     expect((await ask("cancel order SO-1001")).text).toBe("");
-    expect(await after("cancel order SO-1001", "write_blocked: an earlier write (orders/cancel_order) still waits")).toBe("I'll do that once your earlier request has finished.");
+    expect(await after("cancel order SO-1001", "write_blocked: an earlier write (orders/cancel_order) still waits")).toBe("Once your earlier request has finished, ask me again.");
     expect(await after("my invoice", '{"invoiceId":"INV-1004"}\n[1 file(s) delivered to the customer as downloads: INV-1004.pdf.]')).toContain("with the PDF to download");
     const noFile = await after("my invoice", '{"invoiceId":"INV-1004"}');
     expect(noFile).toContain("Here is the invoice");

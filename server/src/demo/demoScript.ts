@@ -25,7 +25,7 @@ const ANYTHING_ELSE = "Anything else? (offline demo: type *help* to see what I u
  * A refused or failed call is said as such; a read that needs the customer to verify waits for it.
  */
 const AFTER_TOOL: Case[] = [
-  { tool: ci("^write_blocked"), text: "I'll do that once your earlier request has finished." },
+  { tool: ci("^write_blocked"), text: "Once your earlier request has finished, ask me again." },
   { tool: ci("^customer_not_verified"), text: "Please sign in with the button above; I'll go on as soon as you have." },
   { tool: ci("^step_up_required"), text: "Please verify again with the button above; I'll go on as soon as you have." },
   { tool: ci("^(error|tool_failed|tool_unknown|arguments_invalid|selector_refused)"), text: "Sorry, that did not work. Please check what you asked for and try again." },
