@@ -7,6 +7,8 @@
 //   npx tsx bench/engine/run.ts history     # server CPU per read turn at 10 vs 2,000 stored events, interleaved
 //   npx tsx bench/engine/run.ts all
 //   options: --warmup 4000 --rounds 4 --verbose (counts: the statements behind the figures)
+//            --against DIR (cpu, history: also run the caplo serve of another checkout, e.g. the commit before a
+//            change, interleaved with this one and the reference: before/after figures from one run)
 //
 // Counts come from the drivers themselves (bench/engine/countProbe.mjs wraps better-sqlite3, pg and
 // ioredis in the server process, only for `counts`: the other figures are taken without the wrappers); background work (status-check polling, sweeps) is counted over an
@@ -14,23 +16,34 @@
 // system), and for PostgreSQL also every `postgres` process on the machine (shared: other work adds to it).
 import { execSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { BenchClient, percentile } from "../cluster/client.ts";
 import { readTurn, writeTurn } from "../cluster/drive.ts";
-import { createDatabase, load, option, publishAgent, REDIS_URL, ROOT, sleep, startBackend, table } from "../cluster/harness.ts";
+import { createDatabase, option, publishAgent, REDIS_URL, ROOT, sleep, startBackend, table } from "../cluster/harness.ts";
 import { commandCpuMs } from "../runner/stats.ts";
 import { startCaplo, startReference, type BenchServer, type Counts } from "./servers.ts";
 
 const WARMUP = option("warmup", 4000);
 const ROUNDS = option("rounds", 4);
 const VERBOSE = process.argv.includes("--verbose");
+const AGAINST = process.argv.includes("--against") ? process.argv[process.argv.indexOf("--against") + 1] : undefined;
+const againstCommit = AGAINST ? execSync("git rev-parse --short HEAD 2>/dev/null || cat .commit 2>/dev/null || echo ?", { cwd: AGAINST, shell: "/bin/sh" }).toString().trim() : undefined;
 const what = process.argv[2] ?? "all";
 const commit = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim();
 const dir = mkdtempSync(join(tmpdir(), "caplo-bench-engine-"));
 const backend = await startBackend();
 const agent = await publishAgent(dir);
 const cleanups: (() => Promise<void>)[] = [];
+/** The machine's 1-minute load average every 5 s while the bench runs (printed as a range with each figure). */
+const loads: number[] = [];
+const loadSampler = setInterval(() => loads.push(loadavg()[0]!), 5_000);
+loadSampler.unref();
+const loadRange = () => {
+  const sorted = [...loads, loadavg()[0]!].sort((a, b) => a - b);
+  loads.length = 0;
+  return `load ${sorted[0]!.toFixed(1)}–${sorted.at(-1)!.toFixed(1)}, median ${percentile(sorted, 50).toFixed(1)} on ${cpus().length} cores`;
+};
 const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
 let serial = 0;
 
@@ -42,8 +55,16 @@ async function storeFor(store: Store): Promise<string> {
   cleanups.push(database.drop);
   return database.url;
 }
-async function caplo(store: Store, counting = false): Promise<BenchServer> {
-  const server = await startCaplo({ ...agent, backendPort: backend.port, db: await storeFor(store), id: `bench-${++serial}`, counting, ...(store === "pg" && { redisUrl: REDIS_URL }) });
+async function caplo(store: Store, counting = false, root?: string): Promise<BenchServer> {
+  const server = await startCaplo({
+    ...agent,
+    backendPort: backend.port,
+    db: await storeFor(store),
+    id: `bench-${++serial}`,
+    counting,
+    ...(store === "pg" && { redisUrl: REDIS_URL }),
+    ...(root && { root, label: `@${againstCommit}` }),
+  });
   cleanups.push(server.stop);
   return server;
 }
@@ -178,7 +199,7 @@ async function counts(): Promise<void> {
 async function cpu(): Promise<void> {
   const rows: (string | number)[][] = [];
   for (const store of ["sqlite", "pg"] as const) {
-    const servers = [await caplo(store), await reference(store)];
+    const servers = [await caplo(store), await reference(store), ...(AGAINST ? [await caplo(store, false, AGAINST)] : [])];
     for (const server of servers) await warm(server);
     const server = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
     const postgres = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
@@ -192,20 +213,19 @@ async function cpu(): Promise<void> {
         postgres.get(s)!.push(measured.postgresMs / n);
       }
     }
-    const [ours, ref] = servers as [BenchServer, BenchServer];
-    const ratio = median(server.get(ours)!) / median(server.get(ref)!);
+    const [, ref] = servers as [BenchServer, BenchServer];
     for (const s of servers) {
       rows.push([
         s.label,
         median(server.get(s)!).toFixed(3),
         `${Math.min(...server.get(s)!).toFixed(3)}–${Math.max(...server.get(s)!).toFixed(3)}`,
         store === "pg" ? median(postgres.get(s)!).toFixed(3) : "",
-        s === ours ? `${ratio.toFixed(2)}x` : "1x",
+        s === ref ? "1x" : `${(median(server.get(s)!) / median(server.get(ref)!)).toFixed(2)}x`,
       ]);
     }
     for (const s of servers) await s.stop();
   }
-  console.log(`\nServer CPU per read turn, ${ROUNDS} interleaved rounds of 40 customers × 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}, load ${load()})\n`);
+  console.log(`\nServer CPU per read turn, ${ROUNDS} interleaved rounds of 40 customers × 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}${AGAINST ? ` against ${againstCommit}` : ""}, ${loadRange()})\n`);
   console.log(table(["server", "CPU ms/turn (median)", "range", "postgres CPU ms/turn (machine-wide)", "vs reference"], rows));
 }
 
@@ -225,7 +245,7 @@ async function throughput(): Promise<void> {
     }
   }
   const [sqlite, postgres] = servers as [BenchServer, BenchServer];
-  console.log(`\nRead turns per second at ${conversations} conversations on one node, ${ROUNDS} interleaved rounds of 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}, load ${load()})\n`);
+  console.log(`\nRead turns per second at ${conversations} conversations on one node, ${ROUNDS} interleaved rounds of 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}, ${loadRange()})\n`);
   console.log(
     table(
       ["server", "turns/s (median)", "range", "p50 ms (median)", "vs SQLite"],
@@ -265,7 +285,7 @@ async function history(): Promise<void> {
     rows.push([server.label, median(short).toFixed(3), `${events}`, median(longCost).toFixed(3), `${((100 * (median(longCost) - median(short))) / median(short)).toFixed(0)}%`]);
     await server.stop();
   }
-  console.log(`\nServer CPU per read turn by conversation length, ${ROUNDS} interleaved rounds of 20 customers × 5 turns (commit ${commit}, load ${load()})\n`);
+  console.log(`\nServer CPU per read turn by conversation length, ${ROUNDS} interleaved rounds of 20 customers × 5 turns (commit ${commit}, ${loadRange()})\n`);
   console.log(table(["server", "CPU ms/turn at 10 events", "long conversation events", "CPU ms/turn there", "growth"], rows));
 }
 

@@ -68,7 +68,18 @@ async function start(label: string, args: string[], env: Record<string, string>)
   };
 }
 
-export type CaploOptions = { db: string; releasesDir: string; scriptFile: string; backendPort: number; redisUrl?: string; id: string; counting?: boolean };
+export type CaploOptions = {
+  db: string;
+  releasesDir: string;
+  scriptFile: string;
+  backendPort: number;
+  redisUrl?: string;
+  id: string;
+  counting?: boolean;
+  /** Another checkout of Caplo to run instead of this one (its bin/caplo.mjs), e.g. the commit before a change; named in the label. */
+  root?: string;
+  label?: string;
+};
 
 /** The probe wraps the database drivers to count only when asked (their wrappers cost CPU of their own). */
 const counting = (on: boolean | undefined): Record<string, string> => (on ? { CAPLO_BENCH_COUNTS: "1" } : {});
@@ -76,8 +87,8 @@ const counting = (on: boolean | undefined): Record<string, string> => (on ? { CA
 /** `caplo serve` as an operator starts it, for the benchmark agent. */
 export function startCaplo(options: CaploOptions): Promise<BenchServer> {
   return start(
-    `caplo serve (${options.redisUrl ? "PostgreSQL + Redis" : "SQLite"})`,
-    [join(ROOT, "bin", "caplo.mjs"), "serve", "--port", "0", "--agent", "shop-agent", "--db", options.db, "--releases", options.releasesDir, "--script", options.scriptFile],
+    `caplo serve${options.label ? ` ${options.label}` : ""} (${options.redisUrl ? "PostgreSQL + Redis" : "SQLite"})`,
+    [join(options.root ?? ROOT, "bin", "caplo.mjs"), "serve", "--port", "0", "--agent", "shop-agent", "--db", options.db, "--releases", options.releasesDir, "--script", options.scriptFile],
     {
       CAPLO_NODE_ID: options.id,
       CAPLO_EGRESS_RESOLVE: `${BACKEND_HOST}=127.0.0.1:${options.backendPort}`,
