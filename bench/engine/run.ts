@@ -28,9 +28,11 @@ const WARMUP = option("warmup", 4000);
 const ROUNDS = option("rounds", 4);
 const VERBOSE = process.argv.includes("--verbose");
 const AGAINST = process.argv.includes("--against") ? process.argv[process.argv.indexOf("--against") + 1] : undefined;
-const againstCommit = AGAINST ? execSync("git rev-parse --short HEAD 2>/dev/null || cat .commit 2>/dev/null || echo ?", { cwd: AGAINST, shell: "/bin/sh" }).toString().trim() : undefined;
 const what = process.argv[2] ?? "all";
-const commit = execSync("git rev-parse --short HEAD", { cwd: ROOT }).toString().trim();
+/** The checkout's commit (a copy outside git names it in a .commit file). */
+const commitOf = (dir: string) => execSync("git rev-parse --short HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown", { cwd: dir, shell: "/bin/sh" }).toString().trim();
+const commit = commitOf(ROOT);
+const againstCommit = AGAINST ? commitOf(AGAINST) : undefined;
 const dir = mkdtempSync(join(tmpdir(), "caplo-bench-engine-"));
 const backend = await startBackend();
 const agent = await publishAgent(dir);
