@@ -2,14 +2,21 @@
 // transaction, then remembered (the latest events of recent conversations, so delivery rarely reads the
 // store) and announced on the bus. Nothing appended here has been shown or acted on before the append returns.
 import type { Outbound } from "@caplo/shared";
-import type { AppendBatch, AppendedBatch, CheckedAppendBatch, StoredEvent } from "../store/store.ts";
+import type { AppendBatch, AppendedBatch, CheckedAppendBatch, ConversationRecord, StoredEvent } from "../store/store.ts";
 import { RECENT_CONVERSATIONS, type Carry } from "./common.ts";
 import { EnginePart } from "./core.ts";
 
 const RECENT_EVENTS_PER_CONVERSATION = 32;
 
+/**
+ * A conversation's row as this node's last append read it, in that append's own transaction: its resume token
+ * hash, how far its log went then, and when (the engine's clock).
+ */
+type SeenRow = { resumeHash: string | null; lastSeq: number; lastTranscriptSeq: number; at: number };
+
 export class ConversationLog extends EnginePart {
   private readonly recentEvents = new Map<string, StoredEvent[]>();
+  private readonly seenRows = new Map<string, SeenRow>();
 
   /** Store a customer-visible event and notify subscribers (on every node through the bus). */
   async emit(conversationId: string, message: Outbound): Promise<StoredEvent> {
@@ -35,6 +42,7 @@ export class ConversationLog extends EnginePart {
 
   /** What a transaction appended (alone, or with a ledger change): remembered, and its subscribers notified. */
   async announce(stored: AppendedBatch): Promise<void> {
+    this.seeRow(stored.conversation);
     for (const entry of stored.transcript) this.core.transcripts.rememberTranscript(entry);
     for (const event of stored.events) this.remember(event);
     const last = stored.events.at(-1);
@@ -55,6 +63,33 @@ export class ConversationLog extends EnginePart {
     carry.events = [];
     carry.transcript = [];
     return this.record(conversationId, { events, transcript, ...(finish && { finish }) });
+  }
+
+  /**
+   * Keep the row an append read (the newest one seen of each recent conversation: appends of one conversation
+   * may settle out of order, and each one's row holds a longer log than the one before it).
+   */
+  private seeRow(row: ConversationRecord): void {
+    const seen = this.seenRows.get(row.id);
+    if (seen && (seen.lastSeq > row.lastSeq || (seen.lastSeq === row.lastSeq && seen.lastTranscriptSeq > row.lastTranscriptSeq))) return;
+    this.seenRows.delete(row.id); // re-inserted: most recent last
+    this.seenRows.set(row.id, { resumeHash: row.resumeHash, lastSeq: row.lastSeq, lastTranscriptSeq: row.lastTranscriptSeq, at: this.core.now() });
+    if (this.seenRows.size > RECENT_CONVERSATIONS) this.seenRows.delete(this.seenRows.keys().next().value!);
+  }
+
+  /**
+   * Whether an append of this node read `resumeHash` as the conversation's at most `maxAgeMs` ago, in a row
+   * whose log already held every event up to `seq`: those events were stored while the hash was still the
+   * conversation's, as a read of the store would have found it then. False says only "not known": read the store.
+   */
+  resumeSeen(conversationId: string, resumeHash: string, seq: number, maxAgeMs: number): boolean {
+    const seen = this.seenRows.get(conversationId);
+    return seen !== undefined && seen.resumeHash === resumeHash && seen.lastSeq >= seq && this.core.now() - seen.at <= maxAgeMs;
+  }
+
+  /** The conversation's resume hash was replaced: what an append read before no longer answers for it. */
+  forgetRow(conversationId: string): void {
+    this.seenRows.delete(conversationId);
   }
 
   /** Keep the latest events of recently active conversations, contiguous by seq, so delivery rarely reads the store. */

@@ -42,6 +42,7 @@ export class CustomerActions extends EnginePart {
       capabilities: input.capabilities,
       createdAt: this.core.now(),
     });
+    this.rememberOwner(conversation); // its first message need not read it back
     if (release.config.greeting) await this.core.conversations.emit(conversation.id, { type: "text", id: randomId("m"), from: "agent", text: release.config.greeting });
     return conversation;
   }
@@ -140,8 +141,13 @@ export class CustomerActions extends EnginePart {
     if (known !== undefined) return known;
     const conversation = await this.core.store.getConversation(conversationId);
     if (!conversation) return undefined;
-    this.owners.set(conversationId, conversation.ownerId);
-    if (this.owners.size > RECENT_OWNERS) this.owners.delete(this.owners.keys().next().value!);
+    this.rememberOwner(conversation);
     return conversation.ownerId;
+  }
+
+  /** Remember a conversation's owner (opened or read here), so its owner's actions need not read it. */
+  rememberOwner(conversation: Pick<ConversationRecord, "id" | "ownerId">): void {
+    this.owners.set(conversation.id, conversation.ownerId);
+    if (this.owners.size > RECENT_OWNERS) this.owners.delete(this.owners.keys().next().value!);
   }
 }

@@ -211,8 +211,19 @@ export class Engine {
    * Replace a web conversation's resume token hash (the visitor signed in or stepped up): only if it is still
    * `from`, so of two rotations one wins; the old token no longer resumes the conversation.
    */
-  rotateResume(conversationId: string, from: string, to: string): Promise<boolean> {
-    return this.core.store.rotateResumeHash(conversationId, from, to);
+  async rotateResume(conversationId: string, from: string, to: string): Promise<boolean> {
+    this.core.conversations.forgetRow(conversationId);
+    const rotated = await this.core.store.rotateResumeHash(conversationId, from, to);
+    this.core.conversations.forgetRow(conversationId); // an append that read the old hash meanwhile
+    return rotated;
+  }
+
+  /**
+   * Whether this node's own appends show `resumeHash` as the conversation's, read at most `maxAgeMs` ago
+   * with every event up to `seq` already stored (no store read). False: not known here; ask resumeCurrent.
+   */
+  resumeSeen(conversationId: string, resumeHash: string, seq: number, maxAgeMs: number): boolean {
+    return this.core.conversations.resumeSeen(conversationId, resumeHash, seq, maxAgeMs);
   }
 
   /** Whether `resumeHash` is still the conversation's (not replaced since a connection joined with it). */
@@ -229,6 +240,7 @@ export class Engine {
     // `agent` is the reference the widget named (workspace/name): a token of another workspace's agent opens nothing.
     if (!found || agentRef(found.workspaceId, found.agent) !== agent) return undefined;
     await this.store.setCapabilities(found.id, capabilities);
+    this.core.customers.rememberOwner(found);
     return found;
   }
 

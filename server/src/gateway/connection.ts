@@ -220,9 +220,14 @@ export class Connection {
     return false;
   }
 
-  /** Before sending events: the token checked at most every resumeCheckMs (a store read), else closed. */
-  private async tokenStillCurrent(): Promise<boolean> {
+  /**
+   * Before sending events up to `seq`: the token checked at most every resumeCheckMs, else closed. The check is
+   * the row this node's own append read within resumeCheckMs with those events already stored (the turn that
+   * stored them), or else a store read.
+   */
+  private async tokenStillCurrent(seq: number): Promise<boolean> {
     if (this.deps.now() - this.checkedAt < this.deps.limits.resumeCheckMs) return true;
+    if (this.tokenHash && this.deps.engine.resumeSeen(this.conversationId!, this.tokenHash, seq, this.deps.limits.resumeCheckMs)) return true;
     if (!this.tokenHash || !(await this.deps.engine.resumeCurrent(this.conversationId!, this.tokenHash))) {
       this.closeRotated();
       return false;
@@ -391,7 +396,7 @@ export class Connection {
         this.again = false;
         if (this.congested()) return;
         const events = await this.deps.engine.eventsAfter(this.conversationId, this.sentSeq, EVENT_BATCH);
-        if (events.length > 0 && !(await this.tokenStillCurrent())) return;
+        if (events.length > 0 && !(await this.tokenStillCurrent(events.at(-1)!.seq))) return;
         for (const event of events) {
           if (this.closed) return;
           if (event.seq !== this.sentSeq + 1) break; // never skip: the next flush reads it again
