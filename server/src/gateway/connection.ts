@@ -131,18 +131,24 @@ export class Connection {
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(JSON.stringify({ t: "delta", id: pending.id, at: pending.at, text: pending.text } satisfies ServerFrame));
   }
 
-  /** Hold this turn's frames in the socket and write them together when the turn's work is done (held reply parts first). */
+  /**
+   * Hold the frames of this turn of the event loop and the next in the socket and write them together (held
+   * reply parts first). Two turns, so a reply's last part and the turn's end stored on the next turn (SQLite's
+   * group commit: its events and the typing stop) go out in one write instead of two.
+   */
   private cork(): void {
     if (this.corked) return;
     this.corked = true;
     const socket = this.deps.socket;
     const cork = socket !== undefined && !socket.destroyed;
     if (cork) socket.cork();
-    setImmediate(() => {
-      this.corked = false;
-      this.sendDelta();
-      if (cork) socket.uncork();
-    });
+    setImmediate(() =>
+      setImmediate(() => {
+        this.corked = false;
+        this.sendDelta();
+        if (cork) socket.uncork();
+      }),
+    );
   }
 
   /** A gateway error (its code from the widget protocol's list), or an engine's or identity check's passed on. */

@@ -2,10 +2,23 @@
 // cannot exhaust the runner's memory, and tolerant of stray non-protocol lines on stdout.
 import type { ChildProcess } from "node:child_process";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { JSONRPCMessageSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { JSONRPCErrorResponseSchema, JSONRPCNotificationSchema, JSONRPCRequestSchema, JSONRPCResultResponseSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 
 /** Largest single message accepted from a package: 3 files of 10 MiB as base64 plus the result. */
 export const MESSAGE_BYTES_MAX = 48 * 1024 * 1024;
+
+/**
+ * JSONRPCMessageSchema.parse without trying each kind in turn: the four kinds are strict objects told apart
+ * by their keys (a request has method and id, a notification method only, a response result, an error
+ * response error), so at most one of them can accept a message, and that one is the only one tried. Accepts
+ * and rejects exactly what the union does, with the same output.
+ */
+export function parseMessage(value: unknown): JSONRPCMessage {
+  const keys = value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  if (keys && "method" in keys) return "id" in keys ? JSONRPCRequestSchema.parse(value) : JSONRPCNotificationSchema.parse(value);
+  if (keys && "result" in keys) return JSONRPCResultResponseSchema.parse(value);
+  return JSONRPCErrorResponseSchema.parse(value);
+}
 
 export class ChildTransport implements Transport {
   onclose?: () => void;
@@ -52,7 +65,7 @@ export class ChildTransport implements Transport {
       if (!line.trim()) continue;
       let message: JSONRPCMessage;
       try {
-        message = JSONRPCMessageSchema.parse(JSON.parse(line));
+        message = parseMessage(JSON.parse(line));
       } catch {
         this.onStrayLine(line.slice(0, 2000));
         continue;

@@ -5,7 +5,7 @@
 // started, so the two together stay under maxBytes and at least the newest maxBytes/2 are kept. A broken
 // line (a crash mid-write) is skipped when reading; the rest is still read.
 import { parseSetting } from "../config/index.ts";
-import { closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
+import { closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { LogLine } from "./api.ts";
 import { insidePackage, type PathError } from "./packagePath.ts";
@@ -91,13 +91,11 @@ export class JsonlLogStore implements LogStore {
       if (outside) throw new Error(`${outside.code}: ${outside.message}`);
       const line = this.fit(entry);
       const bytes = Buffer.byteLength(line);
-      mkdirSync(dirname(this.file), { recursive: true });
       // Size from the file itself, not a counter: another process (a second node on this machine, `caplo tool
-      // test`) may append to it too.
-      const size = existsSync(this.file) ? statSync(this.file).size : 0;
+      // test`) may append to it too. A call is one stat, open, write and close (the folder made only when missing).
+      const size = statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
       if (size > 0 && size + bytes > this.maxBytes / 2) renameSync(this.file, this.previousFile);
-      // O_NOFOLLOW: a link put in place of the file is refused, not followed.
-      const fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o644);
+      const fd = this.open();
       try {
         writeSync(fd, line);
       } finally {
@@ -105,6 +103,18 @@ export class JsonlLogStore implements LogStore {
       }
     } catch (error) {
       this.onError?.(error as Error);
+    }
+  }
+
+  /** The file opened for appending (O_NOFOLLOW: a link put in place of the file is refused, not followed); its folder made if missing. */
+  private open(): number {
+    const flags = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW;
+    try {
+      return openSync(this.file, flags, 0o644);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      mkdirSync(dirname(this.file), { recursive: true });
+      return openSync(this.file, flags, 0o644);
     }
   }
 

@@ -79,8 +79,10 @@ function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: st
   const finishNode = p(batch.finish?.nodeId ?? null);
   const finishSeq = p(batch.finish?.seq ?? null);
   const atParam = p(at);
-  const eventTexts = p(events.map(encode));
-  const entryTexts = p(entries.map(encode));
+  // Each list as one JSON array (one text parameter, one jsonb parse): a text[] of JSON texts made pg escape
+  // every quote of every message into an array literal, and PostgreSQL parse that literal, then each element.
+  const eventTexts = p(encode(events));
+  const entryTexts = p(encode(entries));
   const finishes = `turn_node = ${finishNode}::text AND turn_seq = ${finishSeq}::bigint`;
   const change = summaryChange(events);
   const summary = summaryColumns(`${p(change.lastMessage)}::int`, `${p(change.waiting)}::text`, `${p(change.waitingFrom)}::int`);
@@ -91,10 +93,10 @@ function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: st
       WHERE ${where} RETURNING ${CONVERSATION_COLUMNS}
     ), e AS (
       INSERT INTO events (conversation_id, seq, at, message)
-      SELECT c.id, c.last_seq - ${ne}::int + x.ord, ${atParam}, x.message FROM c, unnest(${eventTexts}::jsonb[]) WITH ORDINALITY AS x(message, ord)
+      SELECT c.id, c.last_seq - ${ne}::int + x.ord, ${atParam}, x.message FROM c, jsonb_array_elements(${eventTexts}::jsonb) WITH ORDINALITY AS x(message, ord)
     ), t AS (
       INSERT INTO transcript (conversation_id, seq, at, message)
-      SELECT c.id, c.last_transcript_seq - ${nt}::int + x.ord, ${atParam}, x.message FROM c, unnest(${entryTexts}::jsonb[]) WITH ORDINALITY AS x(message, ord)
+      SELECT c.id, c.last_transcript_seq - ${nt}::int + x.ord, ${atParam}, x.message FROM c, jsonb_array_elements(${entryTexts}::jsonb) WITH ORDINALITY AS x(message, ord)
     )`;
 }
 

@@ -80,6 +80,15 @@ export function sqliteSynchronous(env: Record<string, string | undefined>): "nor
   return parsed.value;
 }
 
+/**
+ * An append's update of its conversation (appendNow): the log's seqs reserved, the inbox summary, the turn it
+ * owes recorded or the turn it finishes cleared, and, for a widget customer's input, its resume hash checked.
+ */
+const APPEND_UPDATE_SQL = `UPDATE conversations SET ${summaryColumns("@lastIndex", "@mode", "@fromIndex")}, last_seq = last_seq + @events, last_transcript_seq = last_transcript_seq + @entries,
+    turn_node = CASE WHEN @owed IS NOT NULL THEN @owed WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_node END,
+    turn_seq = CASE WHEN @owed IS NOT NULL THEN last_transcript_seq + @entries WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_seq END
+  WHERE id = @id AND (@resume IS NULL OR resume_hash = @resume) RETURNING *`;
+
 export class SqliteStore implements Store {
   readonly kind = "sqlite" as const;
   readonly path: string;
@@ -325,12 +334,7 @@ export class SqliteStore implements Store {
     const finishSeq = batch.finish?.seq ?? null;
     // A batch that owes a turn records it; one that finishes the turn clears it if it is still that one.
     const change = summaryChange(messages);
-    const row = this.sql(
-        `UPDATE conversations SET ${summaryColumns("@lastIndex", "@mode", "@fromIndex")}, last_seq = last_seq + @events, last_transcript_seq = last_transcript_seq + @entries,
-           turn_node = CASE WHEN @owed IS NOT NULL THEN @owed WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_node END,
-           turn_seq = CASE WHEN @owed IS NOT NULL THEN last_transcript_seq + @entries WHEN turn_node = @finishNode AND turn_seq = @finishSeq THEN NULL ELSE turn_seq END
-         WHERE id = @id AND (@resume IS NULL OR resume_hash = @resume) RETURNING *`,
-      )
+    const row = this.sql(APPEND_UPDATE_SQL)
       .get({ events: messages.length, entries: entries.length, owed, finishNode, finishSeq, id: conversationId, resume: batch.resumeHash ?? null, lastIndex: change.lastMessage, mode: change.waiting, fromIndex: change.waitingFrom }) as Row | undefined;
     if (!row && batch.resumeHash !== undefined) return undefined;
     if (!row) throw new Error(`append: no conversation ${conversationId}`);
@@ -348,8 +352,14 @@ export class SqliteStore implements Store {
       values.push(conversationId, before + index + 1, at, encode(message));
       return { conversationId, seq: before + index + 1, at, message };
     });
-    this.sql(`INSERT INTO ${table} (conversation_id, seq, at, message) VALUES ${messages.map(() => "(?, ?, ?, ?)").join(", ")}`).run(...values);
+    this.insertStatement(table, messages.length).run(...values);
     return stored;
+  }
+
+  /** The prepared insert of `count` rows into events or transcript (kept per table and count: no SQL text built per append). */
+  private readonly inserts = { events: [] as Database.Statement[], transcript: [] as Database.Statement[] };
+  private insertStatement(table: "events" | "transcript", count: number): Database.Statement {
+    return (this.inserts[table][count] ??= this.sql(`INSERT INTO ${table} (conversation_id, seq, at, message) VALUES ${Array.from({ length: count }, () => "(?, ?, ?, ?)").join(", ")}`));
   }
 
   async finishTurn(conversationId: string, nodeId: string, seq: number): Promise<boolean> {
