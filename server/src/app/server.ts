@@ -185,14 +185,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     ...(isPostgres(options.db) && { databaseUrl: options.db }),
     ...(options.busPollMs !== undefined && { pollIntervalMs: options.busPollMs }),
     onHealthChange: (health) => log(`${health.state === "healthy" ? "info" : "warn"}: event bus ${health.state}${health.reason ? `: ${health.reason}` : ""}`),
-    latestSeqs: async (ids) => {
-      const seqs = new Map<string, number>();
-      for (const id of ids) {
-        const conversation = await store.getConversation(id);
-        if (conversation) seqs.set(id, conversation.lastSeq);
-      }
-      return seqs;
-    },
+    // Every subscribed conversation's last seq in one query (it was a read per conversation, one after another).
+    latestSeqs: (ids) => store.latestSeqs(ids),
   });
   // A configured bus that cannot start is an error: an in-process bus would silently cut this node off
   // from the others' events.

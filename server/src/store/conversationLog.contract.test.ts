@@ -31,6 +31,17 @@ describeEachStore("Conversation log contract", ({ store, second, conversation })
     expect(new Set(events.map((event) => (event.message.type === "text" ? event.message.text : ""))).size).toBe(40);
   });
 
+  it("latestSeqs gives each existing conversation's last seq in one query, none for unknown ids", async () => {
+    const a = await conversation();
+    const b = await conversation();
+    const quiet = await conversation();
+    await store.append(a.id, { events: [text("a1"), text("a2"), text("a3")] }, 1);
+    await second.appendEvent(b.id, text("b1"), 1);
+    const seqs = await store.latestSeqs([a.id, b.id, quiet.id, "no-such-conversation"]);
+    expect(Object.fromEntries(seqs)).toEqual({ [a.id]: 3, [b.id]: 1, [quiet.id]: 0 });
+    expect((await store.latestSeqs([])).size).toBe(0);
+  });
+
   it("an append to a missing conversation fails and stores nothing", async () => {
     await expect(store.appendEvent("no-such-conversation", text("x"), 1)).rejects.toThrow(/no conversation/);
     expect(await store.listEvents("no-such-conversation", 0)).toEqual([]);

@@ -213,6 +213,11 @@ export class PostgresStore implements Store {
     return rows[0] ? toConversation(rows[0]) : undefined;
   }
 
+  async latestSeqs(ids: readonly string[]): Promise<Map<string, number>> {
+    const rows = await this.q("SELECT id, last_seq FROM conversations WHERE id = ANY($1::text[])", [ids]);
+    return new Map(rows.map((row) => [String(row.id), Number(row.last_seq)]));
+  }
+
   async findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined> {
     const rows = await this.q(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE resume_hash = $1`, [resumeHash]);
     return rows[0] ? toConversation(rows[0]) : undefined;

@@ -176,6 +176,11 @@ export class SqliteStore implements Store {
     return row ? toConversation(row) : undefined;
   }
 
+  async latestSeqs(ids: readonly string[]): Promise<Map<string, number>> {
+    const rows = this.sql("SELECT id, last_seq FROM conversations WHERE id IN (SELECT value FROM json_each(?))").all(JSON.stringify(ids)) as Row[];
+    return new Map(rows.map((row) => [String(row.id), Number(row.last_seq)]));
+  }
+
   async findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined> {
     const row = this.sql("SELECT * FROM conversations WHERE resume_hash = ?").get(resumeHash) as Row | undefined;
     return row ? toConversation(row) : undefined;

@@ -200,6 +200,8 @@ export interface Store {
 
   createConversation(conversation: NewConversation): Promise<ConversationRecord>;
   getConversation(id: string): Promise<ConversationRecord | undefined>;
+  /** The last event seq of each of these conversations that exists (one query: the event bus's poll of the store). */
+  latestSeqs(ids: readonly string[]): Promise<Map<string, number>>;
   findConversationByResume(resumeHash: string): Promise<ConversationRecord | undefined>;
   /** Replace the conversation's resume hash if it is still `from` (compare-and-set); false when it was not. */
   rotateResumeHash(id: string, from: string, to: string): Promise<boolean>;
@@ -382,6 +384,7 @@ export type ConversationLogPort = Pick<
   Store,
   | "createConversation"
   | "getConversation"
+  | "latestSeqs"
   | "findConversationByResume"
   | "rotateResumeHash"
   | "findConversationByExternal"
