@@ -114,11 +114,22 @@ async function readLoad(server: BenchServer, clients: BenchClient[], turns: numb
 }
 
 async function warm(server: BenchServer): Promise<void> {
-  // 200 customers at once, 18 turns each (within the burst): no waiting on the rate limit.
+  await warmAll([server]);
+}
+
+/**
+ * Warm several servers in turns, a chunk of 200 customers × 18 turns each (within the burst: no waiting on
+ * the rate limit), so none sits idle for long between its warm-up and its measurement: warmed one after
+ * another, the first server measured cost about twice the last with the same code (V8 drops the idle
+ * process's compiled code and the caches go cold).
+ */
+async function warmAll(servers: BenchServer[]): Promise<void> {
   for (let done = 0; done < WARMUP; done += 200 * 18) {
-    const clients = await open(server, 200);
-    await readLoad(server, clients, 18);
-    for (const client of clients) client.close();
+    for (const server of servers) {
+      const clients = await open(server, 200);
+      await readLoad(server, clients, 18);
+      for (const client of clients) client.close();
+    }
   }
 }
 
@@ -202,11 +213,12 @@ async function cpu(): Promise<void> {
   const rows: (string | number)[][] = [];
   for (const store of ["sqlite", "pg"] as const) {
     const servers = [await caplo(store), await reference(store), ...(AGAINST ? [await caplo(store, false, AGAINST)] : [])];
-    for (const server of servers) await warm(server);
+    await warmAll(servers);
     const server = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
     const postgres = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
     for (let round = 0; round < ROUNDS; round++) {
-      for (const s of servers) {
+      // Each round measures the servers in another order (rotated), so none is always first or last.
+      for (const s of servers.map((_, i) => servers[(i + round) % servers.length]!)) {
         const clients = await open(s, 40);
         const measured = await cpuOf(s, () => readLoad(s, clients, 10));
         for (const client of clients) client.close();
@@ -233,7 +245,7 @@ async function cpu(): Promise<void> {
 
 async function throughput(): Promise<void> {
   const servers = [await caplo("sqlite"), await caplo("pg")];
-  for (const server of servers) await warm(server);
+  await warmAll(servers);
   const rates = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
   const p50 = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
   const conversations = 200;
