@@ -20,6 +20,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { teamMember } from "../../server/src/gateway/teamMembers.ts";
+import { resolveAll } from "../../server/src/remote/remoteFetch.ts";
 import { startStack, type Stack } from "../gateway/support/stack.ts";
 import { launchChromium } from "../widget/browser.ts";
 import { buildConsole } from "./build.ts";
@@ -50,6 +51,7 @@ const hostileMode = { mode: "endless" as "endless" | "many", pages: 0 };
 let dir: string;
 let stack: Stack;
 let strict: Stack;
+let rebindAsked = 0;
 let browser: Browser;
 let anaContext: BrowserContext;
 let benContext: BrowserContext;
@@ -92,7 +94,14 @@ beforeAll(async () => {
   const teamMembers = [teamMember("ana", ANA), teamMember("ben", BEN), teamMember("carl", CARL, "acme")];
   // The loopback MCP server is reachable only with the operator's allowance (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK).
   stack = await startStack({ dir, gateway: { teamMembers, secrets, remoteReview: { versionsDir, allowPrivateNetwork: true } } });
-  strict = await startStack({ gateway: { teamMembers, secrets, remoteReview: { versionsDir, allowPrivateNetwork: false } } });
+  // rebind.test answers a public address to the URL check and 127.0.0.1 to the connection (DNS rebinding);
+  // every other name is resolved by the system.
+  const strictResolve = async (host: string) => {
+    if (host !== "rebind.test") return resolveAll(host);
+    rebindAsked += 1;
+    return rebindAsked % 2 === 1 ? ["93.184.216.34"] : ["127.0.0.1"];
+  };
+  strict = await startStack({ gateway: { teamMembers, secrets, remoteReview: { versionsDir, allowPrivateNetwork: false, resolve: strictResolve } } });
   browser = await launchChromium();
   anaContext = await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 900 } });
   benContext = await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 900 } });
@@ -278,6 +287,18 @@ describe("the remote MCP review in the console", () => {
       const answer = await fetch(`${strict.base}/v1/team/remote/list`, { method: "POST", headers: bearer(ANA), body: JSON.stringify({ url, name: "crm" }) });
       expect([url, answer.status, ((await answer.json()) as { error: { code: string } }).error.code]).toEqual([url, 400, code]);
     }
+    expect(crm.requests).toBe(before);
+  });
+
+  test("a name that passes the URL rule and then resolves to 127.0.0.1 when connecting (DNS rebinding) is refused by code", async () => {
+    const before = crm.requests;
+    const asked = rebindAsked;
+    const answer = await fetch(`${strict.base}/v1/team/remote/list`, { method: "POST", headers: bearer(ANA), body: JSON.stringify({ url: `https://rebind.test:${new URL(mcpUrl).port}/mcp`, name: "crm" }) });
+    const error = ((await answer.json()) as { error: { code: string; message: string } }).error;
+    expect([answer.status, error.code]).toEqual([400, "remote_address_private"]);
+    expect(error.message).toContain("rebind.test resolved to 127.0.0.1 when connecting");
+    // Resolved twice: by the URL check (public), then by the connection (refused, not retried over SSE).
+    expect(rebindAsked - asked).toBe(2);
     expect(crm.requests).toBe(before);
   });
 });

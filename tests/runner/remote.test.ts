@@ -46,16 +46,18 @@ let base = "";
 let sseBase = "";
 const sseTransports = new Map<string, SSEServerTransport>();
 
+/** Stateless Streamable HTTP: a fresh server per request, built from the current config. */
+async function streamableHandler(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (!authorized(req, res)) return;
+  const server = buildServer();
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  res.on("close", () => void transport.close().then(() => server.close()));
+  await server.connect(transport);
+  await transport.handleRequest(req, res);
+}
+
 beforeAll(async () => {
-  http = createServer(async (req, res) => {
-    if (!authorized(req, res)) return;
-    // Stateless Streamable HTTP: a fresh server per request, built from the current config.
-    const server = buildServer();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on("close", () => void transport.close().then(() => server.close()));
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
-  });
+  http = createServer(streamableHandler);
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
   // An older server: SSE only (Streamable HTTP POSTs to /sse get 405, so the client falls back).
@@ -143,6 +145,96 @@ describe("connecting", () => {
     expect(await connectRemote({ url: base, authorization: TOKEN })).toMatchObject({ ok: false, error: { code: "remote_url_insecure" } });
     expect(await connectRemote({ url: "https://127.0.0.1/mcp" })).toMatchObject({ ok: false, error: { code: "remote_url_ip_literal" } });
     expect(await connectRemote({ url: "https://localhost/mcp" })).toMatchObject({ ok: false, error: { code: "remote_url_private" } });
+  });
+});
+
+describe("the address connected to is the address checked (DNS rebinding)", () => {
+  /** A resolver that answers a public address the first time and `then` every time after, counting calls. */
+  function rebinding(then: string) {
+    const asked: string[] = [];
+    const resolve = async (host: string) => {
+      asked.push(host);
+      return asked.length === 1 ? ["93.184.216.34"] : [then];
+    };
+    return { asked, resolve };
+  }
+  /** A real MCP server on loopback that counts every TCP connection made to it. */
+  async function countingServer(handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>) {
+    const server = createServer(handler);
+    let connections = 0;
+    server.on("connection", () => void (connections += 1));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+      port: (server.address() as { port: number }).port,
+      connections: () => connections,
+      close: async () => {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  }
+
+  it("refuses a name that passes the check and then resolves to 127.0.0.1 when connecting: nothing reaches the server", async () => {
+    const server = await countingServer(streamableHandler);
+    try {
+      for (const transport of [undefined, "streamable-http", "sse"] as const) {
+        const dns = rebinding("127.0.0.1");
+        const connected = await connectRemote({ url: `https://rebind.test:${server.port}/mcp`, authorization: TOKEN, resolve: dns.resolve, ...(transport && { transport }) });
+        expect(connected).toMatchObject({ ok: false, error: { code: "remote_address_private", path: "/url", message: expect.stringContaining("rebind.test resolved to 127.0.0.1 when connecting") } });
+        // Resolved by the check (public) and again by the connection (refused); not retried over SSE.
+        expect(dns.asked).toEqual(["rebind.test", "rebind.test"]);
+      }
+      for (const address of ["10.1.2.3", "169.254.169.254", "::1", "::ffff:127.0.0.1"]) {
+        const dns = rebinding(address);
+        expect(await connectRemote({ url: `https://rebind.test:${server.port}/mcp`, resolve: dns.resolve })).toMatchObject({ ok: false, error: { code: "remote_address_private" } });
+      }
+      expect(server.connections()).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("connects to the addresses its own resolver answered (the positive case: a name only that resolver knows)", async () => {
+    const server = await countingServer(streamableHandler);
+    try {
+      const asked: string[] = [];
+      const resolve = async (host: string) => (asked.push(host), host === "mcp.test" ? ["127.0.0.1"] : []);
+      const connected = await connectRemote({ url: `http://mcp.test:${server.port}/mcp`, authorization: TOKEN, resolve, ...local });
+      if (!connected.ok) throw new Error(connected.error.message);
+      expect((await listRemoteTools(connected.client)).map((tool) => tool.name)).toEqual(["find_customer", "delete_customer"]);
+      await connected.client.close();
+      expect(server.connections()).toBeGreaterThan(0);
+      expect(asked.length).toBeGreaterThan(1);
+      expect(new Set(asked)).toEqual(new Set(["mcp.test"]));
+      // Over SSE too: the event stream's GET and the message POSTs.
+      const sse = await connectRemote({ url: `http://mcp.test:${(sseHttp.address() as { port: number }).port}/sse`, authorization: TOKEN, resolve, ...local });
+      if (!sse.ok) throw new Error(sse.error.message);
+      expect(sse.transport).toBe("sse");
+      expect((await listRemoteTools(sse.client)).map((tool) => tool.name)).toEqual(["find_customer", "delete_customer"]);
+      await sse.client.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a published version's runner target is refused the same way, by code", async () => {
+    const server = await countingServer(streamableHandler);
+    try {
+      const { tools } = await list(base);
+      const review = reviewed(tools);
+      review.url = `https://rebind.test:${server.port}/mcp`;
+      const published = publishRemote(review, tools);
+      if (!published.ok) throw new Error("publish failed");
+      const dns = rebinding("169.254.169.254");
+      const runner = new CaploToolRunner({});
+      // Adding the target opens its session (the runner lists its tools): refused before anything is sent.
+      await expect(runner.addTarget(remoteTarget(published.version, { authorization: TOKEN, resolve: dns.resolve }))).rejects.toThrow(/^remote_address_private: rebind\.test resolved to 169\.254\.169\.254 when connecting/);
+      expect(dns.asked).toEqual(["rebind.test", "rebind.test"]);
+      await runner.close();
+      expect(server.connections()).toBe(0);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -4,7 +4,7 @@
 // `caplo remote list/review/publish/check` do, through the same functions (server/src/remote): the URL
 // passes the same network rule before anything is sent (https, a host name that resolves to no private,
 // loopback or link-local address, no redirect to another origin; only CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK
-// lifts it), and the authorization header's value comes from the workspace's secret store by name.
+// lifts it), every connection is checked again at connect time (remote/remoteFetch.ts), and the authorization header's value comes from the workspace's secret store by name.
 import type { ServerResponse } from "node:http";
 import { basename } from "node:path";
 import { z } from "zod";
@@ -25,6 +25,7 @@ import {
   schemaHash,
   type RemoteEndpoint,
   type RemoteListing,
+  type RemoteResolve,
   type RemoteVersion,
 } from "../remote/index.ts";
 import { PACKAGE_NAME_PATTERN, SECRET_NAME_PATTERN } from "@caplo/shared";
@@ -35,6 +36,8 @@ export type RemoteReviewOptions = {
   versionsDir: (workspaceId: string) => string;
   /** Operator-only (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK): http and private or loopback addresses may be reached. */
   allowPrivateNetwork: boolean;
+  /** The resolver for the URL check and every connection (default: the system's); tests of the address rule replace it. */
+  resolve?: RemoteResolve;
   /** A workspace secret's value by name (the authorization header's). */
   secret: (name: string, workspaceId: string) => string | undefined | Promise<string | undefined>;
 };
@@ -86,7 +89,7 @@ export function registerRemoteReviewApi(routes: RouteTable, options: RemoteRevie
 
   /** The endpoint for a URL, with the named secret's value from the member's workspace; a problem when it has none. */
   const endpointFor = async (member: TeamMember, url: string, secret: string | undefined, transport?: RemoteEndpoint["transport"]) => {
-    const endpoint: RemoteEndpoint = { url, ...(options.allowPrivateNetwork && { allowPrivateNetwork: true }), ...(transport && { transport }) };
+    const endpoint: RemoteEndpoint = { url, ...(options.allowPrivateNetwork && { allowPrivateNetwork: true }), ...(transport && { transport }), ...(options.resolve && { resolve: options.resolve }) };
     if (secret === undefined) return { ok: true as const, endpoint };
     const value = await options.secret(secret, member.workspaceId);
     if (value === undefined) return { ok: false as const, error: { code: "secret_missing", path: "authorizationSecret", message: `the secret ${secret} has no value in your workspace: set it with caplo secret set ${secret}` } };
@@ -98,7 +101,8 @@ export function registerRemoteReviewApi(routes: RouteTable, options: RemoteRevie
     if (!found.ok) return void sendError(res, 400, found.error);
     const listed = await listRemote(found.endpoint);
     if (listed.ok) return listed.listing;
-    const refusedUrl = listed.error.code.startsWith("remote_url_");
+    // remote_address_private: the host passed the URL rule, then resolved to a private address when connecting.
+    const refusedUrl = listed.error.code.startsWith("remote_url_") || listed.error.code === "remote_address_private";
     sendError(res, refusedUrl ? 400 : 502, listed.error);
     return undefined;
   };

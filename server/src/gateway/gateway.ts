@@ -26,6 +26,7 @@ import { TeamDirectory } from "../members/index.ts";
 import { registerConsoleApi } from "../console/consoleApi.ts";
 import { ConsoleSessions } from "../console/sessions.ts";
 import { registerRemoteReviewApi } from "../console/remoteReviewApi.ts";
+import type { RemoteResolve } from "../remote/remoteFetch.ts";
 import type { LogStore } from "../runner/logStore.ts";
 
 export type GatewayOptions = {
@@ -55,9 +56,10 @@ export type GatewayOptions = {
   /**
    * The console's remote MCP review (console/remoteReviewApi.ts): where a workspace's published remote versions
    * are kept, and whether private networks may be reached (CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK). Without it the
-   * routes are absent. The authorization header's value is read through `secrets`.
+   * routes are absent. The authorization header's value is read through `secrets`. `resolve` replaces the
+   * system resolver for the URL check and every connection (tests of the address rule).
    */
-  remoteReview?: { versionsDir: (workspaceId: string) => string; allowPrivateNetwork: boolean };
+  remoteReview?: { versionsDir: (workspaceId: string) => string; allowPrivateNetwork: boolean; resolve?: RemoteResolve };
   /**
    * Workspace secrets (for HS256 identity keys), by name in the agent's workspace; read at each sign-in, so
    * a changed key is used without a restart.

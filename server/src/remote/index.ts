@@ -6,4 +6,5 @@ export { driftOf, exposedTools, publishRemote, reviewOfVersion, remoteContentHas
 export { advertises, listRemoteTools, remoteTarget, remoteTargetKind, type RemoteTargetOptions } from "./remoteTarget.ts";
 export { isRemoteVersionId, loadPinnedRemote, readRemoteVersionFile, remotePackageVersion, verifyRemoteVersion, REMOTE_ID_PREFIX } from "./remotePin.ts";
 export { listRemote, type RemoteListing } from "./remoteListing.ts";
+export { guardedFetch, RemoteAddressRefused, type RemoteResolve } from "./remoteFetch.ts";
 export { keepRemoteVersion, readRemoteVersions, remoteVersionFile } from "./remoteVersionFiles.ts";

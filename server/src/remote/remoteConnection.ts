@@ -1,11 +1,15 @@
 // Connects to a remote MCP server by URL: Streamable HTTP first, then SSE for older servers, with the
 // authorization header built from a secret. The URL must be https and must not resolve to a private,
-// loopback or link-local address unless the operator allows private networks (local development).
-import { lookup } from "node:dns/promises";
+// loopback or link-local address unless the operator allows private networks (local development). The
+// check runs before anything is sent, and again for every connection the transports open: they fetch
+// through guardedFetch, which connects only to the addresses it resolved and checked itself (a name
+// that answers differently the second time, as a DNS-rebinding server does, is refused).
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { isForbiddenAddress, isIpLiteral } from "../runner/egressRule.ts";
+import { guardedFetch, resolveAll, type GuardedFetch, type RemoteResolve } from "./remoteFetch.ts";
 
 export type RemoteEndpoint = {
   url: string;
@@ -15,6 +19,8 @@ export type RemoteEndpoint = {
   allowPrivateNetwork?: boolean;
   /** Only this transport (what the version was reviewed over); absent: Streamable HTTP, then SSE. */
   transport?: RemoteTransport;
+  /** The resolver for the URL check and every connection (default: the system's); tests replace it. */
+  resolve?: RemoteResolve;
 };
 
 export type RemoteTransport = "streamable-http" | "sse";
@@ -40,8 +46,8 @@ export async function checkRemoteUrl(endpoint: RemoteEndpoint): Promise<RemotePr
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isIpLiteral(host)) return { code: "remote_url_ip_literal", path: "/url", message: "use the server's host name, not an IP address" };
   try {
-    const addresses = await lookup(host, { all: true });
-    if (addresses.length === 0 || addresses.some((answer) => isForbiddenAddress(answer.address))) {
+    const addresses = await (endpoint.resolve ?? resolveAll)(host);
+    if (addresses.length === 0 || addresses.some((address) => isForbiddenAddress(address))) {
       return { code: "remote_url_private", path: "/url", message: `${host} resolves to a private, loopback or link-local address` };
     }
   } catch (error) {
@@ -67,6 +73,21 @@ function newClient(): Client {
   return new Client({ name: "caplo-remote", version: "1.0.0" }, { capabilities: {} });
 }
 
+/** A fetch for one transport, whose sockets are closed with it. */
+function withGuardedFetch<T extends Transport>(endpoint: RemoteEndpoint, make: (fetch: GuardedFetch) => T): { transport: T; fetch: GuardedFetch } {
+  const fetch = guardedFetch({ ...(endpoint.resolve && { resolve: endpoint.resolve }), ...(endpoint.allowPrivateNetwork && { allowPrivateNetwork: true }) });
+  const transport = make(fetch);
+  const close = transport.close.bind(transport);
+  transport.close = async () => {
+    try {
+      await close();
+    } finally {
+      fetch.close();
+    }
+  };
+  return { transport, fetch };
+}
+
 /** Connects, trying Streamable HTTP and then SSE (or only the endpoint's transport when it names one). */
 export async function connectRemote(endpoint: RemoteEndpoint): Promise<Connected> {
   const problem = await checkRemoteUrl(endpoint);
@@ -76,29 +97,46 @@ export async function connectRemote(endpoint: RemoteEndpoint): Promise<Connected
   const streamable = newClient();
   let firstError: unknown;
   if (endpoint.transport !== "sse") {
+    const { transport, fetch } = withGuardedFetch(endpoint, (fetch) => new StreamableHTTPClientTransport(url, { requestInit, fetch }));
     try {
-      await streamable.connect(new StreamableHTTPClientTransport(url, { requestInit }), { timeout: 15_000 });
+      await streamable.connect(transport, { timeout: 15_000 });
       return { ok: true, client: streamable, transport: "streamable-http" };
     } catch (error) {
       firstError = error;
       await streamable.close().catch(() => undefined);
+      fetch.close();
     }
+    // A refused address is not retried over SSE: the same name, the same rule.
+    const refusal = fetch.refusal();
+    if (refusal) return { ok: false, error: { ...refusal, path: "/url" } };
     if (endpoint.transport === "streamable-http") return { ok: false, error: failure(endpoint, firstError, undefined) };
   }
   const sse = newClient();
-  try {
-    // The SSE stream's GET must carry the header too: eventSourceInit's fetch adds it.
-    const headers = (requestInit.headers ?? {}) as Record<string, string>;
-    await sse.connect(
+  // The SSE stream's GET must carry the header too: eventSourceInit's fetch adds it (to the SDK's own
+  // headers, a Headers object whose Accept says text/event-stream).
+  const extra = Object.entries((requestInit.headers ?? {}) as Record<string, string>);
+  const withHeader = (init: RequestInit | undefined): RequestInit => {
+    const merged = new Headers(init?.headers);
+    for (const [name, value] of extra) merged.set(name, value);
+    return { ...init, headers: merged };
+  };
+  const { transport, fetch } = withGuardedFetch(
+    endpoint,
+    (fetch) =>
       new SSEClientTransport(url, {
         requestInit,
-        eventSourceInit: { fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+        fetch,
+        eventSourceInit: { fetch: (input, init) => fetch(input, withHeader(init as RequestInit | undefined)) },
       }),
-      { timeout: 15_000 },
-    );
+  );
+  try {
+    await sse.connect(transport, { timeout: 15_000 });
     return { ok: true, client: sse, transport: "sse" };
   } catch (error) {
     await sse.close().catch(() => undefined);
+    fetch.close();
+    const refusal = fetch.refusal();
+    if (refusal) return { ok: false, error: { ...refusal, path: "/url" } };
     return { ok: false, error: failure(endpoint, firstError, error) };
   }
 }

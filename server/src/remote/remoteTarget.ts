@@ -11,6 +11,7 @@ import type { CallRoute } from "../runner/routedClient.ts";
 import type { Session, Target, TargetKind } from "../runner/target.ts";
 import { isRemoteVersionId, loadPinnedRemote } from "./remotePin.ts";
 import { connectRemote, type RemoteEndpoint } from "./remoteConnection.ts";
+import type { RemoteResolve } from "./remoteFetch.ts";
 import { driftOf, type Drift, type RemoteVersion } from "./remoteVersion.ts";
 import type { ListedTool } from "./remoteReview.ts";
 
@@ -21,6 +22,8 @@ export type RemoteTargetOptions = {
    */
   authorization?: string;
   allowPrivateNetwork?: boolean;
+  /** The resolver for the URL check and every connection (default: the system's); tests of the address rule replace it. */
+  resolve?: RemoteResolve;
   /** Told whenever the server's tools drift from the published version (once per different drift). */
   onDrift?: (drift: Drift) => void;
 };
@@ -78,6 +81,7 @@ export function remoteTarget(version: RemoteVersion, options: RemoteTargetOption
       ...(authorization !== undefined && { authorization }),
       ...(options.allowPrivateNetwork && { allowPrivateNetwork: true }),
       ...(version.transport && { transport: version.transport }),
+      ...(options.resolve && { resolve: options.resolve }),
     };
     const connected = await connectRemote(endpoint);
     if (!connected.ok) throw new Error(`${connected.error.code}: ${connected.error.message}`);

@@ -1,0 +1,70 @@
+// guardedFetch against a real HTTP server on loopback: it connects to the addresses its resolver answered,
+// decodes the body as fetch does, and refuses a connection when any answer is a forbidden address.
+import { createServer, type Server } from "node:http";
+import { gzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { guardedFetch, RemoteAddressRefused } from "./remoteFetch.ts";
+
+let server: Server;
+let port = 0;
+let connections = 0;
+const seen: { method: string; auth: string | undefined; body: string }[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      seen.push({ method: req.method ?? "", auth: req.headers.authorization, body });
+      if (req.url === "/gzip") return void res.writeHead(200, { "content-encoding": "gzip", "content-type": "text/plain" }).end(gzipSync("hello, decoded"));
+      if (req.url === "/moved") return void res.writeHead(307, { location: "https://elsewhere.test/" }).end();
+      res.writeHead(201, { "content-type": "application/json", "x-two": "a" }).end(JSON.stringify({ echoed: body }));
+    });
+  });
+  server.on("connection", () => void (connections += 1));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  port = (server.address() as { port: number }).port;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+describe("guardedFetch", () => {
+  it("connects to its resolver's answer, sends method, headers and body, decodes gzip, and leaves redirects unfollowed", async () => {
+    const asked: string[] = [];
+    const fetch = guardedFetch({ allowPrivateNetwork: true, resolve: async (host) => (asked.push(host), ["127.0.0.1"]) });
+    try {
+      const posted = await fetch(`http://only-here.test:${port}/echo`, { method: "POST", headers: { authorization: "Bearer t" }, body: '{"a":1}' });
+      expect([posted.status, posted.headers.get("x-two"), await posted.json()]).toEqual([201, "a", { echoed: '{"a":1}' }]);
+      expect(seen.at(-1)).toEqual({ method: "POST", auth: "Bearer t", body: '{"a":1}' });
+      expect(await (await fetch(`http://only-here.test:${port}/gzip`)).text()).toBe("hello, decoded");
+      const moved = await fetch(`http://only-here.test:${port}/moved`, { redirect: "manual" });
+      expect([moved.status, moved.headers.get("location")]).toEqual([307, "https://elsewhere.test/"]);
+      expect(new Set(asked)).toEqual(new Set(["only-here.test"]));
+    } finally {
+      fetch.close();
+    }
+  });
+
+  it("refuses a connection when any answer is private, loopback or link-local, and plain http or IP literals without the allowance", async () => {
+    const before = connections;
+    for (const answers of [["93.184.216.34", "10.0.0.1"], ["127.0.0.1"], ["169.254.169.254"], ["fd00::1"], []]) {
+      const fetch = guardedFetch({ resolve: async () => answers });
+      const refused = await fetch(`https://mixed.test:${port}/echo`).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(refused).toBeInstanceOf(Error);
+      expect(fetch.refusal()).toMatchObject({ code: "remote_address_private" });
+      fetch.close();
+    }
+    const plain = guardedFetch({ resolve: async () => ["93.184.216.34"] });
+    await expect(plain(`http://public.test:${port}/`)).rejects.toMatchObject({ code: "remote_url_insecure" });
+    await expect(plain(`https://127.0.0.1:${port}/`)).rejects.toBeInstanceOf(RemoteAddressRefused);
+    expect(plain.refusal()).toMatchObject({ code: "remote_url_insecure" });
+    plain.close();
+    expect(connections).toBe(before);
+  });
+});
