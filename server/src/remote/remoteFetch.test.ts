@@ -57,6 +57,8 @@ describe("guardedFetch", () => {
         (error: unknown) => error,
       );
       expect(refused).toBeInstanceOf(Error);
+      expect(refused).toBeInstanceOf(RemoteAddressRefused);
+      expect((refused as Error).message).toMatch(/^remote_address_private: mixed.test resolved to/);
       expect(fetch.refusal()).toMatchObject({ code: "remote_address_private" });
       fetch.close();
     }

@@ -18,11 +18,14 @@ export type RemoteResolve = (host: string) => Promise<string[]>;
 
 export type RemoteRefusal = { code: string; message: string };
 
-/** Thrown into a request whose connection was refused by the address rule; its `code` is stable. */
+/**
+ * Thrown into a request whose connection was refused by the address rule; its `code` is stable and leads
+ * its message, so a refusal on a later connection of an open session reaches the call's result by code.
+ */
 export class RemoteAddressRefused extends Error {
   readonly code: string;
   constructor(refusal: RemoteRefusal) {
-    super(refusal.message);
+    super(`${refusal.code}: ${refusal.message}`);
     this.name = "RemoteAddressRefused";
     this.code = refusal.code;
   }
