@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { ScriptedRule } from "../../server/src/model/scripted.ts";
 import type { Stack } from "../gateway/support/stack.ts";
 import { buildWidget, downloadedBytes, launchChromium } from "./browser.ts";
-import { startVisitorStack, widgetTag, type VisitorStack } from "./visitorStack.ts";
+import { identityToken, startVisitorStack, widgetTag, type VisitorStack } from "./visitorStack.ts";
 
 const AVATAR = "https://cdn.caplo.test/avatar.svg";
 const LONG = Array.from({ length: 40 }, (_, i) => `Line ${i + 1} of a long answer.`).join("\n\n");
@@ -18,6 +18,7 @@ const RULES: ScriptedRule[] = [
   { when: /order (SO-\d{4})/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Here it is." }] },
   { when: /person/i, replies: [{ toolCalls: [{ name: "handoff_to_team", args: { reason: "the customer asked for a person" } }] }, { text: "" }] },
   { when: /long/i, replies: [{ text: LONG }] },
+  { when: /my orders/i, replies: [{ toolCalls: [{ name: "shop__my_orders", args: {} }] }, { text: "Please sign in first." }] },
 ];
 
 let browser: Browser;
@@ -132,6 +133,42 @@ describe("what visitors expect from the widgets they know (#17 section 5)", () =
       await open(page);
       await app(page).getByText("Where is my order SO-1002?").waitFor();
       expect(await app(page).getByText("Where is my order SO-1001?").count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test("the transcript writes each verification prompt in the words shown: 'Please sign in' to an anonymous visitor, 'Please verify again' to a signed-in one, the same after a reload", async () => {
+    const { page, context } = await visitor();
+    const transcript = async () => {
+      const [download] = await Promise.all([page.waitForEvent("download"), app(page).getByRole("button", { name: "Download the transcript" }).click()]);
+      return (await downloadedBytes(download)).toString("utf8");
+    };
+    const signIn = "] Notice: Please sign in. To continue, please sign in on this page. Your request goes on once you have.\n";
+    const again = "] Notice: Please verify again. To continue, please verify your identity again. Your request goes on once you have.\n";
+    try {
+      await say(page, "Show my orders");
+      const prompts = app(page).locator("section.step-up");
+      await prompts.first().getByRole("heading", { name: "Please sign in" }).waitFor();
+      await page.evaluate((t) => (window as unknown as { Caplo: { identify(t: string): void } }).Caplo.identify(t), identityToken("cus-t"));
+      await app(page).locator("header .badge.verified").waitFor();
+      await say(page, "Where is my order SO-5001?");
+      await expect.poll(() => prompts.count()).toBe(2);
+      await prompts.last().getByRole("heading", { name: "Please verify again" }).waitFor();
+      for (const reloaded of [false, true]) {
+        if (reloaded) {
+          await page.reload();
+          await page.getByRole("button", { name: /Open chat/ }).click();
+          await prompts.last().getByRole("heading", { name: "Please verify again" }).waitFor();
+          expect(await prompts.first().getByRole("heading").textContent()).toBe("Please sign in");
+        }
+        const text = await transcript();
+        expect(text.split(signIn)).toHaveLength(2);
+        expect(text.split(again)).toHaveLength(2);
+        expect(text.indexOf(signIn)).toBeLessThan(text.indexOf(again));
+        // Never the server's words, which the widget did not show.
+        expect(text).not.toMatch(/verify your identity (so|for)/i);
+      }
     } finally {
       await context.close();
     }

@@ -1,6 +1,7 @@
 // The widget as a visitor meets it (issue #17), in Chromium against the REAL gateway, engine and store
 // (tests/gateway/support's stack): sign-in that sticks (a token given while the chat is closed is sent
-// once it is ready, a bad one is a plain sentence, the waiting read goes on after Verify), truthful write
+// once it is ready, a bad one is a plain sentence, the waiting read goes on after Verify; a write's "verify
+// again" prompt keeps asking while its write waits, one prompt asks at a time), truthful write
 // states (a blocked write says why no card appears, a pending write's resolution is said at the bottom),
 // a streamed reply that can be stopped and is seen once after a reload mid-stream, and axe (0 serious or
 // critical violations) in each state, light and dark, desktop and phone. Screenshots go to
@@ -22,6 +23,9 @@ const RULES: ScriptedRule[] = [
   { when: /cancel (SO-\d{4})/i, replies: [{ toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }, { cases: [{ tool: /^write_blocked/, text: "Once your earlier request has finished, ask me again." }], text: "" }] },
   { when: /my orders/i, replies: [{ toolCalls: [{ name: "shop__my_orders", args: {} }] }, { cases: [{ tool: /^customer_not_verified/, text: "Please sign in first." }], text: "Here are your orders." }] },
   { whenNote: /outcome: (pending|unknown)/, replies: [{ text: "I'm checking and will tell you here." }] },
+  { when: /close my account/i, replies: [{ toolCalls: [{ name: "shop__close_account", args: { reason: "moving" } }] }, { text: "Please check the card." }] },
+  { when: /where is (SO-\d{4})/i, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { cases: [{ tool: /^step_up_required/, text: "Please verify with the button." }], text: "Here is your order." }] },
+  { whenNote: /outcome: applied\. The change happened\. Result: closed/, replies: [{ text: "Your account is closed." }] },
 ];
 
 let browser: Browser;
@@ -45,9 +49,15 @@ beforeAll(async () => {
     widget: { name: "Shop helper", starters: ["Where is my order SO-1001?", "My orders"] },
     page: (url, started) => {
       const queued = url.pathname === "/queued";
-      if (url.pathname !== "/" && !queued) return undefined;
+      const stepUp = url.pathname === "/step-up";
+      if (url.pathname !== "/" && !queued && !stepUp) return undefined;
       // /queued signs the visitor in before the loader has even loaded (the queued form of the page API).
-      const early = queued ? `<script>window.Caplo = window.Caplo || []; Caplo.push(["identify", ${JSON.stringify(identityToken("cus-early"))}]);</script>` : "";
+      // /step-up signs the visitor in at the standard level, and at the level a step-up asks for when asked.
+      const early = queued
+        ? `<script>window.Caplo = window.Caplo || []; Caplo.push(["identify", ${JSON.stringify(identityToken("cus-early"))}]);</script>`
+        : stepUp
+          ? `<script>window.Caplo = window.Caplo || []; Caplo.push(["identify", ${JSON.stringify(identityToken("cus-9"))}]); window.stepUps = []; window.addEventListener("caplo:step-up", (e) => { window.stepUps.push(e.detail.level); Caplo.push(["identify", ${JSON.stringify({ high: identityToken("cus-9", "high"), low: identityToken("cus-9", "low") })}[e.detail.level]]); });</script>`
+          : "";
       return `<!doctype html><html lang="en"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title><header style="display:flex;justify-content:space-between;padding:12px 24px"><h1>Shop</h1><button id="sign-in">Sign in</button></header><main><p>Welcome.</p></main>${early}${widgetTag(started.base)}</html>`;
     },
   });
@@ -155,6 +165,63 @@ describe("the widget as a visitor meets it, through the real gateway", () => {
       expect(await prompts.first().textContent()).toContain("A newer request to verify is below.");
       expect(await axe(other)).toEqual([]);
       await snap("step-up-one-at-a-time", other);
+    } finally {
+      await other.context().close();
+    }
+  });
+
+  test("a write's 'verify again' prompt: it keeps its button while its write waits, whatever the visitor writes; a newer prompt takes the button (the older says so); after Verify the write goes on without retyping", async () => {
+    const other = await (await browser.newContext({ locale: "en-US", viewport: { width: 1100, height: 800 } })).newPage();
+    other.setDefaultTimeout(15_000);
+    const said = async (text: string) => {
+      await app(other).locator("#caplo-input").fill(text);
+      await app(other).locator("#caplo-input").press("Enter");
+    };
+    try {
+      await other.goto(`${siteUrl}/step-up`);
+      await other.getByRole("button", { name: "Open chat" }).click();
+      await app(other).locator("header .badge.verified").waitFor();
+      await said("Please close my account");
+      const card = app(other).locator("section.review").last();
+      await card.getByRole("button", { name: "Confirm" }).click();
+      const prompts = app(other).locator("section.step-up");
+      const first = prompts.first();
+      await first.getByRole("heading", { name: "Please verify again" }).waitFor();
+      await first.getByRole("button", { name: "Verify" }).waitFor();
+
+      // Another request while the write waits: refused, and the write's prompt still asks (the only way on).
+      await said(`cancel ${ORDERS.applied}`);
+      await app(other).getByText(/Your earlier request \(.+\) must finish first/).waitFor();
+      await app(other).getByText("Once your earlier request has finished, ask me again.").waitFor();
+      expect(await first.getByRole("button", { name: "Verify" }).count()).toBe(1);
+
+      // A read asks to verify too: one prompt asks at a time, the newest; the write's says a newer one is below.
+      await said(`Where is ${ORDERS.stepUp}?`);
+      await expect.poll(() => prompts.count()).toBe(2);
+      const second = prompts.last();
+      await second.getByRole("button", { name: "Verify" }).waitFor();
+      await first.getByText("A newer request to verify is below.").waitFor();
+      expect(await app(other).getByRole("button", { name: "Verify" }).count()).toBe(1);
+      expect(await first.getByRole("button").count()).toBe(0);
+      expect(await axe(other)).toEqual([]);
+      await snap("write-step-up-one-at-a-time", other);
+
+      // Verify: the page signs the visitor in at the level asked; the waiting write runs by itself.
+      await second.getByRole("button", { name: "Verify" }).click();
+      await card.getByText("Done", { exact: true }).waitFor();
+      await app(other).getByText("Your account is closed.").waitFor();
+      await first.getByText("Verified. Thank you.").waitFor();
+      await second.getByText("Verified. Thank you.").waitFor();
+      expect(await app(other).getByRole("button", { name: "Verify" }).count()).toBe(0);
+      expect(await other.evaluate(() => (window as unknown as { stepUps: string[] }).stepUps)).toEqual(["high"]);
+      const closes = stack.backend.invocations.filter((i) => i.tool === "close_account");
+      expect(closes.map((i) => i.subject)).toEqual(["cus-9", "cus-9"]);
+      expect(closes[1]!.key).toBe(closes[0]!.key);
+      expect(closes[1]!.args).toEqual(closes[0]!.args);
+      // Nothing was retyped: the visitor's messages are the three they wrote.
+      expect(await app(other).locator(".bubble.from-customer").count()).toBe(3);
+      expect(await axe(other)).toEqual([]);
+      await snap("write-step-up-went-on", other);
     } finally {
       await other.context().close();
     }

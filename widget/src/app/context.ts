@@ -32,8 +32,15 @@ export interface WidgetApi {
   verifications: number;
   /** The server says the visitor is verified. */
   verified: boolean;
-  /** The id of the latest step-up prompt still open: only it asks (one prompt at a time). */
+  /**
+   * The id of the latest step-up prompt still asking: only it has the button (one prompt at a time). A read's
+   * prompt asks until the visitor writes again; a write's while its write waits for the customer to verify.
+   */
   latestStepUp: string | null;
+  /** Each write's state as of its latest review or outcome event, by proposal id (a write's step-up prompt follows it). */
+  writeStates: Record<string, string>;
+  /** Remembers what a row showed (kept with what the visitor used, so a reload and the transcript say the same). */
+  keep: (key: string, value: string) => void;
   /** What the visitor tapped, by the message it sent: a choice's label instead of the ids in its reply. */
   labels: Record<string, string>;
   /** The site owner's map tile source (agent.yaml widget.mapTiles): the map layout draws a real map with it. */
@@ -61,6 +68,8 @@ export function defaultWidgetApi(overrides: Partial<WidgetApi> = {}): WidgetApi 
     verifications: 0,
     verified: false,
     latestStepUp: null,
+    writeStates: {},
+    keep: () => undefined,
     labels: {},
     names: {},
     ...overrides,

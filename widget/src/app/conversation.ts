@@ -51,6 +51,8 @@ export interface ConversationState {
   verified: boolean;
   /** How many times the host page's identity token was accepted on this page (a step-up prompt sees it done). */
   verifications: number;
+  /** The conversation's last seq when the server last verified the visitor: a read's step-up prompt up to it was answered. */
+  verifiedSeq: number;
   pending: PendingMessage[];
   /** Cards, questions and choices already acted on: id → what was sent. A card is usable once. */
   used: Record<string, string>;
@@ -81,6 +83,7 @@ export const initialState: ConversationState = {
   typing: false,
   verified: false,
   verifications: 0,
+  verifiedSeq: 0,
   streaming: null,
   pending: [],
   used: {},
@@ -170,7 +173,7 @@ function applyFrame(state: ConversationState, frame: ServerFrame): ConversationS
     case "ack":
       if (frame.ref === state.identifyRef) {
         // The server verified the visitor: only now does the header say so.
-        return { ...state, identifyRef: undefined, verified: true, verifications: state.verifications + 1, verifyProblem: undefined };
+        return { ...state, identifyRef: undefined, verified: true, verifications: state.verifications + 1, verifiedSeq: state.lastSeq, verifyProblem: undefined };
       }
       return { ...state, pending: state.pending.map((p) => (p.ref === frame.ref ? { ...p, acked: true } : p)) };
     case "error": {

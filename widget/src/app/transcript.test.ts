@@ -6,8 +6,8 @@ import { transcriptText } from "./transcript.ts";
 
 const at = "2026-12-04T14:25:00Z";
 const entry = (seq: number, message: Outbound): Entry => ({ seq, at, message });
-const text = (entries: Entry[], labels: Record<string, string> = {}, names: Record<string, string> = {}) =>
-  transcriptText(entries, { t: en, locale: "en-US", labels, names }).replace(/^\[[^\]]*\] /gm, "");
+const text = (entries: Entry[], labels: Record<string, string> = {}, names: Record<string, string> = {}, used: Record<string, string> = {}) =>
+  transcriptText(entries, { t: en, locale: "en-US", labels, names, used }).replace(/^\[[^\]]*\] /gm, "");
 
 describe("the downloaded transcript says what the visitor saw, in the words they saw", () => {
   test("a result's items as the layout shows them: money in its currency, a time for the locale, status words, masked numbers; no image, coordinates or choice ids", () => {
@@ -88,6 +88,17 @@ describe("the downloaded transcript says what the visitor saw, in the words they
         "Book this appointment: Not done. You chose not to go ahead. Nothing was changed.",
         "",
       ].join("\n"),
+    );
+  });
+
+  test("a step-up prompt in the words the widget showed (sign in, or verify again where it said so), never the server's text", () => {
+    const entries = [
+      entry(1, { type: "step_up", id: "s1", level: "low", text: "Please verify your identity so I can help with that." }),
+      entry(2, { type: "step_up", id: "s2", level: "high", proposalId: "p1", text: "To finish this, please verify your identity again." }),
+    ];
+    expect(text(entries, {}, {}, { "stepup:s1": "first", "stepup:s2": "again" })).toBe(
+      "Notice: Please sign in. To continue, please sign in on this page. Your request goes on once you have.\n" +
+        "Notice: Please verify again. To continue, please verify your identity again. Your request goes on once you have.\n",
     );
   });
 });

@@ -6,21 +6,26 @@ import type { Entry } from "./conversation.ts";
 import type { Strings } from "./i18n.ts";
 import { cellWords, itemsOf, shownColumns } from "./layouts/common.tsx";
 import { shownValue, stateLabel, stateLine } from "./components/ReviewCard.tsx";
+import { stepUpKey, stepUpWords } from "./components/StepUp.tsx";
 
 const when = (at: string, locale: string) => {
   const d = new Date(at);
   return Number.isNaN(d.getTime()) ? "" : d.toLocaleString(locale, { dateStyle: "short", timeStyle: "short" });
 };
 
-/** What the transcript needs of the app: the strings and locale, tapped choices' labels, and names shown for ids. */
+/**
+ * What the transcript needs of the app: the strings and locale, tapped choices' labels, names shown for
+ * ids, and what the visitor used (where each step-up prompt's wording, sign in or verify again, is kept).
+ */
 export interface TranscriptContext {
   t: Strings;
   locale: string;
   labels: Record<string, string>;
   names: Record<string, string>;
+  used: Record<string, string>;
 }
 
-export function transcriptText(entries: Entry[], { t, locale, labels, names }: TranscriptContext): string {
+export function transcriptText(entries: Entry[], { t, locale, labels, names, used }: TranscriptContext): string {
   const lines: string[] = [];
   /** Each proposal's title, so an outcome says which request it is about. */
   const titles = new Map<string, string>();
@@ -56,9 +61,14 @@ export function transcriptText(entries: Entry[], { t, locale, labels, names }: T
         lines.push(`${head} ${t.agent}: ${m.name}`);
         break;
       case "handoff":
-      case "step_up":
         lines.push(`${head} ${t.system}: ${m.text}`);
         break;
+      case "step_up": {
+        // The prompt's own words (the server's text is never shown): "verify again" only where it said so.
+        const words = stepUpWords(t, used[stepUpKey(m.id)] === "again");
+        lines.push(`${head} ${t.system}: ${words.title}. ${words.text}`);
+        break;
+      }
       case "question":
         lines.push(`${head} ${t.agent}: ${m.message}`);
         break;

@@ -185,7 +185,8 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   const used = useMemo(() => ({ ...settledIds(state.entries), ...state.used }), [state.entries, state.used]);
   // What this page tapped wins; a history from the server (another tab) still shows a choice's label.
   const labels = useMemo(() => ({ ...choiceLabels(state.entries.map((e) => e.message)), ...labelsOf(state.used) }), [state.entries, state.used]);
-  const latestStepUp = useMemo(() => latestStepUpOf(state.entries), [state.entries]);
+  const writeStates = useMemo(() => writeStatesOf(state.entries), [state.entries]);
+  const latestStepUp = useMemo(() => latestStepUpOf(state.entries, writeStates, state.verifiedSeq), [state.entries, writeStates, state.verifiedSeq]);
   const names = useMemo(() => namesOf(state.entries), [state.entries]);
 
   // Follow the conversation to its end while the visitor is at (or near) the end; someone who scrolled
@@ -237,7 +238,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   }
 
   function downloadTranscript() {
-    const text = transcriptText(state.entries, { t, locale: params.locale, labels, names });
+    const text = transcriptText(state.entries, { t, locale: params.locale, labels, names, used: state.used });
     const href = URL.createObjectURL(new Blob([text], { type: "text/plain;charset=utf-8" }));
     const a = document.createElement("a");
     a.href = href;
@@ -286,6 +287,8 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     verifications: state.verifications,
     verified: state.verified,
     latestStepUp,
+    writeStates,
+    keep: (key, value) => dispatch({ type: "use", id: key, value }),
     labels,
     names,
     mapTiles: state.agent?.mapTiles,
@@ -395,12 +398,31 @@ function namesOf(entries: ConversationState["entries"]): Record<string, string> 
   return names;
 }
 
-/** The latest step-up prompt, while it still asks: the visitor has not written since (one prompt at a time). */
-function latestStepUpOf(entries: ConversationState["entries"]): string | null {
+/** Each write's state as of its latest review or outcome event, by proposal id. */
+function writeStatesOf(entries: ConversationState["entries"]): Record<string, string> {
+  const states: Record<string, string> = {};
+  for (const { message: m } of entries) if (m.type === "review" || m.type === "outcome") states[m.proposalId] = m.state;
+  return states;
+}
+
+/**
+ * The latest step-up prompt still asking (one prompt at a time): a read's while the visitor has not written
+ * since and has not been verified since (the read waits only then); a write's while its write still waits
+ * for the customer to verify (step_up_required), whatever the visitor wrote meanwhile, and only the latest
+ * prompt of that write.
+ */
+function latestStepUpOf(entries: ConversationState["entries"], writeStates: Record<string, string>, verifiedSeq: number): string | null {
+  let visitorSince = false;
+  const proposals = new Set<string>();
   for (let i = entries.length - 1; i >= 0; i--) {
-    const m = entries[i]!.message;
-    if (m.type === "text" && m.from === "customer") return null;
-    if (m.type === "step_up") return m.id;
+    const { seq, message: m } = entries[i]!;
+    if (m.type === "text" && m.from === "customer") visitorSince = true;
+    if (m.type !== "step_up") continue;
+    if (m.proposalId) {
+      if (proposals.has(m.proposalId)) continue;
+      proposals.add(m.proposalId);
+      if (writeStates[m.proposalId] === "step_up_required") return m.id;
+    } else if (!visitorSince && seq > verifiedSeq) return m.id;
   }
   return null;
 }
