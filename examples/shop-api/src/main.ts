@@ -27,6 +27,13 @@ const shop = await startShopApi({
   ...(values["api-key"] ? { apiKey: values["api-key"] } : {}),
 });
 console.log(`demo shop API listening on ${shop.url} (API key: ${shop.apiKey === "demo-shop-key" ? "the demo key" : "as given"})`);
-const stop = () => void shop.close().then(() => process.exit(0));
-process.once("SIGINT", stop);
-process.once("SIGTERM", stop);
+// Ctrl-C in a terminal signals the whole process group, so a wrapper (tsx, npx) relays a second SIGINT while
+// the first one's close runs: the handlers stay, so a repeat does not kill the process mid-close with 130.
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  void shop.close().then(() => process.exit(0));
+};
+process.on("SIGINT", stop);
+process.on("SIGTERM", stop);

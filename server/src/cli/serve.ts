@@ -106,12 +106,19 @@ export async function run(args: string[]): Promise<number> {
     console.error(`caplo serve: ${started.error.code}${started.error.path ? ` at ${started.error.path}` : ""}: ${started.error.message}`);
     return 1;
   }
+  // The handlers stay until the server is closed: Ctrl-C signals the terminal's whole process group, so a
+  // wrapper (npx, tsx) relays a second SIGINT while the first one's close runs, which would otherwise end the
+  // process with 130 in the middle of it.
+  const ignore = () => undefined;
   await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+    process.on("SIGINT", ignore);
+    process.on("SIGTERM", ignore);
   });
   await started.server.close();
+  process.off("SIGINT", ignore);
+  process.off("SIGTERM", ignore);
   return 0;
 }
 

@@ -107,8 +107,10 @@ export async function run(args: string[]): Promise<number> {
   }
   const child = spawn(command, commandArgs, { cwd: dir, stdio: "inherit", env: process.env });
   const stop = (signal: NodeJS.Signals) => child.kill(signal);
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  // Kept until the child exits: a second Ctrl-C (the terminal's group and a wrapper both relay it) goes to the
+  // child again instead of ending this process before the child has.
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
   return new Promise((resolveExit) => {
     child.once("exit", (code, signal) => {
       process.off("SIGINT", stop);
