@@ -19,6 +19,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { join, relative, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseEvalArgs } from "../../server/src/cli/eval.ts";
 import { COMMANDS } from "../../server/src/cli/main.ts";
@@ -30,6 +31,13 @@ import { SETTINGS } from "../../server/src/config/index.ts";
 const ROOT = resolve(import.meta.dirname, "..", "..");
 const CLI = join(ROOT, "bin", "caplo.mjs");
 const TSX = join(ROOT, "node_modules", "tsx", "dist", "cli.mjs");
+/**
+ * tsx's loader, for a server block's `npx tsx` line: the same program in one process. Through the tsx command a
+ * Ctrl-C is the wrapper's to relay, and it kills the program and exits 130 when the program has not answered
+ * the wrapper within 2 x 30 ms, which a busy machine misses: the check of a clean stop is then on tsx's timer,
+ * not on the program.
+ */
+const TSX_LOADER = pathToFileURL(join(ROOT, "node_modules", "tsx", "dist", "loader.mjs")).href;
 const DOCUMENTED_SHOP_PORT = "4100";
 const SCRATCH_ROOT = join(ROOT, "tests", "artifacts", "docs");
 
@@ -266,7 +274,7 @@ async function waitForPort(port: string, child: ChildProcess, output: () => stri
 }
 
 /** A command line as the program to start: the CLI, tsx, or openssl; ports and /tmp/ paths mapped. */
-function program(command: string, session: Session): { argv: string[]; env: Record<string, string> } {
+function program(command: string, session: Session, server = false): { argv: string[]; env: Record<string, string> } {
   const map = (word: string) => word.replaceAll(DOCUMENTED_SHOP_PORT, session.port).replace(/^\/tmp\//, `${session.scratch}/tmp/`);
   const list = words(command).map(map);
   const env: Record<string, string> = {};
@@ -276,7 +284,7 @@ function program(command: string, session: Session): { argv: string[]; env: Reco
   }
   const caplo = caploArgs(list.join(" "));
   if (caplo) return { argv: [process.execPath, CLI, ...list.slice(list[0] === "npx" ? 2 : 1)], env };
-  if (list[0] === "npx" && list[1] === "tsx") return { argv: [process.execPath, TSX, ...list.slice(2)], env };
+  if (list[0] === "npx" && list[1] === "tsx") return { argv: [process.execPath, ...(server ? ["--import", TSX_LOADER] : [TSX]), ...list.slice(2)], env };
   if (list[0] === "openssl") return { argv: list, env };
   throw new Error(`${command}: a runnable block holds caplo, npx tsx and openssl commands, cd, export and VAR=value`);
 }
@@ -310,7 +318,7 @@ async function runBlock(block: Block, session: Session): Promise<void> {
     const background = command.endsWith(" &");
     // A server takes its port only now: a port found free earlier may since have gone to another process.
     if ((background || block.server) && command.includes(DOCUMENTED_SHOP_PORT)) session.port = await freePort();
-    const { argv, env } = program(background ? command.slice(0, -2) : command, session);
+    const { argv, env } = program(background ? command.slice(0, -2) : command, session, block.server);
     const where = `${block.file}:${block.line}: ${command}`;
     if (background || block.server) {
       mkdirSync(join(session.scratch, "tmp"), { recursive: true });
