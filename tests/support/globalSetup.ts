@@ -13,6 +13,8 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { onPath } from "./services.ts";
+import { buildConsole, buildWidget, consoleBuildStale, ROOT, widgetBuildStale } from "../../server/src/demo/viteBuilds.ts";
+import { buildOnce } from "./buildOnce.ts";
 
 type Stop = () => Promise<void>;
 
@@ -24,12 +26,24 @@ export default async function setup(): Promise<Stop> {
     found.push(await redis(stops));
     found.push(await chromium());
     found.push(await browserServer(stops));
+    found.push(await builds());
   } catch (error) {
     await stopAll(stops);
     throw error;
   }
   console.log(`test services: ${found.join("; ")}`);
   return () => stopAll(stops);
+}
+
+/**
+ * The widget and the console built once before any test process starts. The `caplo demo` processes tests start
+ * build them too when stale, without the test processes' lock, and two builds into one dist folder break each
+ * other (one's closeBundle read a file the other's emptyOutDir had removed: widget_build_failed in demo.e2e).
+ */
+async function builds(): Promise<string> {
+  await buildOnce(join(ROOT, "widget", ".build-lock"), () => widgetBuildStale(), () => buildWidget(() => undefined));
+  await buildOnce(join(ROOT, "console", ".build-lock"), () => consoleBuildStale(), () => buildConsole(() => undefined));
+  return "widget and console built before the tests";
 }
 
 async function stopAll(stops: Stop[]): Promise<void> {
