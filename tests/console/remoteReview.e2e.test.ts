@@ -226,6 +226,8 @@ describe("the remote MCP review in the console", () => {
     const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
     const { csrf } = (await signIn.json()) as { csrf: string };
     const body = JSON.stringify({ url: mcpUrl, name: "crm" });
+    // The earlier tests' console pages check drift on their own; closed, so nothing else reaches the MCP server.
+    for (const page of [...anaContext.pages(), ...benContext.pages()]) await page.close();
     const before = crm.requests;
     const noCsrf = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: { cookie, origin: stack.base, "content-type": "application/json" }, body });
     expect(noCsrf.status).toBe(403);
