@@ -184,7 +184,7 @@ describe("the inbox", () => {
     await ana.keyboard.press("Enter");
     await expect.poll(() => ana.evaluate(() => location.hash)).toBe(`#/c/${second}`);
     // Every conversation was seen before opening any: all but the open one are unread.
-    expect(await ana.locator("a.conversation.unread").count()).toBe(2);
+    await expect.poll(() => ana.locator("a.conversation.unread").count()).toBe(2);
     customers.greeter!.send({ t: "in", ref: "greeter-2", event: { type: "message", text: "Also: where is order SO-1002?" } });
     const greeter = ana.locator(`a.conversation[data-id="${conversationOf.greeter}"]`);
     await expect.poll(() => greeter.textContent(), { timeout: 10_000 }).toContain("Your order is on its way.");

@@ -47,6 +47,12 @@ export interface WidgetApi {
   mapTiles?: WidgetAgent["mapTiles"];
   /** Names the visitor was shown for ids: `key\u0000value` → the title of the result item that had that value. */
   names: Record<string, string>;
+  /**
+   * Messages show their time of day. False in the app until its time format is made (the first loads the
+   * browser's locale data, a task of its own when idle once the chat is open): until then each row keeps
+   * the time's line, empty.
+   */
+  times: boolean;
 }
 
 /**
@@ -68,6 +74,7 @@ export function defaultWidgetApi(overrides: Partial<WidgetApi> = {}): WidgetApi 
     verifications: 0,
     verified: false,
     latestStepUp: null,
+    times: true,
     writeStates: {},
     keep: () => undefined,
     labels: {},

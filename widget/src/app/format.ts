@@ -67,13 +67,20 @@ const dateTimeFormats = new Map<string, Intl.DateTimeFormat>();
  * times formatting with it (Date's toLocale…String makes one per call), and the first loads the locale's data.
  */
 export function dateTimeFormat(locale: string, options: Intl.DateTimeFormatOptions): Intl.DateTimeFormat {
-  const key = `${locale}|${JSON.stringify(options)}`;
+  const key = formatKey(locale, options);
   let format = dateTimeFormats.get(key);
   if (!format) {
     format = new Intl.DateTimeFormat(locale, options);
     dateTimeFormats.set(key, format);
   }
   return format;
+}
+
+const formatKey = (locale: string, options: Intl.DateTimeFormatOptions) => `${locale}|${JSON.stringify(options)}`;
+
+/** Whether dateTimeFormat has made this format already (using it then costs next to nothing). */
+export function dateTimeFormatMade(locale: string, options: Intl.DateTimeFormatOptions): boolean {
+  return dateTimeFormats.has(formatKey(locale, options));
 }
 
 /** A date (YYYY-MM-DD) or date-time string formatted for the locale; anything else as given. */

@@ -2,8 +2,8 @@
 // renders the widget into the iframe's page.
 import { render } from "preact";
 import { App } from "./components/App.tsx";
-import { timeOf } from "./components/Log.tsx";
 import { WS_PATH } from "./frames.ts";
+import { whenIdle } from "./idle.ts";
 import { readParams } from "./params.ts";
 import { WidgetStorage } from "./storage.ts";
 import "./style.css";
@@ -16,12 +16,6 @@ document.documentElement.lang = params.locale;
 if (params.theme) document.documentElement.dataset.theme = params.theme;
 const root = document.getElementById("caplo")!;
 const storage = new WidgetStorage(params.agent);
-/** Idle work, each in a task of its own (at the latest after a second). */
-const later = (work: () => void) => {
-  const idle = (window as { requestIdleCallback?: (cb: () => void, options: { timeout: number }) => number }).requestIdleCallback;
-  if (idle) idle(work, { timeout: 1000 });
-  else setTimeout(work, 1);
-};
 /** The next task (scheduler.yield where the browser has it: it resumes before other queued work). */
 const nextTask = (): Promise<void> => {
   const scheduler = (globalThis as { scheduler?: { yield?: () => Promise<void> } }).scheduler;
@@ -30,13 +24,12 @@ const nextTask = (): Promise<void> => {
 // The start-up in short tasks (in a frame that shares the host page's renderer, as on Android, no one task
 // holds the page up for long): the module's evaluation; the first localStorage read (it loads this origin's
 // storage from the browser, a synchronous round trip the hello would otherwise wait for); the first render;
-// the browser lays the app out (in a frame the loader made ahead of a click it is then only shown); and,
-// when idle, a time formatted once (the first loads the locale's data, which the greeting's time would wait for).
+// and, when idle, the browser lays the app out (in a frame the loader made ahead of a click it is then only
+// shown). Messages' first time format is made later still, once the chat is open (App).
 void (async () => {
   await nextTask();
   storage.resumeToken();
   await nextTask();
   render(<App params={params} url={url} storage={storage} parent={window.parent === window ? null : window.parent} />, root);
-  later(() => root.getBoundingClientRect());
-  later(() => timeOf(new Date().toISOString(), params.locale));
+  whenIdle(() => root.getBoundingClientRect());
 })();

@@ -9,6 +9,7 @@ import { clientFrameSchema, type ClientFrame, type ServerFrame } from "@caplo/sh
 import type { Outbound } from "@caplo/shared";
 import { WidgetStorage } from "../storage.ts";
 import { App } from "./App.tsx";
+import { timeOfReady } from "./Log.tsx";
 
 interface Gateway {
   url: string;
@@ -17,6 +18,8 @@ interface Gateway {
   events: Outbound[];
   send(socket: NodeWebSocket, frame: ServerFrame): void;
   close(): Promise<void>;
+  /** When set, hellos wait here unanswered until the test answers them. */
+  held?: (() => void)[];
 }
 
 /** A gateway stand-in that validates every client frame with the shared schema and replays history. */
@@ -38,18 +41,21 @@ async function startGateway(): Promise<Gateway> {
     gw.events.push(message);
     gw.send(socket, { t: "event", seq: gw.events.length, at: new Date().toISOString(), message });
   };
+  const answerHello = (socket: NodeWebSocket, after: number) => {
+    gw.send(socket, { t: "welcome", v: 1, conversationId: "conv-1", resumeToken: "resume-1", verified: false });
+    gw.events.forEach((message, i) => {
+      if (i + 1 > after) gw.send(socket, { t: "event", seq: i + 1, at: "2026-01-01T00:00:00Z", message });
+    });
+  };
   wss.on("connection", (socket) => {
     gw.sockets.push(socket);
     socket.on("message", (data) => {
       const frame = clientFrameSchema.parse(JSON.parse(String(data)));
       gw.frames.push(frame);
-      if (frame.t === "hello") {
-        gw.send(socket, { t: "welcome", v: 1, conversationId: "conv-1", resumeToken: "resume-1", verified: false });
-        const after = frame.resume?.after ?? 0;
-        gw.events.forEach((message, i) => {
-          if (i + 1 > after) gw.send(socket, { t: "event", seq: i + 1, at: "2026-01-01T00:00:00Z", message });
-        });
-      } else if (frame.t === "in" && frame.event.type === "message") {
+      if (frame.t === "hello" && gw.held) {
+        gw.held.push(() => answerHello(socket, frame.resume?.after ?? 0));
+      } else if (frame.t === "hello") answerHello(socket, frame.resume?.after ?? 0);
+      else if (frame.t === "in" && frame.event.type === "message") {
         gw.send(socket, { t: "ack", ref: frame.ref });
         emit(socket, { type: "text", id: `c${gw.events.length}`, from: "customer", text: frame.event.text });
         emit(socket, { type: "text", id: `a${gw.events.length}`, from: "agent", text: `You said: ${frame.event.text}` });
@@ -58,7 +64,6 @@ async function startGateway(): Promise<Gateway> {
   });
   return gw;
 }
-
 let gw: Gateway;
 beforeEach(async () => {
   localStorage.clear();
@@ -72,8 +77,8 @@ afterEach(async () => {
 });
 
 const params = { agent: "shop", parentOrigin: null, locale: "en", color: null, theme: null, preload: false };
-const mount = () =>
-  render(<App params={params} url={gw.url} storage={new WidgetStorage("shop")} parent={null} WebSocketImpl={NodeWebSocket as unknown as typeof WebSocket} />);
+const mount = (locale = params.locale) =>
+  render(<App params={{ ...params, locale }} url={gw.url} storage={new WidgetStorage("shop")} parent={null} WebSocketImpl={NodeWebSocket as unknown as typeof WebSocket} />);
 
 describe("widget app over a real WebSocket", () => {
   test("says hello with its capabilities and shows the history it gets back", async () => {
@@ -126,5 +131,30 @@ describe("widget app over a real WebSocket", () => {
     expect(screen.getByText("Hello! How can I help?")).toBeTruthy();
     expect(screen.getByText("You said: Hi")).toBeTruthy();
     await waitFor(() => expect(gw.frames[0]).toMatchObject({ t: "hello", resume: { token: "resume-1", after: 3 } }));
+  });
+
+  test("messages' times come once the app has connected, when idle, in the lines kept for them", async () => {
+    const first = mount();
+    await screen.findByText("Hello! How can I help?");
+    fireEvent.input(screen.getByLabelText("Your message"), { target: { value: "Hi" } });
+    fireEvent.keyDown(screen.getByLabelText("Your message"), { key: "Enter" });
+    await screen.findByText("You said: Hi");
+    first.unmount();
+    // A reload in another locale, whose time format no test has made: the history comes from storage while
+    // the hello waits unanswered, with each time's line kept, empty, and the locale's data not loaded.
+    gw.held = [];
+    const { container } = mount("sl");
+    await waitFor(() => expect(gw.held).toHaveLength(1));
+    expect(screen.getByText("You said: Hi")).toBeTruthy();
+    expect(timeOfReady("sl")).toBe(false);
+    expect(container.querySelectorAll("time.at")).toHaveLength(0);
+    const kept = [...container.querySelectorAll(".log > .row > span.at")];
+    expect(kept).toHaveLength(3);
+    for (const line of kept) expect([line.textContent, line.getAttribute("aria-hidden")]).toEqual(["\u00a0", "true"]);
+    gw.held.shift()!();
+    await waitFor(() => expect(container.querySelectorAll(".log > .row > time.at")).toHaveLength(3));
+    expect(timeOfReady("sl")).toBe(true);
+    expect(container.querySelectorAll("span.at")).toHaveLength(0);
+    for (const time of container.querySelectorAll("time.at")) expect(time.textContent).toMatch(/^\d{1,2}[:.]\d{2}$/);
   });
 });

@@ -16,7 +16,8 @@ import { Composer } from "./Composer.tsx";
 import { Header } from "./Header.tsx";
 import { titleColumn } from "../layouts/common.tsx";
 import { choiceLabels } from "../layouts/Choices.tsx";
-import { Log } from "./Log.tsx";
+import { whenIdle } from "../idle.ts";
+import { Log, timeOf, timeOfReady } from "./Log.tsx";
 import { PagePanel, type OpenPage } from "./PagePanel.tsx";
 
 export interface AppProps {
@@ -248,6 +249,20 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
   }
 
   const connected = state.connection.phase === "open";
+  // Messages' times wait for their format: making the first loads the browser's locale data, one call of 10
+  // to 30 ms of CPU on a desktop that cannot be split. It is made when idle once the app has begun to
+  // connect (the visitor opened the chat, or the app runs on its own page): never while the host page loads,
+  // where a frame made ahead of the click shares the page's main thread on Android, and not on the greeting's
+  // way to the screen. The rows get their times in the render after.
+  const [times, setTimes] = useState(() => timeOfReady(params.locale));
+  const begun = state.connection.phase !== "connecting";
+  useEffect(() => {
+    if (times || !begun) return;
+    return whenIdle(() => {
+      timeOf(new Date().toISOString(), params.locale);
+      setTimes(true);
+    });
+  }, [times, begun]);
   const api: WidgetApi = {
     t,
     locale: params.locale,
@@ -292,6 +307,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
     labels,
     names,
     mapTiles: state.agent?.mapTiles,
+    times,
   };
 
   const status = statusLine(state, running, t);

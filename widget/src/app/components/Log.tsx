@@ -8,7 +8,7 @@ import { useMemo } from "preact/hooks";
 import { markdownToHtml } from "../markdown.ts";
 import { RATING_PREFIX, type ConversationState, type Row } from "../conversation.ts";
 import { useWidget } from "../context.ts";
-import { clampText, dateTimeFormat } from "../format.ts";
+import { clampText, dateTimeFormat, dateTimeFormatMade } from "../format.ts";
 import { fill, type Strings } from "../i18n.ts";
 import { AGENT_TEXT_SHOWN_MAX, Message } from "./Message.tsx";
 import { OutcomeNotice, OutcomeUpdate, ReviewCard } from "./ReviewCard.tsx";
@@ -29,11 +29,16 @@ export function dayLabel(at: string, locale: string, t: Strings, now = new Date(
   return dateTimeFormat(locale, { weekday: "short", day: "numeric", month: "long", ...(d.getFullYear() !== now.getFullYear() && { year: "numeric" }) }).format(d);
 }
 
+const TIME_OF_DAY: Intl.DateTimeFormatOptions = { hour: "numeric", minute: "2-digit" };
+
 /** A message's time of day ("14:05", "2:05 PM") as the visitor's locale writes it. */
 export function timeOf(at: string, locale: string): string {
   const d = new Date(at);
-  return Number.isNaN(d.getTime()) ? "" : dateTimeFormat(locale, { hour: "numeric", minute: "2-digit" }).format(d);
+  return Number.isNaN(d.getTime()) ? "" : dateTimeFormat(locale, TIME_OF_DAY).format(d);
 }
+
+/** Whether timeOf's format for `locale` is made (the first one loads the browser's locale data). */
+export const timeOfReady = (locale: string): boolean => dateTimeFormatMade(locale, TIME_OF_DAY);
 
 export interface LogProps {
   state: ConversationState;
@@ -46,7 +51,7 @@ export interface LogProps {
 }
 
 export function Log({ state, rows, logRef, liveAfter, streamed, onScroll }: LogProps) {
-  const { t, locale, say, connected } = useWidget();
+  const { t, locale, say, connected, times } = useWidget();
   const starters = state.agent?.starters ?? [];
   const visitorSpoke = state.pending.length > 0 || state.entries.some((e) => e.message.type === "text" && e.message.from === "customer");
   let lastDay = "";
@@ -65,7 +70,7 @@ export function Log({ state, rows, logRef, liveAfter, streamed, onScroll }: LogP
         const day = dayOf(row.entry.at);
         const separator = day && day !== lastDay ? <p class="day" key={`day-${row.entry.seq}`}>{dayLabel(row.entry.at, locale, t)}</p> : null;
         if (day) lastDay = day;
-        const time = timeOf(row.entry.at, locale);
+        const time = times ? timeOf(row.entry.at, locale) : "";
         const m = row.entry.message;
         const side = m.type === "text" ? `side-${m.from}` : "side-agent";
         return [
@@ -81,10 +86,19 @@ export function Log({ state, rows, logRef, liveAfter, streamed, onScroll }: LogP
               <Message message={m} expanded={streamed?.has(m.id)} />
             )}
             {m.type === "text" && m.from === "agent" && <RateReply seq={row.entry.seq} />}
-            {time && (
-              <time class="at" dateTime={row.entry.at}>
-                {time}
-              </time>
+            {/* Until the app's time format is made, the time's line is kept, empty: nothing moves when it comes. */}
+            {times ? (
+              time && (
+                <time class="at" dateTime={row.entry.at}>
+                  {time}
+                </time>
+              )
+            ) : (
+              dayOf(row.entry.at) && (
+                <span class="at" aria-hidden="true">
+                  {"\u00a0"}
+                </span>
+              )
             )}
           </div>,
         ];

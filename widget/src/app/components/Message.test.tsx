@@ -96,7 +96,7 @@ describe("conversation messages", () => {
 
   test("once the page has verified the customer, the step-up prompt says so instead of still asking", () => {
     const prompt = outbound({ type: "step_up", id: "s", level: "high", text: "Please sign in again." }) as Outbound;
-    const api = (verifications: number): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications, verified: true, latestStepUp: "s", writeStates: {}, keep: () => undefined, labels: {}, names: {} });
+    const api = (verifications: number): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications, verified: true, latestStepUp: "s", writeStates: {}, keep: () => undefined, labels: {}, names: {}, times: true });
     const { rerender } = render(<WidgetContext.Provider value={api(1)}><Message message={prompt} /></WidgetContext.Provider>);
     fireEvent.click(screen.getByRole("button", { name: "Verify" }));
     expect(document.body.textContent).toContain("Follow the steps on the page to verify.");
@@ -107,7 +107,7 @@ describe("conversation messages", () => {
 
   test("a visitor signed in through the page's own sign-in (not the prompt's button): the prompt no longer asks", () => {
     const prompt = outbound({ type: "step_up", id: "s", level: "low", text: "Please sign in." }) as Outbound;
-    const api = (verifications: number, verified: boolean): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications, verified, latestStepUp: "s", writeStates: {}, keep: () => undefined, labels: {}, names: {} });
+    const api = (verifications: number, verified: boolean): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications, verified, latestStepUp: "s", writeStates: {}, keep: () => undefined, labels: {}, names: {}, times: true });
     const { rerender } = render(<WidgetContext.Provider value={api(0, false)}><Message message={prompt} /></WidgetContext.Provider>);
     expect(screen.getByRole("button", { name: "Sign in" })).toBeTruthy();
     rerender(<WidgetContext.Provider value={api(1, true)}><Message message={prompt} /></WidgetContext.Provider>);
@@ -118,7 +118,7 @@ describe("conversation messages", () => {
   test("a write's prompt follows its write: a verification at too low a level leaves it asking with its button again; done once the write went on; its wording is kept", () => {
     const prompt = outbound({ type: "step_up", id: "w", level: "high", proposalId: "p1", text: "To finish this, please verify your identity again." }) as Outbound;
     const kept: Record<string, string> = {};
-    const api = (verifications: number, state: string): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications, verified: true, latestStepUp: state === "step_up_required" ? "w" : null, writeStates: { p1: state }, keep: (key, value) => void (kept[key] = value), labels: {}, names: {} });
+    const api = (verifications: number, state: string): WidgetApi => ({ t: en, locale: "en-US", connected: true, used: {}, failed: {}, act: () => true, say: () => true, openPage: () => undefined, requestStepUp: () => undefined, verifications, verified: true, latestStepUp: state === "step_up_required" ? "w" : null, writeStates: { p1: state }, keep: (key, value) => void (kept[key] = value), labels: {}, names: {}, times: true });
     const { rerender } = render(<WidgetContext.Provider value={api(1, "step_up_required")}><Message message={prompt} /></WidgetContext.Provider>);
     expect(kept).toEqual({ "stepup:w": "again" });
     fireEvent.click(screen.getByRole("button", { name: "Verify" }));
