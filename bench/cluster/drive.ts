@@ -11,6 +11,14 @@ export async function readTurn(client: BenchClient, n: number, timeoutMs = 60_00
   return frame.t === "event" ? { ok: true, ms } : { ok: false, ms, why: `read turn: ${frame.t}` };
 }
 
+/** A turn the model answers without a tool: the customer's message and the agent's reply, as the reference server does. */
+export async function chatTurn(client: BenchClient, n: number, timeoutMs = 60_000): Promise<TurnResult> {
+  const started = performance.now();
+  const frame = await client.say(`hi ${n}`, `h${n}`, agentText, timeoutMs);
+  const ms = performance.now() - started;
+  return frame.t === "event" ? { ok: true, ms } : { ok: false, ms, why: `chat turn: ${frame.t}` };
+}
+
 /**
  * A confirmed write end to end: the customer asks, the agent proposes (review card), the customer
  * confirms, the tool runs with the write's idempotency key, the outcome event arrives, then the agent's

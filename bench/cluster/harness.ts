@@ -36,6 +36,8 @@ export const SCRIPT = [
   { when: { regex: "order (SO-\\d{4})", flags: "i" }, replies: [{ toolCalls: [{ name: "bench_lookup__get_order", args: { orderId: "$1" } }] }, { text: "Your order is on its way." }] },
   { when: { regex: "note (SO-\\d{4}) (\\w+)", flags: "i" }, replies: [{ text: "Please review.", toolCalls: [{ name: "bench_record__record_note", args: { orderId: "$1", note: "$2" } }] }] },
   { whenNote: "outcome: applied", replies: [{ text: "Done: the note is recorded." }] },
+  // A chat turn: the model answers without a tool (bench/engine's `--turn chat`: the read turn without its tool call).
+  { when: { regex: "^hi\\b", flags: "i" }, replies: [{ text: "Hello! How can I help?" }] },
 ];
 
 /** Build both packages and publish agent `shop-agent` (origin https://shop.example) to DIR/releases. */

@@ -9,6 +9,8 @@
 //   options: --warmup 4000 --rounds 4 --verbose (counts: the statements behind the figures)
 //            --against DIR (cpu, history: also run the caplo serve of another checkout, e.g. the commit before a
 //            change, interleaved with this one and the reference: before/after figures from one run)
+//            --turn chat (cpu, throughput, history: turns the model answers without a tool, the reference's
+//            own work: the read turn's figure less its tool call)
 //
 // Counts come from the drivers themselves (bench/engine/countProbe.mjs wraps better-sqlite3, pg and
 // ioredis in the server process, only for `counts`: the other figures are taken without the wrappers); background work (status-check polling, sweeps) is counted over an
@@ -19,7 +21,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { BenchClient, percentile } from "../cluster/client.ts";
-import { readTurn, writeTurn } from "../cluster/drive.ts";
+import { chatTurn, readTurn, writeTurn } from "../cluster/drive.ts";
 import { createDatabase, option, publishAgent, REDIS_URL, ROOT, sleep, startBackend, table } from "../cluster/harness.ts";
 import { commandCpuMs } from "../runner/stats.ts";
 import { startCaplo, startReference, type BenchServer, type Counts } from "./servers.ts";
@@ -29,6 +31,10 @@ const ROUNDS = option("rounds", 4);
 const VERBOSE = process.argv.includes("--verbose");
 const AGAINST = process.argv.includes("--against") ? process.argv[process.argv.indexOf("--against") + 1] : undefined;
 const what = process.argv[2] ?? "all";
+/** --turn chat: cpu, throughput and history drive turns the model answers without a tool (the read turn less its tool call). */
+const TURN = process.argv.includes("--turn") ? process.argv[process.argv.indexOf("--turn") + 1] : "read";
+if (TURN !== "read" && TURN !== "chat") throw new Error(`--turn read|chat, not ${TURN}`);
+const turn = TURN === "chat" ? chatTurn : readTurn;
 /** The checkout's commit (a copy outside git names it in a .commit file). */
 const commitOf = (dir: string) => execSync("git rev-parse --short HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown", { cwd: dir, shell: "/bin/sh" }).toString().trim();
 const commit = commitOf(ROOT);
@@ -104,7 +110,7 @@ async function readLoad(server: BenchServer, clients: BenchClient[], turns: numb
     clients.map(async (client) => {
       for (let n = 0; n < turns; n++) {
         await paced(client);
-        const result = await readTurn(client, n);
+        const result = await turn(client, n);
         if (!result.ok) throw new Error(`${server.label}: ${result.why}`);
         latencies.push(result.ms);
       }
@@ -239,7 +245,7 @@ async function cpu(): Promise<void> {
     }
     for (const s of servers) await s.stop();
   }
-  console.log(`\nServer CPU per read turn, ${ROUNDS} interleaved rounds of 40 customers × 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}${AGAINST ? ` against ${againstCommit}` : ""}, ${loadRange()})\n`);
+  console.log(`\nServer CPU per ${TURN} turn, ${ROUNDS} interleaved rounds of 40 customers × 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}${AGAINST ? ` against ${againstCommit}` : ""}, ${loadRange()})\n`);
   console.log(table(["server", "CPU ms/turn (median)", "range", "postgres CPU ms/turn (machine-wide)", "vs reference"], rows));
 }
 
@@ -299,7 +305,7 @@ async function history(): Promise<void> {
     rows.push([server.label, median(short).toFixed(3), `${events}`, median(longCost).toFixed(3), `${((100 * (median(longCost) - median(short))) / median(short)).toFixed(0)}%`]);
     await server.stop();
   }
-  console.log(`\nServer CPU per read turn by conversation length, ${ROUNDS} interleaved rounds of 20 customers × 5 turns (commit ${commit}, ${loadRange()})\n`);
+  console.log(`\nServer CPU per ${TURN} turn by conversation length, ${ROUNDS} interleaved rounds of 20 customers × 5 turns (commit ${commit}, ${loadRange()})\n`);
   console.log(table(["server", "CPU ms/turn at 10 events", "long conversation events", "CPU ms/turn there", "growth"], rows));
 }
 
