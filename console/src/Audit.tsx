@@ -4,6 +4,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, type ApiError } from "./api.ts";
 import { timeOf } from "./poll.ts";
+import { Table } from "./tables.tsx";
 
 export type AuditEvent = { id: number; at: string; actor: string; action: string; target: string; detail?: Record<string, unknown> };
 
@@ -74,32 +75,21 @@ export function Audit() {
       {error && <p class="error" role="alert">{error.message}</p>}
       {loaded && events.length === 0 && <p>Nothing changed yet.</p>}
       {events.length > 0 && (
-        <table aria-labelledby="audit-title">
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Who</th>
-              <th scope="col">What</th>
-              <th scope="col">Which</th>
-              <th scope="col">Details</th>
+        <Table aria-labelledby="audit-title" columns={["When", "Who", "What", "Which", "Details"]}>
+          {events.map((event) => (
+            <tr key={event.id} class="audit-entry">
+              <td>
+                <time dateTime={event.at}>{timeOf(event.at)}</time>
+              </td>
+              <td>{event.actor}</td>
+              <td>{ACTIONS[event.action] ?? event.action}</td>
+              <td>
+                <code>{event.target}</code>
+              </td>
+              <td>{details(event.detail)}</td>
             </tr>
-          </thead>
-          <tbody>
-            {events.map((event) => (
-              <tr key={event.id} class="audit-entry">
-                <td>
-                  <time dateTime={event.at}>{timeOf(event.at)}</time>
-                </td>
-                <td>{event.actor}</td>
-                <td>{ACTIONS[event.action] ?? event.action}</td>
-                <td>
-                  <code>{event.target}</code>
-                </td>
-                <td>{details(event.detail)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
       )}
     </main>
   );

@@ -2,6 +2,7 @@
 // backlog and its age, and answers rated up or down.
 import type { Numbers } from "./api.ts";
 import { usePoll } from "./poll.ts";
+import { Table } from "./tables.tsx";
 
 function age(seconds: number | null): string {
   if (seconds === null) return "—";
@@ -28,24 +29,16 @@ export function NumbersView() {
             <Tile label="Answers rated down" value={String(data.ratings.down)} />
           </div>
           <h2>Conversations per day</h2>
-          <table class="per-day">
-            <thead>
-              <tr>
-                <th scope="col">Day</th>
-                <th scope="col">Conversations</th>
+          <Table class="per-day" columns={["Day", "Conversations"]}>
+            {data.perDay.map((d) => (
+              <tr key={d.day}>
+                <th scope="row">{d.day}</th>
+                <td>
+                  <span class="daybar" style={{ width: `${(d.count / peak) * 100}%` }} aria-hidden="true" /> {d.count}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {data.perDay.map((d) => (
-                <tr key={d.day}>
-                  <th scope="row">{d.day}</th>
-                  <td>
-                    <span class="daybar" style={{ width: `${(d.count / peak) * 100}%` }} aria-hidden="true" /> {d.count}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
           <h2>Writes by outcome</h2>
           <table>
             <tbody>

@@ -4,6 +4,7 @@
 import type { Release } from "./api.ts";
 import { usePoll } from "./poll.ts";
 import { RemoteServers } from "./RemoteServers.tsx";
+import { ToolTable } from "./tables.tsx";
 
 export function Releases() {
   const { data, error } = usePoll<{ releases: Release[] }>("/v1/team/releases", 30_000);
@@ -26,36 +27,7 @@ export function Releases() {
             ))}
           </ul>
           <h3>Tools</h3>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Tool</th>
-                <th scope="col">Effect</th>
-                <th scope="col">Confirmation</th>
-                <th scope="col">Customer</th>
-                <th scope="col">Timeout</th>
-                <th scope="col">Status checks</th>
-              </tr>
-            </thead>
-            <tbody>
-              {release.tools.map((tool) => (
-                <tr key={tool.ref}>
-                  <th scope="row">
-                    <details>
-                      <summary>{tool.ref}</summary>
-                      <p>{tool.description}</p>
-                      <pre class="schema">{JSON.stringify(tool.inputSchema, null, 2)}</pre>
-                    </details>
-                  </th>
-                  <td>{tool.effect}</td>
-                  <td>{tool.confirmation ?? "—"}</td>
-                  <td>{tool.subject === "verified_required" ? "verified only" : "anyone"}</td>
-                  <td>{tool.timeoutSeconds ? `${tool.timeoutSeconds} s` : "—"}</td>
-                  <td>{tool.hasStatus ? "yes" : "no"}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <ToolTable release tools={release.tools.map((tool) => ({ ...tool, shownAs: tool.ref }))} />
         </section>
       ))}
       <RemoteServers />

@@ -5,6 +5,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, type RemoteDrift, type RemoteListed, type RemoteReview, type RemoteReviewedTool, type RemoteVersionView } from "./api.ts";
 import { timeOf, usePoll } from "./poll.ts";
+import { ToolTable } from "./tables.tsx";
 
 type Target = { url: string; name: string; authorizationSecret: string };
 type Listed = { review: RemoteReview; listed: RemoteListed[]; transport: string; previous: { id: string; drift: RemoteDrift } | null };
@@ -186,32 +187,7 @@ function PublishedVersion({ version, earlier, onReviewAgain }: { version: Remote
         <code>{version.id}</code> · published {version.publishedBy ? `by ${version.publishedBy} ` : ""}on {timeOf(version.publishedAt)}
         {version.transport ? ` · ${version.transport}` : ""}
       </p>
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Tool</th>
-            <th scope="col">Effect</th>
-            <th scope="col">Confirmation</th>
-            <th scope="col">Timeout</th>
-          </tr>
-        </thead>
-        <tbody>
-          {version.tools.map((tool) => (
-            <tr key={tool.name}>
-              <th scope="row">
-                <details>
-                  <summary>{tool.modelName}</summary>
-                  <p>{tool.description}</p>
-                  <pre class="schema">{JSON.stringify(tool.inputSchema, null, 2)}</pre>
-                </details>
-              </th>
-              <td>{tool.effect}</td>
-              <td>{tool.confirmation ?? "—"}</td>
-              <td>{tool.timeoutSeconds ? `${tool.timeoutSeconds} s` : "—"}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ToolTable tools={version.tools.map((tool) => ({ ...tool, shownAs: tool.modelName }))} />
       {version.unpublished.length > 0 && <p class="muted">Left unreviewed, not published: {version.unpublished.join(", ")}</p>}
       {earlier.length > 0 && <p class="muted">Earlier versions: {earlier.map((id) => id.slice(id.indexOf("@") + 8, id.indexOf("@") + 20)).join(", ")}</p>}
       <div class={`drift ${drifted ? "drifted" : ""}`} role="status">

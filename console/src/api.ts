@@ -88,13 +88,15 @@ export type ConversationRecord = EventsPage & {
 };
 export type Invocations = { invocations: Invocation[]; invocationsKept: boolean };
 export type FollowUp = { proposalId: string; conversationId: string; tool: string; state: string; args: Record<string, unknown>; idempotencyKey: string | null; operationRef: string | null; checks: number; updatedAt: string };
+/** A tool's description, input schema and policy, as a release and a published remote server version show it alike. */
+export type ToolView = { description: string; effect: string; confirmation: string | null; timeoutSeconds: number | null; hasStatus: boolean; inputSchema: Record<string, unknown> };
 export type Release = {
   id: string;
   agent: string;
   model: string;
   channels: { channel: string; queue: string | null }[];
   packages: { id: string; name: string; type: string; contentHash: string }[];
-  tools: { ref: string; packageVersionId: string; description: string; effect: string; confirmation: string | null; subject: string | null; timeoutSeconds: number | null; hasStatus: boolean; inputSchema: Record<string, unknown> }[];
+  tools: (ToolView & { ref: string; packageVersionId: string; subject: string | null })[];
 };
 export type Numbers = {
   days: number;
@@ -121,5 +123,5 @@ export type RemoteVersionView = {
   publishedAt: string;
   publishedBy: string | null;
   unpublished: string[];
-  tools: { name: string; modelName: string; description: string; effect: string; confirmation: string | null; timeoutSeconds: number | null; hasStatus: boolean; inputSchema: Record<string, unknown> }[];
+  tools: (ToolView & { name: string; modelName: string })[];
 };
