@@ -15,6 +15,7 @@ import { conversationInWorkspace, conversationNotFound, TEAM_API_DISABLED, type 
 import type { TeamDirectory } from "../members/index.ts";
 import { ConsoleSessions, memberRef } from "./sessions.ts";
 import { eventsBefore, eventView, INBOX_MAX, iso, SEARCH_MAX, searchInbox, summaryOf } from "./inbox.ts";
+import { toolView } from "./toolView.ts";
 
 export type ConsoleOptions = {
   engine: Engine;
@@ -65,17 +66,7 @@ function releaseView(release: AgentRelease, modelOf: (release: AgentRelease) => 
     model: modelOf(release),
     channels: Object.entries(release.config.channels).map(([channel, settings]) => ({ channel, queue: settings?.handoff?.queue ?? null })),
     packages: release.packages.map((pkg) => ({ id: pkg.id, name: pkg.name, type: pkg.type, contentHash: pkg.contentHash })),
-    tools: release.tools.map((tool) => ({
-      ref: tool.ref,
-      packageVersionId: tool.packageVersionId,
-      description: tool.description,
-      effect: tool.policy.effect,
-      confirmation: tool.policy.effect === "write" ? tool.policy.confirmation : null,
-      subject: tool.policy.subject?.policy ?? null,
-      timeoutSeconds: tool.policy.timeoutSeconds ?? null,
-      hasStatus: tool.hasStatus,
-      inputSchema: tool.inputSchema,
-    })),
+    tools: release.tools.map((tool) => ({ ref: tool.ref, packageVersionId: tool.packageVersionId, ...toolView(tool), subject: tool.policy.subject?.policy ?? null })),
   };
 }
 

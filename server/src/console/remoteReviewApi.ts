@@ -29,6 +29,7 @@ import {
   type RemoteVersion,
 } from "../remote/index.ts";
 import { PACKAGE_NAME_PATTERN, SECRET_NAME_PATTERN } from "@caplo/shared";
+import { toolView } from "./toolView.ts";
 
 export type RemoteReviewOptions = {
   engine: Pick<Engine, "recordAudit" | "lastAudit">;
@@ -65,16 +66,7 @@ function versionView(version: RemoteVersion, publishedBy: string | null) {
     publishedAt: version.publishedAt,
     publishedBy,
     unpublished: version.unpublished,
-    tools: version.tools.map((tool) => ({
-      name: tool.name,
-      modelName: tool.modelName,
-      description: tool.description,
-      effect: tool.policy.effect,
-      confirmation: tool.policy.effect === "write" ? tool.policy.confirmation : null,
-      timeoutSeconds: tool.policy.timeoutSeconds ?? null,
-      hasStatus: tool.hasStatus,
-      inputSchema: tool.inputSchema,
-    })),
+    tools: version.tools.map((tool) => ({ name: tool.name, modelName: tool.modelName, ...toolView(tool) })),
   };
 }
 
