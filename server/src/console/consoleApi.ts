@@ -11,7 +11,7 @@ import { workspaceOf, type AgentRelease, type ReleaseSource } from "../engine/re
 import type { LogStore } from "../runner/logStore.ts";
 import type { ConversationRecord, StoredEvent, WriteRecord, WriteTransition } from "../store/store.ts";
 import { readJson, sendError, sendJson, type RouteTable } from "../gateway/http.ts";
-import { conversationInWorkspace, conversationNotFound, TEAM_API_DISABLED, type BodyReader, type Guard } from "../gateway/teamApi.ts";
+import { conversationChange, conversationInWorkspace, conversationNotFound, TEAM_API_DISABLED, type BodyReader, type Guard } from "../gateway/teamApi.ts";
 import type { TeamDirectory } from "../members/index.ts";
 import { ConsoleSessions, memberRef } from "./sessions.ts";
 import { eventsBefore, eventView, INBOX_MAX, iso, SEARCH_MAX, searchInbox, summaryOf } from "./inbox.ts";
@@ -72,6 +72,7 @@ function releaseView(release: AgentRelease, modelOf: (release: AgentRelease) => 
 
 export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, guarded: Guard, body: BodyReader): void {
   const { engine, sessions } = options;
+  const change = conversationChange(engine, body);
   const modelOf = options.modelOf ?? ((release: AgentRelease) => release.config.model ?? "the server's default model");
   const secure = (req: IncomingMessage) => (req.headers.origin ?? "").startsWith("https://") || [...options.ownOrigins()].every((origin) => origin.startsWith("https://"));
 
@@ -130,15 +131,13 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
   routes.add(
     "POST",
     "/v1/team/conversations/:id/read",
-    guarded(async (req, res, params, member) => {
-      const input = await body(req, res, readSchema);
-      if (!input) return;
-      const conversation = await conversationInWorkspace(engine, params.id!, member);
-      if (!conversation) return conversationNotFound(res);
-      // Never past what is stored: a read mark ahead of the conversation would hide its next events.
-      await engine.consoleInbox.markRead(conversation.id, memberRef(member), Math.min(input.seq, conversation.lastSeq), Date.now());
-      sendJson(res, 200, { ok: true });
-    }),
+    guarded(
+      change(readSchema, async (input, conversation, res, member) => {
+        // Never past what is stored: a read mark ahead of the conversation would hide its next events.
+        await engine.consoleInbox.markRead(conversation.id, memberRef(member), Math.min(input.seq, conversation.lastSeq), Date.now());
+        sendJson(res, 200, { ok: true });
+      }),
+    ),
   );
 
   routes.add(
@@ -184,15 +183,14 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
   routes.add(
     "POST",
     "/v1/team/conversations/:id/notes",
-    guarded(async (req, res, params, member) => {
-      const input = await body(req, res, noteSchema);
-      if (!input) return;
-      if (!(await conversationInWorkspace(engine, params.id!, member))) return conversationNotFound(res);
-      const added = await engine.addTeamNote(params.id!, member.name, input.text);
-      if (!added.ok) return sendError(res, 404, added.error);
-      const { note } = added;
-      sendJson(res, 200, { note: { id: note.id, member: note.member, text: note.text, at: iso(note.at) } });
-    }),
+    guarded(
+      change(noteSchema, async (input, conversation, res, member) => {
+        const added = await engine.addTeamNote(conversation.id, member.name, input.text);
+        if (!added.ok) return sendError(res, 404, added.error);
+        const { note } = added;
+        sendJson(res, 200, { note: { id: note.id, member: note.member, text: note.text, at: iso(note.at) } });
+      }),
+    ),
   );
 
   routes.add(

@@ -123,6 +123,24 @@ export async function conversationInWorkspace(engine: Pick<Engine, "conversation
 
 export const conversationNotFound = (res: ServerResponse) => sendError(res, 404, { code: "conversation_not_found", path: "id", message: "no such conversation" });
 
+/** What a change to one conversation does once its body is checked and the conversation is the member's. */
+type ConversationChange<T> = (input: T, conversation: ConversationRecord, res: ServerResponse, member: TeamMember) => void | Promise<void>;
+
+/**
+ * The handler of a change to the conversation `:id` (a POST): the JSON body is read and checked by `schema`
+ * first, then the conversation is looked up in the member's workspace (404 conversation_not_found otherwise).
+ */
+export function conversationChange(engine: Pick<Engine, "conversation">, body: BodyReader) {
+  return <T>(schema: z.ZodType<T>, change: ConversationChange<T>): TeamHandler =>
+    async (req, res, params, member) => {
+      const input = await body(req, res, schema);
+      if (input === undefined) return;
+      const conversation = await conversationInWorkspace(engine, params.id!, member);
+      if (!conversation) return conversationNotFound(res);
+      return change(input, conversation, res, member);
+    };
+}
+
 export function registerTeamApi(routes: RouteTable, engine: Engine, team: TeamDirectory, evals?: EvalService, consoleAuth?: ConsoleAuth): { guarded: Guard; body: BodyReader } {
   const guarded = (handler: TeamHandler) => async (req: IncomingMessage, res: ServerResponse, params: Record<string, string>) => {
     let member: TeamMember | undefined;
@@ -166,6 +184,7 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, team: TeamDi
     }
     return parsed.data;
   };
+  const change = conversationChange(engine, body);
   /** The conversation if it is the member's workspace's; otherwise undefined, as if it did not exist. */
   const ownConversation = (id: string, member: TeamMember) => conversationInWorkspace(engine, id, member);
   const notFound = conversationNotFound;
@@ -241,30 +260,17 @@ export function registerTeamApi(routes: RouteTable, engine: Engine, team: TeamDi
   routes.add(
     "POST",
     "/v1/team/conversations/:id/takeover",
-    guarded(async (req, res, params, member) => {
-      if (!(await body(req, res, emptySchema))) return;
-      if (!(await ownConversation(params.id!, member))) return notFound(res);
-      answer(res, await engine.takeOver(params.id!, member.name));
-    }),
+    guarded(change(emptySchema, async (_input, conversation, res, member) => answer(res, await engine.takeOver(conversation.id, member.name)))),
   );
   routes.add(
     "POST",
     "/v1/team/conversations/:id/messages",
-    guarded(async (req, res, params, member) => {
-      const input = await body(req, res, messageSchema);
-      if (!input) return;
-      if (!(await ownConversation(params.id!, member))) return notFound(res);
-      answer(res, await engine.teamMessage(params.id!, member.name, input.text));
-    }),
+    guarded(change(messageSchema, async (input, conversation, res, member) => answer(res, await engine.teamMessage(conversation.id, member.name, input.text)))),
   );
   routes.add(
     "POST",
     "/v1/team/conversations/:id/release",
-    guarded(async (req, res, params, member) => {
-      if (!(await body(req, res, emptySchema))) return;
-      if (!(await ownConversation(params.id!, member))) return notFound(res);
-      answer(res, await engine.handBack(params.id!, member.name));
-    }),
+    guarded(change(emptySchema, async (_input, conversation, res, member) => answer(res, await engine.handBack(conversation.id, member.name)))),
   );
   if (evals) registerEvalRoutes(routes, evals, guarded, body);
   routes.add(
