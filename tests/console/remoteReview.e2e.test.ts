@@ -9,7 +9,6 @@
 // private-network allowance, the CLI's URL rule (http, IP literals and names resolving to loopback refused
 // before any request reaches the MCP server). axe: 0 serious or critical violations on each state.
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -18,10 +17,10 @@ import { z } from "zod";
 import { Server as LowLevelServer } from "@modelcontextprotocol/sdk/server/index.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { teamMember } from "../../server/src/gateway/teamMembers.ts";
 import { resolveAll } from "../../server/src/remote/remoteFetch.ts";
 import { startStack, type Stack } from "../gateway/support/stack.ts";
+import { listenOnLoopback, serveStreamable, type LoopbackServer } from "../runner/support/mcpServer.ts";
 import { launchChromium } from "../widget/browser.ts";
 import { buildConsole } from "./build.ts";
 import { ANA, axe, BEN, screenshots, signIn as signInAt } from "./support.ts";
@@ -42,11 +41,9 @@ function buildServer(): McpServer {
   return server;
 }
 
-let mcp: Server;
-let mcpUrl = "";
+let mcp: LoopbackServer;
 /** A hostile server: tools/list pages that never end, or more tools than a review holds. */
-let hostile: Server;
-let hostileUrl = "";
+let hostile: LoopbackServer;
 const hostileMode = { mode: "endless" as "endless" | "many", pages: 0 };
 let dir: string;
 let stack: Stack;
@@ -61,19 +58,13 @@ const snap = screenshots("remote");
 const versionsDir = (workspaceId: string) => join(dir, "releases", workspaceId === "default" ? "" : `@${workspaceId}`, "remote");
 
 beforeAll(async () => {
-  mcp = createServer(async (req, res) => {
+  mcp = await listenOnLoopback(async (req, res) => {
     crm.requests++;
     if (req.headers.authorization !== `Bearer ${TOKEN}`) return void res.writeHead(401).end("unauthorized");
     // Stateless Streamable HTTP: a fresh server per request, built from what the CRM offers now.
-    const server = buildServer();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on("close", () => void transport.close().then(() => server.close()));
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+    await serveStreamable(buildServer(), req, res);
   });
-  await new Promise<void>((resolve) => mcp.listen(0, "127.0.0.1", resolve));
-  mcpUrl = `http://127.0.0.1:${(mcp.address() as { port: number }).port}/mcp`;
-  hostile = createServer(async (req, res) => {
+  hostile = await listenOnLoopback(async (req, res) => {
     const server = new LowLevelServer({ name: "hostile", version: "1.0.0" }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, async (request) => {
       hostileMode.pages++;
@@ -81,13 +72,8 @@ beforeAll(async () => {
       if (hostileMode.mode === "many") return { tools: Array.from({ length: 65 }, (_, i) => tool(`t${i}`)) };
       return { tools: [tool(`page_${request.params?.cursor ?? "0"}`)], nextCursor: String(Number(request.params?.cursor ?? "0") + 1) };
     });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on("close", () => void transport.close().then(() => server.close()));
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+    await serveStreamable(server, req, res);
   });
-  await new Promise<void>((resolve) => hostile.listen(0, "127.0.0.1", resolve));
-  hostileUrl = `http://127.0.0.1:${(hostile.address() as { port: number }).port}/mcp`;
   dir = mkdtempSync(join(tmpdir(), "caplo-remote-console-"));
   await buildConsole();
   const secrets = (name: string, workspaceId: string) => (name === "CRM_TOKEN" && workspaceId === "default" ? TOKEN : undefined);
@@ -115,10 +101,8 @@ afterAll(async () => {
   await browser?.close();
   await stack?.close();
   await strict?.close();
-  for (const server of [mcp, hostile]) {
-    server?.closeAllConnections();
-    await new Promise((resolve) => server?.close(resolve));
-  }
+  await mcp?.close();
+  await hostile?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -129,7 +113,7 @@ describe("the remote MCP review in the console", () => {
     await signInAt(ana, stack.base, ANA);
     await ana.goto(`${stack.base}/console#/agents`);
     await ana.getByText("No remote server published in this workspace yet.").waitFor();
-    await ana.getByLabel("Server URL").fill(mcpUrl);
+    await ana.getByLabel("Server URL").fill(mcp.url);
     await ana.getByLabel("Name", { exact: true }).fill("crm");
     await ana.getByLabel("Authorization secret (optional)").fill("CRM_TOKEN");
     await ana.getByRole("button", { name: "Connect and list tools" }).click();
@@ -193,7 +177,7 @@ describe("the remote MCP review in the console", () => {
     expect(await axe(ben)).toEqual([]);
 
     // Publishing the old decisions now is refused: the server lists refund_order changed since it was reviewed.
-    const stale = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: bearer(BEN), body: JSON.stringify({ url: mcpUrl, name: "crm", authorizationSecret: "CRM_TOKEN" }) });
+    const stale = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: bearer(BEN), body: JSON.stringify({ url: mcp.url, name: "crm", authorizationSecret: "CRM_TOKEN" }) });
     const listed = (await stale.json()) as { review: { tools: { name: string; effect: string; schemaHash: string }[] } };
     const oldHash = (await (await fetch(`${stack.base}/v1/team/remote/versions`, { headers: bearer(BEN) })).json()) as { versions: { id: string }[] };
     expect(oldHash.versions).toHaveLength(1);
@@ -225,7 +209,7 @@ describe("the remote MCP review in the console", () => {
     const signIn = await fetch(`${stack.base}/v1/team/session`, { method: "POST", headers: { "content-type": "application/json", origin: stack.base }, body: JSON.stringify({ token: BEN }) });
     const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
     const { csrf } = (await signIn.json()) as { csrf: string };
-    const body = JSON.stringify({ url: mcpUrl, name: "crm" });
+    const body = JSON.stringify({ url: mcp.url, name: "crm" });
     // The earlier tests' console pages check drift on their own; closed, so nothing else reaches the MCP server.
     for (const page of [...anaContext.pages(), ...benContext.pages()]) await page.close();
     const before = crm.requests;
@@ -246,12 +230,12 @@ describe("the remote MCP review in the console", () => {
     expect(carlDrift.status).toBe(404);
     expect(((await carlDrift.json()) as { error: { code: string } }).error.code).toBe("remote_version_not_found");
     // acme has no CRM_TOKEN: its members cannot borrow the default workspace's secret.
-    const carlSecret = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: bearer(CARL), body: JSON.stringify({ url: mcpUrl, name: "crm", authorizationSecret: "CRM_TOKEN" }) });
+    const carlSecret = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: bearer(CARL), body: JSON.stringify({ url: mcp.url, name: "crm", authorizationSecret: "CRM_TOKEN" }) });
     expect(carlSecret.status).toBe(400);
     expect(((await carlSecret.json()) as { error: { code: string } }).error.code).toBe("secret_missing");
     expect(existsSync(versionsDir("acme"))).toBe(false);
 
-    const readWithConfirmation = { apiVersion: "v1", kind: "RemoteMcpReview", name: "crm", url: mcpUrl, tools: [{ name: "lookup_order", schemaHash: `sha256:${"0".repeat(64)}`, effect: "read", timeoutSeconds: 5, confirmation: "required" }] };
+    const readWithConfirmation = { apiVersion: "v1", kind: "RemoteMcpReview", name: "crm", url: mcp.url, tools: [{ name: "lookup_order", schemaHash: `sha256:${"0".repeat(64)}`, effect: "read", timeoutSeconds: 5, confirmation: "required" }] };
     const refused = await fetch(`${stack.base}/v1/team/remote/publish`, { method: "POST", headers: bearer(BEN), body: JSON.stringify({ review: readWithConfirmation }) });
     expect(refused.status).toBe(400);
     expect(((await refused.json()) as { error: { code: string; path: string } }).error).toMatchObject({ code: "review_invalid", path: "/tools/0/confirmation" });
@@ -265,7 +249,7 @@ describe("the remote MCP review in the console", () => {
 
   test("a server that pages its tools forever, or lists more than a review holds, is refused with a code", async () => {
     const listHostile = async () => {
-      const answer = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: bearer(ANA), body: JSON.stringify({ url: hostileUrl, name: "hostile" }) });
+      const answer = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: bearer(ANA), body: JSON.stringify({ url: hostile.url, name: "hostile" }) });
       return [answer.status, ((await answer.json()) as { error: { code: string } }).error.code];
     };
     expect(await listHostile()).toEqual([502, "remote_list_failed"]);
@@ -276,9 +260,9 @@ describe("the remote MCP review in the console", () => {
 
   test("without the operator's private-network allowance, the CLI's URL rule refuses http, IP literals and loopback names before any request", async () => {
     const before = crm.requests;
-    const port = new URL(mcpUrl).port;
+    const port = new URL(mcp.url).port;
     const cases: [string, string][] = [
-      [mcpUrl, "remote_url_insecure"],
+      [mcp.url, "remote_url_insecure"],
       [`https://127.0.0.1:${port}/mcp`, "remote_url_ip_literal"],
       [`https://[::1]:${port}/mcp`, "remote_url_ip_literal"],
       [`https://localhost:${port}/mcp`, "remote_url_private"],
@@ -295,7 +279,7 @@ describe("the remote MCP review in the console", () => {
   test("a name that passes the URL rule and then resolves to 127.0.0.1 when connecting (DNS rebinding) is refused by code", async () => {
     const before = crm.requests;
     const asked = rebindAsked;
-    const answer = await fetch(`${strict.base}/v1/team/remote/list`, { method: "POST", headers: bearer(ANA), body: JSON.stringify({ url: `https://rebind.test:${new URL(mcpUrl).port}/mcp`, name: "crm" }) });
+    const answer = await fetch(`${strict.base}/v1/team/remote/list`, { method: "POST", headers: bearer(ANA), body: JSON.stringify({ url: `https://rebind.test:${new URL(mcp.url).port}/mcp`, name: "crm" }) });
     const error = ((await answer.json()) as { error: { code: string; message: string } }).error;
     expect([answer.status, error.code]).toEqual([400, "remote_address_private"]);
     expect(error.message).toContain("rebind.test resolved to 127.0.0.1 when connecting");

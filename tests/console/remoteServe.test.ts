@@ -3,39 +3,31 @@
 // tool; the version is kept in acme's `remote/` folder beside its releases, and that file is what
 // `caplo agent publish --packages` takes: the next release of acme's agent pins the remote version.
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { FileReleaseStore } from "../../server/src/agents/releaseStore.ts";
 import { runPublish } from "../../server/src/cli/agent.ts";
 import { parseServeArgs, startServe } from "../../server/src/cli/serve.ts";
 import { teamTokenHash } from "../../server/src/gateway/teamMembers.ts";
+import { listenOnLoopback, serveStreamable, type LoopbackServer } from "../runner/support/mcpServer.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "caplo-remote-serve-"));
 const TOKEN = "ct_remote-serve-ana-0123456789abcdefghijklmnop";
 const releasesDir = join(dir, "releases");
-let mcp: Server;
-let mcpUrl = "";
+let mcp: LoopbackServer;
 
 beforeAll(async () => {
-  mcp = createServer(async (req, res) => {
+  mcp = await listenOnLoopback(async (req, res) => {
     const server = new McpServer({ name: "crm", version: "1.0.0" });
     server.registerTool("lookup_order", { description: "Look up an order", inputSchema: { orderId: z.string() } }, async ({ orderId }) => ({ content: [{ type: "text" as const, text: orderId }] }));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on("close", () => void transport.close().then(() => server.close()));
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+    await serveStreamable(server, req, res);
   });
-  await new Promise<void>((resolve) => mcp.listen(0, "127.0.0.1", resolve));
-  mcpUrl = `http://127.0.0.1:${(mcp.address() as { port: number }).port}/mcp`;
 });
 afterAll(async () => {
-  mcp?.closeAllConnections();
-  await new Promise((resolve) => mcp?.close(resolve));
+  await mcp?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -57,7 +49,7 @@ it("caplo serve's console publishes a reviewed remote version into the workspace
   let fileName: string;
   try {
     const headers = { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" };
-    const listed = (await (await fetch(`${started.server.url}/v1/team/remote/list`, { method: "POST", headers, body: JSON.stringify({ url: mcpUrl, name: "crm" }) })).json()) as { review: { tools: { effect: string }[] } };
+    const listed = (await (await fetch(`${started.server.url}/v1/team/remote/list`, { method: "POST", headers, body: JSON.stringify({ url: mcp.url, name: "crm" }) })).json()) as { review: { tools: { effect: string }[] } };
     listed.review.tools[0]!.effect = "read";
     const publish = await fetch(`${started.server.url}/v1/team/remote/publish`, { method: "POST", headers, body: JSON.stringify({ review: listed.review }) });
     expect(publish.status).toBe(201);

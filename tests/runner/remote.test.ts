@@ -1,12 +1,10 @@
 // Remote MCP servers end to end against real MCP SDK servers on loopback (Streamable HTTP and, for
 // older servers, SSE): authorization from a secret, review, publish as an immutable version, calls
 // through the runner, drift reported and changed tools not exposed, annotations ignored.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { connectRemote, driftOf, listRemoteTools, mergeReview, newReview, parseReview, formatReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
 import { run as remoteCli } from "../../server/src/cli/remote.ts";
@@ -14,6 +12,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { vi } from "vitest";
+import { listenOnLoopback, serveStreamable, sseHandler, type LoopbackServer } from "./support/mcpServer.ts";
 
 const TOKEN = "remote-token-9f8e7d";
 /** What the fake CRM offers; tests change it to simulate the server changing after review. */
@@ -40,54 +39,26 @@ function authorized(req: IncomingMessage, res: ServerResponse): boolean {
   return false;
 }
 
-let http: Server;
-let sseHttp: Server;
-let base = "";
-let sseBase = "";
-const sseTransports = new Map<string, SSEServerTransport>();
+let streamableMcp: LoopbackServer;
+let sseMcp: LoopbackServer;
 
 /** Stateless Streamable HTTP: a fresh server per request, built from the current config. */
 async function streamableHandler(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  if (!authorized(req, res)) return;
-  const server = buildServer();
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-  res.on("close", () => void transport.close().then(() => server.close()));
-  await server.connect(transport);
-  await transport.handleRequest(req, res);
+  if (authorized(req, res)) await serveStreamable(buildServer(), req, res);
 }
 
 beforeAll(async () => {
-  http = createServer(streamableHandler);
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
+  streamableMcp = await listenOnLoopback(streamableHandler);
   // An older server: SSE only (Streamable HTTP POSTs to /sse get 405, so the client falls back).
-  sseHttp = createServer(async (req, res) => {
-    if (!authorized(req, res)) return;
-    const url = new URL(req.url ?? "/", "http://x");
-    if (req.method === "GET" && url.pathname === "/sse") {
-      const transport = new SSEServerTransport("/messages", res);
-      sseTransports.set(transport.sessionId, transport);
-      res.on("close", () => sseTransports.delete(transport.sessionId));
-      await buildServer().connect(transport);
-      return;
-    }
-    if (req.method === "POST" && url.pathname === "/messages") {
-      const transport = sseTransports.get(url.searchParams.get("sessionId") ?? "");
-      if (!transport) return void res.writeHead(404).end();
-      await transport.handlePostMessage(req, res);
-      return;
-    }
-    res.writeHead(405).end();
-  });
-  await new Promise<void>((resolve) => sseHttp.listen(0, "127.0.0.1", resolve));
-  sseBase = `http://127.0.0.1:${(sseHttp.address() as { port: number }).port}/sse`;
+  const sse = sseHandler(buildServer);
+  sseMcp = await listenOnLoopback(async (req, res) => {
+    if (authorized(req, res)) await sse(req, res);
+  }, "/sse");
 });
 
 afterAll(async () => {
-  http?.closeAllConnections();
-  sseHttp?.closeAllConnections();
-  await new Promise((resolve) => http?.close(resolve));
-  await new Promise((resolve) => sseHttp?.close(resolve));
+  await streamableMcp?.close();
+  await sseMcp?.close();
 });
 
 const local = { allowPrivateNetwork: true } as const;
@@ -101,7 +72,7 @@ async function list(url: string) {
 }
 
 function reviewed(tools: Awaited<ReturnType<typeof list>>["tools"]) {
-  const review = newReview("crm", base, tools, "CRM_TOKEN");
+  const review = newReview("crm", streamableMcp.url, tools, "CRM_TOKEN");
   review.tools = review.tools.map((tool) =>
     tool.name === "find_customer" ? { ...tool, effect: "read" as const, timeoutSeconds: 5 } : tool.name === "delete_customer" ? { ...tool, effect: "write" as const, timeoutSeconds: 5 } : tool,
   );
@@ -110,17 +81,17 @@ function reviewed(tools: Awaited<ReturnType<typeof list>>["tools"]) {
 
 describe("connecting", () => {
   it("connects over Streamable HTTP with the authorization secret as a Bearer header", async () => {
-    const { tools, transport } = await list(base);
+    const { tools, transport } = await list(streamableMcp.url);
     expect(transport).toBe("streamable-http");
     expect(tools.map((tool) => tool.name)).toEqual(["find_customer", "delete_customer"]);
   });
   it("falls back to SSE for older servers", async () => {
-    const { tools, transport } = await list(sseBase);
+    const { tools, transport } = await list(sseMcp.url);
     expect(transport).toBe("sse");
     expect(tools.map((tool) => tool.name)).toEqual(["find_customer", "delete_customer"]);
   });
   it("reports a refused authorization by code", async () => {
-    const connected = await connectRemote({ url: base, authorization: "wrong", ...local });
+    const connected = await connectRemote({ url: streamableMcp.url, authorization: "wrong", ...local });
     expect(connected).toMatchObject({ ok: false, error: { code: "remote_unauthorized" } });
   });
   it("never follows a redirect to another origin (the reviewed URL is the server), and says so by code", async () => {
@@ -142,7 +113,7 @@ describe("connecting", () => {
     }
   });
   it("refuses http and loopback URLs unless the operator allows private networks", async () => {
-    expect(await connectRemote({ url: base, authorization: TOKEN })).toMatchObject({ ok: false, error: { code: "remote_url_insecure" } });
+    expect(await connectRemote({ url: streamableMcp.url, authorization: TOKEN })).toMatchObject({ ok: false, error: { code: "remote_url_insecure" } });
     expect(await connectRemote({ url: "https://127.0.0.1/mcp" })).toMatchObject({ ok: false, error: { code: "remote_url_ip_literal" } });
     expect(await connectRemote({ url: "https://localhost/mcp" })).toMatchObject({ ok: false, error: { code: "remote_url_private" } });
   });
@@ -160,18 +131,10 @@ describe("the address connected to is the address checked (DNS rebinding)", () =
   }
   /** A real MCP server on loopback that counts every TCP connection made to it. */
   async function countingServer(handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>) {
-    const server = createServer(handler);
+    const server = await listenOnLoopback(handler);
     let connections = 0;
-    server.on("connection", () => void (connections += 1));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    return {
-      port: (server.address() as { port: number }).port,
-      connections: () => connections,
-      close: async () => {
-        server.closeAllConnections();
-        await new Promise((resolve) => server.close(resolve));
-      },
-    };
+    server.http.on("connection", () => void (connections += 1));
+    return { ...server, connections: () => connections };
   }
 
   it("refuses a name that passes the check and then resolves to 127.0.0.1 when connecting: nothing reaches the server", async () => {
@@ -207,7 +170,7 @@ describe("the address connected to is the address checked (DNS rebinding)", () =
       expect(asked.length).toBeGreaterThan(1);
       expect(new Set(asked)).toEqual(new Set(["mcp.test"]));
       // Over SSE too: the event stream's GET and the message POSTs.
-      const sse = await connectRemote({ url: `http://mcp.test:${(sseHttp.address() as { port: number }).port}/sse`, authorization: TOKEN, resolve, ...local });
+      const sse = await connectRemote({ url: `http://mcp.test:${sseMcp.port}/sse`, authorization: TOKEN, resolve, ...local });
       if (!sse.ok) throw new Error(sse.error.message);
       expect(sse.transport).toBe("sse");
       expect((await listRemoteTools(sse.client)).map((tool) => tool.name)).toEqual(["find_customer", "delete_customer"]);
@@ -220,7 +183,7 @@ describe("the address connected to is the address checked (DNS rebinding)", () =
   it("a published version's runner target is refused the same way, by code", async () => {
     const server = await countingServer(streamableHandler);
     try {
-      const { tools } = await list(base);
+      const { tools } = await list(streamableMcp.url);
       const review = reviewed(tools);
       review.url = `https://rebind.test:${server.port}/mcp`;
       const published = publishRemote(review, tools);
@@ -240,8 +203,8 @@ describe("the address connected to is the address checked (DNS rebinding)", () =
 
 describe("review and publish", () => {
   it("lists every tool unreviewed, and the review file round-trips", async () => {
-    const { tools } = await list(base);
-    const review = newReview("crm", base, tools, "CRM_TOKEN");
+    const { tools } = await list(streamableMcp.url);
+    const review = newReview("crm", streamableMcp.url, tools, "CRM_TOKEN");
     expect(review.tools.map((tool) => [tool.name, tool.effect])).toEqual([["find_customer", "unreviewed"], ["delete_customer", "unreviewed"]]);
     const parsed = parseReview(formatReview(review));
     expect(parsed).toEqual({ ok: true, review });
@@ -249,7 +212,7 @@ describe("review and publish", () => {
   });
 
   it("publishes only reviewed tools, as a version named by the content hash", async () => {
-    const { tools } = await list(base);
+    const { tools } = await list(streamableMcp.url);
     const review = reviewed(tools);
     review.tools[1] = { ...review.tools[1]!, effect: "unreviewed" };
     const once = publishRemote(review, tools);
@@ -264,13 +227,13 @@ describe("review and publish", () => {
   });
 
   it("a change on the server is reported, refused at publish and not exposed until reviewed again", async () => {
-    const before = (await list(base)).tools;
+    const before = (await list(streamableMcp.url)).tools;
     const published = publishRemote(reviewed(before), before);
     if (!published.ok) throw new Error("publish failed");
     config.renamedArg = true;
     config.extraTool = true;
     try {
-      const after = (await list(base)).tools;
+      const after = (await list(streamableMcp.url)).tools;
       expect(driftOf(published.version, after)).toEqual({ added: ["export_all"], removed: [], changed: ["find_customer"] });
       expect(publishRemote(reviewed(before), after)).toMatchObject({ ok: false, errors: [{ code: "remote_tool_changed", path: "/tools/0/schemaHash" }] });
       const merged = mergeReview(reviewed(before), after);
@@ -301,7 +264,7 @@ describe("review and publish", () => {
 
 describe("calls through the runner", () => {
   it("validates arguments, returns results, and maps write outcomes by the review, not the annotations", async () => {
-    const { tools } = await list(base);
+    const { tools } = await list(streamableMcp.url);
     const published = publishRemote(reviewed(tools), tools);
     if (!published.ok) throw new Error("publish failed");
     const runner = new CaploToolRunner({});
@@ -329,11 +292,11 @@ describe("caplo remote", () => {
       const file = join(dir, "crm.review.yaml");
       const out = join(dir, "versions");
       const flags = ["--allow-private-network"];
-      expect(await remoteCli(["list", base, "--name", "crm", "--auth-secret", "CRM_TOKEN", "--out", file, ...flags])).toBe(0);
+      expect(await remoteCli(["list", streamableMcp.url, "--name", "crm", "--auth-secret", "CRM_TOKEN", "--out", file, ...flags])).toBe(0);
       expect(readFileSync(file, "utf8")).toContain("effect: unreviewed");
       expect(readFileSync(file, "utf8")).toContain("transport: streamable-http");
       const sseFile = join(dir, "oldcrm.review.yaml");
-      expect(await remoteCli(["list", sseBase, "--name", "oldcrm", "--auth-secret", "CRM_TOKEN", "--out", sseFile, ...flags])).toBe(0);
+      expect(await remoteCli(["list", sseMcp.url, "--name", "oldcrm", "--auth-secret", "CRM_TOKEN", "--out", sseFile, ...flags])).toBe(0);
       expect(readFileSync(sseFile, "utf8")).toContain("transport: sse");
       expect(await remoteCli(["publish", file, "--out", out, ...flags])).toBe(1);
       expect(lines.join("\n")).toContain("remote_nothing_reviewed");

@@ -4,15 +4,13 @@
 // secrets, under the same policy as local packages (schema validation, result limit, idempotency key in
 // `_meta`, outcome mapping, status checks, timeouts). Real MCP SDK servers on loopback; the engine test
 // runs a conversation whose read and confirmed write reach the remote server.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
   CALL_META_KEY,
   EFFECT_META_KEY,
@@ -32,6 +30,7 @@ import { Engine } from "../../server/src/engine/engine.ts";
 import { StaticReleases } from "../../server/src/engine/release.ts";
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
+import { listenOnLoopback, serveStreamable, sseHandler, type LoopbackServer } from "./support/mcpServer.ts";
 
 const TOKEN = "bank-token-5c4b3a";
 type Seen = { transport: "streamable-http" | "sse"; tool: string; args: Record<string, unknown>; meta: CallMeta | undefined };
@@ -94,52 +93,24 @@ function authorized(req: IncomingMessage, res: ServerResponse): boolean {
   return false;
 }
 
-let http: Server;
-let sseHttp: Server;
-let base = "";
-let sseBase = "";
-const sseTransports = new Map<string, SSEServerTransport>();
+let streamableMcp: LoopbackServer;
+let sseMcp: LoopbackServer;
 const dir = mkdtempSync(join(tmpdir(), "caplo-remote-agent-"));
 
 beforeAll(async () => {
-  http = createServer(async (req, res) => {
-    if (!authorized(req, res)) return;
-    const server = bankServer("streamable-http");
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on("close", () => void transport.close().then(() => server.close()));
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+  streamableMcp = await listenOnLoopback(async (req, res) => {
+    if (authorized(req, res)) await serveStreamable(bankServer("streamable-http"), req, res);
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
-  sseHttp = createServer(async (req, res) => {
-    const url = new URL(req.url ?? "/", "http://x");
-    if (req.method === "POST" && url.pathname === "/sse") streamablePostsToSse += 1;
-    if (!authorized(req, res)) return;
-    if (req.method === "GET" && url.pathname === "/sse") {
-      const transport = new SSEServerTransport("/messages", res);
-      sseTransports.set(transport.sessionId, transport);
-      res.on("close", () => sseTransports.delete(transport.sessionId));
-      await bankServer("sse").connect(transport);
-      return;
-    }
-    if (req.method === "POST" && url.pathname === "/messages") {
-      const transport = sseTransports.get(url.searchParams.get("sessionId") ?? "");
-      if (!transport) return void res.writeHead(404).end();
-      await transport.handlePostMessage(req, res);
-      return;
-    }
-    res.writeHead(405).end();
-  });
-  await new Promise<void>((resolve) => sseHttp.listen(0, "127.0.0.1", resolve));
-  sseBase = `http://127.0.0.1:${(sseHttp.address() as { port: number }).port}/sse`;
+  const sse = sseHandler(() => bankServer("sse"));
+  sseMcp = await listenOnLoopback(async (req, res) => {
+    if (req.method === "POST" && new URL(req.url ?? "/", "http://x").pathname === "/sse") streamablePostsToSse += 1;
+    if (authorized(req, res)) await sse(req, res);
+  }, "/sse");
 });
 
 afterAll(async () => {
-  http?.closeAllConnections();
-  sseHttp?.closeAllConnections();
-  await new Promise((resolve) => http?.close(resolve));
-  await new Promise((resolve) => sseHttp?.close(resolve));
+  await streamableMcp?.close();
+  await sseMcp?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -180,7 +151,7 @@ describe("an agent release pins a remote version", () => {
   let runner: CaploToolRunner;
 
   beforeAll(async () => {
-    streamable = await publishBank(base);
+    streamable = await publishBank(streamableMcp.url);
     const published = await publishAgent(streamable.file, ["bank/balance", "bank/statement", "bank/transfer"]);
     if (!published.release) throw new Error(published.err.join("\n"));
     release = published.release;
@@ -298,10 +269,10 @@ describe("an agent release pins a remote version", () => {
 
   it("a version file changed after publishing, or another version at the pinned path, is refused at load", async () => {
     const altered = join(dir, "altered.json");
-    writeFileSync(altered, readFileSync(streamable.file, "utf8").replace(base, base.replace("/mcp", "/other")));
+    writeFileSync(altered, readFileSync(streamable.file, "utf8").replace(streamableMcp.url, streamableMcp.url.replace("/mcp", "/other")));
     const fresh = new CaploToolRunner({ targetKinds: [remoteTargetKind({ allowPrivateNetwork: true })] });
     await expect(fresh.load({ ...pinned, dir: altered })).rejects.toMatchObject({ code: "remote_version_altered" });
-    const other = await publishBank(base, "bank2");
+    const other = await publishBank(streamableMcp.url, "bank2");
     await expect(fresh.load({ ...pinned, dir: other.file })).rejects.toMatchObject({ code: "remote_version_mismatch" });
     await expect(fresh.load({ ...pinned, dir: join(dir, "missing.json") })).rejects.toMatchObject({ code: "remote_version_unreadable" });
     await fresh.close();
@@ -319,7 +290,7 @@ describe("an agent release pins a remote version", () => {
 
 describe("a version reviewed over SSE", () => {
   it("is called over SSE only, with the header on the stream and on every message", async () => {
-    const sse = await publishBank(sseBase, "oldbank");
+    const sse = await publishBank(sseMcp.url, "oldbank");
     expect(sse.version.transport).toBe("sse");
     const published = await publishAgent(sse.file, ["oldbank/balance", "oldbank/transfer"]);
     if (!published.release) throw new Error(published.err.join("\n"));
@@ -345,7 +316,7 @@ describe("a version reviewed over SSE", () => {
 
 describe("a conversation uses the remote tools through the engine", () => {
   it("a read runs at once; a write is proposed, confirmed, runs once with its key, and its outcome is recorded", async () => {
-    const { version, file } = await publishBank(base, "ledger");
+    const { version, file } = await publishBank(streamableMcp.url, "ledger");
     const published = await publishAgent(file, ["ledger/balance", "ledger/transfer"]);
     if (!published.release) throw new Error(published.err.join("\n"));
     const release = published.release;

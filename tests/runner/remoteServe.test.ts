@@ -3,7 +3,6 @@
 // CAPLO_SECRET_<NAME>, and a WebSocket customer's read runs at once while a write is proposed,
 // confirmed and run once with its idempotency key (a real MCP SDK server on loopback checks the
 // Authorization header on every request).
-import { createServer, type Server } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,18 +10,17 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { CALL_META_KEY, EFFECT_META_KEY, EFFECT_OUTCOME_CAPABILITY, type CallMeta } from "@caplo/shared";
 import { connectRemote, listRemoteTools, newReview, publishRemote } from "../../server/src/remote/index.ts";
 import { runPublish } from "../../server/src/cli/agent.ts";
 import { parseServeArgs, startServe } from "../../server/src/cli/serve.ts";
+import { listenOnLoopback, serveStreamable, type LoopbackServer } from "./support/mcpServer.ts";
 
 const TOKEN = "serve-remote-token-31";
 const dir = mkdtempSync(join(tmpdir(), "caplo-remote-serve-"));
 const calls: { tool: string; key: string | undefined; auth: string }[] = [];
 const refused: string[] = [];
-let http: Server;
-let url = "";
+let mcp: LoopbackServer;
 
 function crm(auth: string): McpServer {
   const server = new McpServer({ name: "crm", version: "1.0.0" }, { capabilities: { tools: {}, experimental: { ...EFFECT_OUTCOME_CAPABILITY } } });
@@ -39,34 +37,27 @@ function crm(auth: string): McpServer {
 }
 
 beforeAll(async () => {
-  http = createServer(async (req, res) => {
+  mcp = await listenOnLoopback(async (req, res) => {
     const auth = req.headers.authorization ?? "";
     if (auth !== `Bearer ${TOKEN}`) {
       refused.push(auth);
       return void res.writeHead(401).end();
     }
-    const server = crm(auth);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on("close", () => void transport.close().then(() => server.close()));
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+    await serveStreamable(crm(auth), req, res);
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  url = `http://127.0.0.1:${(http.address() as { port: number }).port}/mcp`;
 });
 
 afterAll(async () => {
-  http?.closeAllConnections();
-  await new Promise((resolve) => http?.close(resolve));
+  await mcp?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
 it("serve loads the remote version from the release and a conversation reads and writes through it", async () => {
-  const connected = await connectRemote({ url, authorization: TOKEN, allowPrivateNetwork: true });
+  const connected = await connectRemote({ url: mcp.url, authorization: TOKEN, allowPrivateNetwork: true });
   if (!connected.ok) throw new Error(connected.error.message);
   const listed = await listRemoteTools(connected.client);
   await connected.client.close();
-  const review = newReview("crm", url, listed, "CRM_TOKEN", connected.transport);
+  const review = newReview("crm", mcp.url, listed, "CRM_TOKEN", connected.transport);
   review.tools = review.tools.map((tool) => (tool.name === "redeem" ? { ...tool, effect: "write" as const } : { ...tool, effect: "read" as const }));
   const published = publishRemote(review, listed, new Date(), { effectOutcomes: true, operationStatus: false });
   if (!published.ok) throw new Error(JSON.stringify(published.errors));
