@@ -7,9 +7,8 @@ import WebSocket from "ws";
 import { OPTION_VALUE_MAX, type ServerFrame } from "@caplo/shared";
 import { Gateway } from "../../server/src/gateway/index.ts";
 import { mintIdentityToken } from "../../server/src/identity/index.ts";
-import { releaseFromVersions } from "../../server/src/engine/release.ts";
-import { answerTo, isT, OpenClients, TestClient, type Frame } from "../gateway/support/client.ts";
-import { ORIGIN, OTHER_ORIGIN, startStack, type Stack } from "../gateway/support/stack.ts";
+import { answerTo, isT, OpenClients, openProposal, proposeCancel, TestClient, type Frame } from "../gateway/support/client.ts";
+import { hs256Identity, ORIGIN, OTHER_ORIGIN, otherSiteRelease, shopRelease, startStack, type Stack } from "../gateway/support/stack.ts";
 
 const outcome = (state: string) => isT("event", (frame) => frame.message.type === "outcome" && frame.message.state === state);
 
@@ -26,20 +25,8 @@ beforeAll(async () => {
   stack = await startStack({
     gateway: { secrets: (name) => (name === "SITE_IDENTITY_SECRET" ? SHOP_SECRET : undefined) },
     releases: (version) => [
-      releaseFromVersions({
-        agent: "shop-agent",
-        instructions: "Help shop customers.",
-        origins: [ORIGIN],
-        versions: [version],
-        identity: { algorithm: "HS256", secret: "SITE_IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low", audience: "shop-agent" },
-      }),
-      releaseFromVersions({
-        agent: "other-agent",
-        instructions: "Another site.",
-        origins: [OTHER_ORIGIN, ORIGIN],
-        versions: [version],
-        identity: { algorithm: "HS256", secret: "SITE_IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low", audience: "other-agent" },
-      }),
+      shopRelease(version, { identity: hs256Identity("SITE_IDENTITY_SECRET", "shop-agent") }),
+      otherSiteRelease(version, { origins: [OTHER_ORIGIN, ORIGIN], identity: hs256Identity("SITE_IDENTITY_SECRET", "other-agent") }),
     ],
   });
   // A second node on the same store and bus: it checks a socket's token before each action and batch of events.
@@ -51,19 +38,12 @@ afterAll(async () => {
   await stack?.close();
 });
 
-async function proposal(c: TestClient, orderId: string): Promise<string> {
-  c.send({ t: "in", ref: `m-${orderId}`, event: { type: "message", text: `please cancel ${orderId}` } });
-  const review = await c.waitFor(isT("event", (frame) => frame.message.type === "review"));
-  return (review.message as { proposalId: string }).proposalId;
-}
-const cancels = (orderId: string) => stack.backend.invocations.filter((call) => call.tool === "cancel_order" && call.args.orderId === orderId);
 const signIn = (sub: string, audience = "shop-agent") => mintIdentityToken({ algorithm: "HS256", secret: SHOP_SECRET, claims: { sub, level: "standard", aud: audience } });
 
 describe("a replayed confirm runs the write once", () => {
   it("the same proposalId confirmed again after a reconnect (resume) and on a second socket, after the write ran: refused by code, the tool ran once", async () => {
     const first = await client();
-    const welcome = await first.hello("shop-agent");
-    const proposalId = await proposal(first, "SO-8501");
+    const { welcome, proposalId } = await openProposal(first, "SO-8501");
     const confirm = { t: "in", ref: "c-1", event: { type: "confirm", proposalId } };
     first.send(confirm);
     await first.waitFor(outcome("applied"));
@@ -80,14 +60,13 @@ describe("a replayed confirm runs the write once", () => {
     // A decline after the fact changes nothing either.
     resumed.send({ t: "in", ref: "d-1", event: { type: "decline", proposalId } });
     expect(await resumed.waitFor(answerTo("d-1"))).toMatchObject({ t: "error", code: "proposal_not_open" });
-    expect(cancels("SO-8501")).toHaveLength(1);
+    expect(stack.backend.cancels("SO-8501")).toHaveLength(1);
     expect((await stack.store.getWrite(proposalId))?.state).toBe("applied");
   });
 
   it("ten sockets of one conversation on two nodes confirming at once: one ack, nine proposal_not_open, one run", async () => {
     const owner = await client();
-    const welcome = await owner.hello("shop-agent");
-    const proposalId = await proposal(owner, "SO-8502");
+    const { welcome, proposalId } = await openProposal(owner, "SO-8502");
     const tabs = await Promise.all(Array.from({ length: 10 }, async (_, i) => {
       const tab = await client(i % 2 === 0 ? stack.wsUrl : otherWsUrl);
       await tab.hello("shop-agent", { token: welcome.resumeToken, after: 0 });
@@ -98,7 +77,7 @@ describe("a replayed confirm runs the write once", () => {
     expect(answers.filter((frame) => frame.t === "ack")).toHaveLength(1);
     expect(answers.filter((frame) => frame.t === "error").map((frame) => (frame as Frame<"error">).code)).toEqual(Array(9).fill("proposal_not_open"));
     await owner.waitFor(outcome("applied"));
-    expect(cancels("SO-8502")).toHaveLength(1);
+    expect(stack.backend.cancels("SO-8502")).toHaveLength(1);
   });
 });
 
@@ -108,7 +87,7 @@ describe("a proposal of another conversation, and edits off the card", () => {
     await owner.hello("shop-agent");
     owner.send({ t: "identify", ref: "id-owner", token: signIn("cust-8503") });
     await owner.waitFor(answerTo("id-owner"));
-    const proposalId = await proposal(owner, "SO-8503");
+    const proposalId = await proposeCancel(owner, "SO-8503");
     for (const url of [stack.wsUrl, otherWsUrl]) {
       const stranger = await client(url);
       await stranger.hello("shop-agent");
@@ -120,14 +99,13 @@ describe("a proposal of another conversation, and edits off the card", () => {
       stranger.send({ t: "in", ref: "spoil", event: { type: "decline", proposalId } });
       expect(await stranger.waitFor(answerTo("spoil"))).toMatchObject({ t: "error", code: "proposal_not_found" });
     }
-    expect(cancels("SO-8503")).toEqual([]);
+    expect(stack.backend.cancels("SO-8503")).toEqual([]);
     expect((await stack.store.getWrite(proposalId))?.state).toBe("proposed");
   });
 
   it("edits of fields that are not editable, off the options, out of the schema or not strings are refused by code at their path; the card stays open and confirms as proposed", async () => {
     const c = await client();
-    await c.hello("shop-agent");
-    const proposalId = await proposal(c, "SO-8504");
+    const { proposalId } = await openProposal(c, "SO-8504");
     const attempts: Array<[Record<string, unknown>, string, string]> = [
       [{ "/orderId": "SO-1001" }, "field_not_editable", "edits./orderId"],
       [{ "/card": "4000000000000002" }, "field_not_editable", "edits./card"],
@@ -144,13 +122,13 @@ describe("a proposal of another conversation, and edits off the card", () => {
       const answer = await c.waitFor(answerTo(`e-${index}`));
       expect(answer, JSON.stringify(edits).slice(0, 60)).toMatchObject({ t: "error", code, path });
     }
-    expect(cancels("SO-8504")).toEqual([]);
+    expect(stack.backend.cancels("SO-8504")).toEqual([]);
     expect((await stack.store.getWrite(proposalId))?.state).toBe("proposed");
     // At the schema's limit (40 characters) the edit is taken, and the write runs with exactly it.
     c.send({ t: "in", ref: "ok", event: { type: "confirm", proposalId, edits: { "/reason": "r".repeat(40), "/speed": "express" } } });
     expect(await c.waitFor(answerTo("ok"))).toEqual({ t: "ack", ref: "ok" });
     await c.waitFor(outcome("applied"));
-    expect(cancels("SO-8504").map((call) => call.args)).toEqual([{ orderId: "SO-8504", reason: "r".repeat(40), speed: "express", card: "4111111111111234" }]);
+    expect(stack.backend.cancels("SO-8504").map((call) => call.args)).toEqual([{ orderId: "SO-8504", reason: "r".repeat(40), speed: "express", card: "4111111111111234" }]);
   });
 });
 
@@ -180,8 +158,7 @@ describe("a token from before sign-in, and a token of another agent", () => {
 
   it("a resume token of one agent said in hello to another agent opens a new conversation there; nothing of the first is sent", async () => {
     const shop = await client();
-    const welcome = await shop.hello("shop-agent");
-    await proposal(shop, "SO-8602");
+    const { welcome } = await openProposal(shop, "SO-8602");
     const thief = await client();
     thief.send({ t: "hello", v: 1, agent: "other-agent", capabilities: {}, resume: { token: welcome.resumeToken, after: 0 } });
     expect(await thief.waitFor(isT("error", (frame) => frame.code === "resume_invalid"))).toMatchObject({ path: "resume.token" });

@@ -7,10 +7,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ServerFrame } from "@caplo/shared";
 import { mintIdentityToken } from "../../server/src/identity/index.ts";
-import { releaseFromVersions } from "../../server/src/engine/release.ts";
-import { ORDERS } from "../engine/support/shopTools.ts";
-import { isT, OpenClients, TestClient, type Frame } from "./support/client.ts";
-import { ORIGIN, OTHER_ORIGIN, SHOP_RULES, SLOW_ANSWER, SLOW_RULE, startStack, type Stack } from "./support/stack.ts";
+import { answerTo, isT, OpenClients, openProposal, proposeCancel, TestClient, type Frame } from "./support/client.ts";
+import { hs256Identity, ORIGIN, OTHER_ORIGIN, otherSiteRelease, SHOP_RULES, shopRelease, SLOW_ANSWER, SLOW_RULE, startStack, type Stack } from "./support/stack.ts";
 
 const isEvent = (type: string, extra: (message: Record<string, unknown>) => boolean = () => true) =>
   isT("event", (frame) => frame.message.type === type && extra(frame.message as unknown as Record<string, unknown>));
@@ -37,16 +35,7 @@ beforeAll(async () => {
   stack = await startStack({
     rules: [SLOW_RULE, ...SHOP_RULES],
     gateway: { widgetDir, schemasDir, limits: { maxFrameBytes: 4096, framesPerSecond: 10, burst: 20 }, now: () => rateClock ?? Date.now(), secrets: (name) => (name === "WIDGET_IDENTITY_SECRET" ? HS_SECRET : undefined) },
-    releases: (version) => [
-      releaseFromVersions({
-        agent: "shop-agent",
-        instructions: "Help shop customers.",
-        origins: [ORIGIN],
-        versions: [version],
-        identity: { algorithm: "HS256", secret: "WIDGET_IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low" },
-      }),
-      releaseFromVersions({ agent: "other-agent", instructions: "Another site.", origins: [OTHER_ORIGIN], versions: [version] }),
-    ],
+    releases: (version) => [shopRelease(version, { identity: hs256Identity("WIDGET_IDENTITY_SECRET") }), otherSiteRelease(version)],
   });
   stack.gateway.route("POST", "/webhooks/test/:channel", (_req, res, params) => {
     res.writeHead(200, { "content-type": "text/plain" });
@@ -58,12 +47,6 @@ beforeAll(async () => {
   };
 });
 afterAll(async () => stack?.close());
-
-async function proposal(c: TestClient, orderId: string = ORDERS.applied) {
-  c.send({ t: "in", ref: "m1", event: { type: "message", text: `please cancel ${orderId}` } });
-  const review = await c.waitFor(isEvent("review"));
-  return (review.message as { proposalId: string }).proposalId;
-}
 
 describe("conversation over the WebSocket", () => {
   it("hello gets a welcome with a resume token; a message is acked and the turn's events arrive in order with typing", async () => {
@@ -104,21 +87,19 @@ describe("conversation over the WebSocket", () => {
 
   it("two confirm frames for one proposal (double click) run the write once", async () => {
     const c = await client();
-    await c.hello("shop-agent");
-    const proposalId = await proposal(c, "SO-7001");
+    const { proposalId } = await openProposal(c, "SO-7001");
     c.send({ t: "in", ref: "c1", event: { type: "confirm", proposalId } });
     c.send({ t: "in", ref: "c2", event: { type: "confirm", proposalId } });
     await c.waitFor(isEvent("outcome", (message) => message.state === "applied"));
-    const answers = await Promise.all([c.waitFor((f) => (f.t === "ack" || f.t === "error") && f.ref === "c1"), c.waitFor((f) => (f.t === "ack" || f.t === "error") && f.ref === "c2")]);
+    const answers = await Promise.all([c.waitFor(answerTo("c1")), c.waitFor(answerTo("c2"))]);
     expect(answers.map((frame) => frame.t).sort()).toEqual(["ack", "error"]);
     expect(answers.find((frame) => frame.t === "error")).toMatchObject({ code: "proposal_not_open" });
-    expect(stack.backend.invocations.filter((call) => call.tool === "cancel_order" && call.args.orderId === "SO-7001")).toHaveLength(1);
+    expect(stack.backend.cancels("SO-7001")).toHaveLength(1);
   });
 
   it("two tabs of one conversation (same resume token) confirming at once run the write once", async () => {
     const first = await client();
-    const welcome = await first.hello("shop-agent");
-    const proposalId = await proposal(first, "SO-7002");
+    const { welcome, proposalId } = await openProposal(first, "SO-7002");
     const second = await client();
     await second.hello("shop-agent", { token: welcome.resumeToken, after: 0 });
     await second.waitFor(isEvent("review"));
@@ -126,16 +107,15 @@ describe("conversation over the WebSocket", () => {
     second.send({ t: "in", ref: "b", event: { type: "confirm", proposalId } });
     await first.waitFor(isEvent("outcome", (message) => message.state === "applied"));
     await second.waitFor(isEvent("outcome", (message) => message.state === "applied"));
-    const a = await first.waitFor((f) => (f.t === "ack" || f.t === "error") && f.ref === "a");
-    const b = await second.waitFor((f) => (f.t === "ack" || f.t === "error") && f.ref === "b");
+    const a = await first.waitFor(answerTo("a"));
+    const b = await second.waitFor(answerTo("b"));
     expect([a.t, b.t].sort()).toEqual(["ack", "error"]);
-    expect(stack.backend.invocations.filter((call) => call.tool === "cancel_order" && call.args.orderId === "SO-7002")).toHaveLength(1);
+    expect(stack.backend.cancels("SO-7002")).toHaveLength(1);
   });
 
   it("a confirm from another customer's connection is refused and nothing runs", async () => {
     const owner = await client();
-    await owner.hello("shop-agent");
-    const proposalId = await proposal(owner, "SO-7003");
+    const { proposalId } = await openProposal(owner, "SO-7003");
     const stranger = await client();
     await stranger.hello("shop-agent");
     stranger.send({ t: "in", ref: "x", event: { type: "confirm", proposalId } });

@@ -7,10 +7,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { FRAME_REF_MAX, type ServerFrame } from "@caplo/shared";
 import { Gateway } from "../../server/src/gateway/index.ts";
 import { mintIdentityToken } from "../../server/src/identity/index.ts";
-import { releaseFromVersions } from "../../server/src/engine/release.ts";
 import type { ToolCallRequest } from "../../server/src/runner/api.ts";
-import { answerTo, isT, OpenClients, TestClient, type Frame } from "./support/client.ts";
-import { ORIGIN, OTHER_ORIGIN, startStack, type Stack } from "./support/stack.ts";
+import { answerTo, isT, OpenClients, openProposal, proposeCancel, TestClient, type Frame } from "./support/client.ts";
+import { hs256Identity, ORIGIN, otherSiteRelease, shopRelease, startStack, type Stack } from "./support/stack.ts";
 
 
 const HS_SECRET = "a-hostile-test-identity-secret-of-32-bytes!!";
@@ -24,38 +23,21 @@ afterEach(() => clients.closeAll());
 beforeAll(async () => {
   stack = await startStack({
     gateway: { now: () => clock ?? Date.now(), secrets: (name) => (name === "IDENTITY_SECRET" ? HS_SECRET : undefined) },
-    releases: (version) => [
-      releaseFromVersions({
-        agent: "shop-agent",
-        instructions: "Help shop customers.",
-        origins: [ORIGIN],
-        versions: [version],
-        identity: { algorithm: "HS256", secret: "IDENTITY_SECRET", maxTokenAgeSeconds: 600, defaultLevel: "low" },
-      }),
-      releaseFromVersions({ agent: "other-agent", instructions: "Another site.", origins: [OTHER_ORIGIN], versions: [version] }),
-    ],
+    releases: (version) => [shopRelease(version, { identity: hs256Identity("IDENTITY_SECRET") }), otherSiteRelease(version)],
   });
 });
 afterAll(async () => stack?.close());
 
-async function proposal(c: TestClient, orderId: string): Promise<string> {
-  c.send({ t: "in", ref: `m-${orderId}`, event: { type: "message", text: `please cancel ${orderId}` } });
-  const review = await c.waitFor(isT("event", (frame) => frame.message.type === "review"));
-  return (review.message as { proposalId: string }).proposalId;
-}
-const cancels = (orderId: string) => stack.backend.invocations.filter((call) => call.tool === "cancel_order" && call.args.orderId === orderId);
-
 describe("refs on error frames", () => {
   it("a rate-limited confirm is answered rate_limited with its ref, and the same confirm sent again later runs once", async () => {
     const c = await client();
-    await c.hello("shop-agent");
-    const proposalId = await proposal(c, "SO-8101");
+    const { proposalId } = await openProposal(c, "SO-8101");
     clock = Date.now() + 60_000; // a full bucket (20), then time stands still
     try {
       for (let i = 0; i < 20; i++) c.send({ t: "ping" });
       c.send({ t: "in", ref: "confirm-1", event: { type: "confirm", proposalId } });
       expect(await c.waitFor(answerTo("confirm-1"))).toMatchObject({ t: "error", code: "rate_limited", ref: "confirm-1" });
-      expect(cancels("SO-8101")).toEqual([]);
+      expect(stack.backend.cancels("SO-8101")).toEqual([]);
       clock += 1000;
       c.send({ t: "in", ref: "confirm-2", event: { type: "confirm", proposalId } });
       expect(await c.waitFor(answerTo("confirm-2"))).toMatchObject({ t: "ack" });
@@ -63,7 +45,7 @@ describe("refs on error frames", () => {
       clock = undefined;
     }
     await c.waitFor(isT("event", (frame) => frame.message.type === "outcome" && frame.message.state === "applied"));
-    expect(cancels("SO-8101")).toHaveLength(1);
+    expect(stack.backend.cancels("SO-8101")).toHaveLength(1);
   });
 
   it(`a ref of ${FRAME_REF_MAX + 1} characters is refused without being echoed (nothing is stored); one of ${FRAME_REF_MAX} is acked as sent`, async () => {
@@ -108,8 +90,7 @@ describe("refs on error frames", () => {
 describe("confirms", () => {
   it("edits keyed __proto__, constructor or prototype (plain, JSON-escaped, nested, as a path segment) are refused with edit_invalid and nothing runs", async () => {
     const c = await client();
-    await c.hello("shop-agent");
-    const proposalId = await proposal(c, "SO-8201");
+    const { proposalId } = await openProposal(c, "SO-8201");
     const frames = [
       `{"t":"in","ref":"p1","event":{"type":"confirm","proposalId":"${proposalId}","edits":{"__proto__":"x"}}}`,
       `{"t":"in","ref":"p2","event":{"type":"confirm","proposalId":"${proposalId}","edits":{"\\u005f\\u005fproto__":"x"}}}`,
@@ -126,14 +107,13 @@ describe("confirms", () => {
       expect((answer as Frame<"error">).path, frame).toMatch(/^event\.edits\./);
     }
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect(cancels("SO-8201")).toEqual([]);
+    expect(stack.backend.cancels("SO-8201")).toEqual([]);
     expect((await stack.store.getWrite(proposalId))?.state).toBe("proposed");
   });
 
   it("a confirm is acked once recorded, while its tool still hangs; the outcome arrives as events after; a replay of the frame runs nothing", async () => {
     const c = await client();
-    await c.hello("shop-agent");
-    const proposalId = await proposal(c, "SO-8301");
+    const { proposalId } = await openProposal(c, "SO-8301");
     const runner = stack.runner;
     const call = runner.call.bind(runner);
     let release!: () => void;
@@ -162,7 +142,7 @@ describe("confirms", () => {
       c.send(frame);
       await c.waitFor(() => c.frames.filter((f) => f.t === "error" && f.ref === "hang").length === 2);
       expect(c.frames.filter((f) => f.t === "ack" && f.ref === "hang")).toHaveLength(1);
-      expect(cancels("SO-8301")).toHaveLength(1);
+      expect(stack.backend.cancels("SO-8301")).toHaveLength(1);
     } finally {
       runner.call = call;
       release();
@@ -188,7 +168,7 @@ describe("the resume token is replaced when the visitor signs in", () => {
       await otherTalker.hello("shop-agent", { token: before, after: 0 });
       const listener = await client(`ws://127.0.0.1:${address.port}/v1/ws`);
       await listener.hello("shop-agent", { token: before, after: 0 });
-      const proposalId = await proposal(c, "SO-8401");
+      const proposalId = await proposeCancel(c, "SO-8401");
       c.send({ t: "identify", ref: "i1", token: mintIdentityToken({ algorithm: "HS256", secret: HS_SECRET, claims: { sub: "cust-8401", level: "standard" } }) });
       const ack = await c.waitFor(isT("ack", (frame) => frame.ref === "i1"));
       expect(ack.resumeToken).toMatch(/^[A-Za-z0-9_-]{43}$/);

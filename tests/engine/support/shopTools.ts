@@ -72,6 +72,11 @@ export class ShopBackend {
     if (this.file) writeFileSync(this.file, JSON.stringify({ applications: this.applications }));
   }
 
+  /** The cancel_order invocations for `orderId`: each time a cancel of that order reached the shop. */
+  cancels(orderId: string): ShopBackend["invocations"] {
+    return this.invocations.filter((call) => call.tool === "cancel_order" && call.args.orderId === orderId);
+  }
+
   /** Apply once per key: a repeated key does not apply again. */
   apply(key: string, args: Record<string, unknown>, operationRef?: string): Application {
     const existing = this.applications.find((application) => application.key === key);

@@ -85,6 +85,19 @@ export const isT =
 /** Whether a frame is the ack or error answering the frame sent with `ref`. */
 export const answerTo = (ref: string) => (frame: ServerFrame) => (frame.t === "ack" || frame.t === "error") && frame.ref === ref;
 
+/** Asks the shop agent to cancel `orderId` (SHOP_RULES answer with a review card) and returns the card's proposalId. */
+export async function proposeCancel(c: TestClient, orderId: string): Promise<string> {
+  c.send({ t: "in", ref: `m-${orderId}`, event: { type: "message", text: `please cancel ${orderId}` } });
+  const review = await c.waitFor(isT("event", (frame) => frame.message.type === "review"));
+  return (review.message as { proposalId: string }).proposalId;
+}
+
+/** Opens a conversation with the shop agent on `c` with a proposal to cancel `orderId`: the welcome and the card's proposalId. */
+export async function openProposal(c: TestClient, orderId: string): Promise<{ welcome: Frame<"welcome">; proposalId: string }> {
+  const welcome = await c.hello("shop-agent");
+  return { welcome, proposalId: await proposeCancel(c, orderId) };
+}
+
 /** The clients a test file opens, every one closed by closeAll (from afterEach). */
 export class OpenClients {
   private readonly opened: TestClient[] = [];

@@ -3,7 +3,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../../server/src/engine/release.ts";
+import type { IdentitySettings, PackageVersion } from "@caplo/shared";
+import { releaseFromVersions, StaticReleases, type AgentRelease, type InMemoryReleaseInput } from "../../../server/src/engine/release.ts";
 import { Gateway, type GatewayOptions } from "../../../server/src/gateway/index.ts";
 import type { Model } from "../../../server/src/model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
@@ -18,6 +19,17 @@ import { ORDERS, ShopBackend, shopRunner, shopVersion } from "../../engine/suppo
 
 export const ORIGIN = "https://shop.example";
 export const OTHER_ORIGIN = "https://other.example";
+
+/** The shop agent's release: the shop's tools for ORIGIN, and what a test adds (an identity, a widget). */
+export const shopRelease = (version: PackageVersion, extra: Partial<InMemoryReleaseInput> = {}): AgentRelease =>
+  releaseFromVersions({ agent: "shop-agent", instructions: "Help shop customers.", origins: [ORIGIN], versions: [version], ...extra });
+
+/** Another site's agent on OTHER_ORIGIN, with the same tools. */
+export const otherSiteRelease = (version: PackageVersion, extra: Partial<InMemoryReleaseInput> = {}): AgentRelease =>
+  releaseFromVersions({ agent: "other-agent", instructions: "Another site.", origins: [OTHER_ORIGIN], versions: [version], ...extra });
+
+/** Identity tokens signed HS256 with the secret named `secret` (the gateway's `secrets` gives its value), at most 10 minutes old. */
+export const hs256Identity = (secret: string, audience?: string): IdentitySettings => ({ algorithm: "HS256", secret, maxTokenAgeSeconds: 600, defaultLevel: "low", ...(audience && { audience }) });
 
 export const SHOP_RULES: ScriptedRule[] = [
   { when: /cancel (SO-\d{4})/i, replies: [{ text: "Please review.", toolCalls: [{ ...CANCEL(ORDERS.applied), args: { ...CANCEL(ORDERS.applied).args, orderId: "$1" } }] }] },
@@ -63,10 +75,7 @@ export async function startStack(options: StackOptions = {}) {
   const { runner } = shopRunner(backend);
   const version = shopVersion();
   const releases = new StaticReleases(
-    options.releases?.(version) ?? [
-      releaseFromVersions({ agent: "shop-agent", instructions: "Help shop customers.", origins: [ORIGIN], versions: [version] }),
-      releaseFromVersions({ agent: "other-agent", instructions: "Another site.", origins: [OTHER_ORIGIN], versions: [version] }),
-    ],
+    options.releases?.(version) ?? [shopRelease(version), otherSiteRelease(version)],
   );
   const engine = await startEngine(stack, {
     store,
