@@ -277,6 +277,14 @@ type PolicyWithoutName = ToolPolicy extends infer P ? (P extends unknown ? Omit<
 type ToolSpec = { name: string; policy: PolicyWithoutName; inputSchema: Record<string, unknown>; hasStatus?: boolean };
 
 const ORDER_ID_SCHEMA = { type: "string", pattern: "^SO-[0-9]{4}$" };
+const NO_ARGUMENTS = { type: "object", properties: {}, additionalProperties: false };
+
+/** A read without arguments whose result is shown as `presentation` says. */
+const presentedRead = (name: string, presentation: NonNullable<Extract<PolicyWithoutName, { effect: "read" }>["presentation"]>): ToolSpec => ({
+  name,
+  inputSchema: NO_ARGUMENTS,
+  policy: { effect: "read", timeoutSeconds: 5, presentation },
+});
 
 export const SHOP_TOOLS: ToolSpec[] = [
   {
@@ -303,30 +311,22 @@ export const SHOP_TOOLS: ToolSpec[] = [
       },
     },
   },
-  {
-    name: "list_orders",
-    inputSchema: { type: "object", properties: {}, additionalProperties: false },
-    policy: {
-      effect: "read",
-      timeoutSeconds: 5,
-      presentation: {
-        schemaVersion: 1,
-        title: "Orders",
-        fields: [{ path: "/orders", label: "Orders", display: "plain" }],
-        result: {
-          layout: "table",
-          path: "/orders",
-          title: "Your orders",
-          columns: [
-            { path: "/id", label: "Order", display: "plain" },
-            { path: "/total", label: "Total", display: "plain" },
-            { path: "/card", label: "Card", display: "last4" },
-            { path: "/nested", label: "Nested", display: "plain" },
-          ],
-        },
-      },
+  presentedRead("list_orders", {
+    schemaVersion: 1,
+    title: "Orders",
+    fields: [{ path: "/orders", label: "Orders", display: "plain" }],
+    result: {
+      layout: "table",
+      path: "/orders",
+      title: "Your orders",
+      columns: [
+        { path: "/id", label: "Order", display: "plain" },
+        { path: "/total", label: "Total", display: "plain" },
+        { path: "/card", label: "Card", display: "last4" },
+        { path: "/nested", label: "Nested", display: "plain" },
+      ],
     },
-  },
+  }),
   {
     name: "cancel_order",
     hasStatus: true,
@@ -377,7 +377,7 @@ export const SHOP_TOOLS: ToolSpec[] = [
   },
   {
     name: "contact",
-    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    inputSchema: NO_ARGUMENTS,
     policy: { effect: "read", timeoutSeconds: 10, elicitation: { style: "form", fields: [{ name: "email" }, { name: "days" }] } },
   },
   {
@@ -415,35 +415,27 @@ export const SHOP_TOOLS: ToolSpec[] = [
     },
     policy: { effect: "read", timeoutSeconds: 5, subject: { policy: "verified_required", selector: "customerRef" } },
   },
-  {
-    name: "find_stores",
-    inputSchema: { type: "object", properties: {}, additionalProperties: false },
-    policy: {
-      effect: "read",
-      timeoutSeconds: 5,
-      presentation: {
-        schemaVersion: 1,
-        title: "Stores",
-        fields: [],
-        result: {
-          layout: "map",
-          path: "/stores",
-          title: "Our stores",
-          columns: [
-            { path: "/name", label: "Store", display: "plain", role: "title" },
-            { path: "/address", label: "Address", display: "plain", role: "address" },
-            { path: "/latitude", label: "Latitude", display: "plain", role: "latitude" },
-            { path: "/longitude", label: "Longitude", display: "plain", role: "longitude" },
-            { path: "/opens", label: "Opening hours", display: "plain", role: "subtitle" },
-          ],
-          actions: [{ kind: "reply", label: "Book here", template: "I want an appointment at {name}" }],
-        },
-      },
+  presentedRead("find_stores", {
+    schemaVersion: 1,
+    title: "Stores",
+    fields: [],
+    result: {
+      layout: "map",
+      path: "/stores",
+      title: "Our stores",
+      columns: [
+        { path: "/name", label: "Store", display: "plain", role: "title" },
+        { path: "/address", label: "Address", display: "plain", role: "address" },
+        { path: "/latitude", label: "Latitude", display: "plain", role: "latitude" },
+        { path: "/longitude", label: "Longitude", display: "plain", role: "longitude" },
+        { path: "/opens", label: "Opening hours", display: "plain", role: "subtitle" },
+      ],
+      actions: [{ kind: "reply", label: "Book here", template: "I want an appointment at {name}" }],
     },
-  },
+  }),
   {
     name: "pick_size",
-    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    inputSchema: NO_ARGUMENTS,
     policy: { effect: "read", timeoutSeconds: 10, elicitation: { style: "questions", fields: [{ name: "size" }] } },
   },
 ];
