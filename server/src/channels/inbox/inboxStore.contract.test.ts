@@ -44,6 +44,9 @@ describeEachInbox("Inbox contract", ({ store, second, restart }) => {
     await store.recordOutbox({ platform: "messenger", conversationId: "conv-1", seq: 3, part: 0, state: "failed", attempts: 5, code: "platform_unavailable", message: "503", at: 99 });
     await restart();
     expect(await store.findBinding(u1)).toMatchObject({ conversationId: "conv-1", lastInboundAt: 50, disclosed: false, cursor: 7 });
+    await store.setDisclosed(u1);
+    expect(await store.findBinding(u1)).toMatchObject({ lastInboundAt: 50, disclosed: true, cursor: 7 });
+    expect(await store.findBinding({ ...u1, externalId: "u2" })).toBeUndefined();
     expect(await store.findBindingByConversation("conv-1")).toMatchObject({ externalId: "u1", account: "105000000000001" });
     expect(await store.getRef("c1.x")).toEqual({ token: "c1.x", platform: "messenger", conversationId: "conv-1", kind: "confirm", targetId: "p1" });
     expect(await store.listFailures()).toEqual([expect.objectContaining({ seq: 3, code: "platform_unavailable", attempts: 5 })]);

@@ -214,25 +214,20 @@ export class PostgresInboxStore implements InboxStore {
   }
 
   async touchInbound(key: BindingKey, at: number): Promise<void> {
-    await this.#pool.query(`UPDATE channel_binding SET last_inbound_at = GREATEST(last_inbound_at, $1) WHERE platform = $2 AND account = $3 AND external_id = $4`, [
-      at,
-      key.platform,
-      key.account,
-      key.externalId,
-    ]);
+    await this.#updateBinding(key, "last_inbound_at = GREATEST(last_inbound_at, $4)", [at]);
   }
 
   async setDisclosed(key: BindingKey): Promise<void> {
-    await this.#pool.query(`UPDATE channel_binding SET disclosed = TRUE WHERE platform = $1 AND account = $2 AND external_id = $3`, [key.platform, key.account, key.externalId]);
+    await this.#updateBinding(key, "disclosed = TRUE");
   }
 
   async setCursor(key: BindingKey, seq: number): Promise<void> {
-    await this.#pool.query(`UPDATE channel_binding SET cursor = GREATEST(cursor, $1) WHERE platform = $2 AND account = $3 AND external_id = $4`, [
-      seq,
-      key.platform,
-      key.account,
-      key.externalId,
-    ]);
+    await this.#updateBinding(key, "cursor = GREATEST(cursor, $4)", [seq]);
+  }
+
+  /** One binding's row updated by `set` (its values from $4 on). */
+  async #updateBinding(key: BindingKey, set: string, values: unknown[] = []): Promise<void> {
+    await this.#pool.query(`UPDATE channel_binding SET ${set} WHERE platform = $1 AND account = $2 AND external_id = $3`, [key.platform, key.account, key.externalId, ...values]);
   }
 
   async putRefs(refs: ButtonRef[]): Promise<void> {
