@@ -101,8 +101,7 @@ afterAll(async () => {
   await browser?.close();
   await stack?.close();
   await strict?.close();
-  await mcp?.close();
-  await hostile?.close();
+  for (const server of [mcp, hostile]) await server?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 

@@ -8,7 +8,6 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import type { ScriptedRule } from "../../server/src/model/scripted.ts";
-import type { Stack } from "../gateway/support/stack.ts";
 import { buildWidget, downloadedBytes, launchChromium } from "./browser.ts";
 import { identityToken, startVisitorStack, widgetTag, type VisitorStack } from "./visitorStack.ts";
 import { app, identify, openChat, say, Visitors } from "./visitors.ts";
@@ -24,7 +23,6 @@ const RULES: ScriptedRule[] = [
 
 let browser: Browser;
 let visitorStack: VisitorStack;
-let stack: Stack;
 let visitors: Visitors;
 /** How far the server's clock is from the real one (a conversation that began yesterday). */
 let clockOffset = 0;
@@ -38,7 +36,6 @@ beforeAll(async () => {
     widget: { name: "Shop helper", avatar: AVATAR, starters: ["Where is my order SO-1001?"] },
     page: (_url, started) => `<!doctype html><html lang="en"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title><h1>Shop</h1>${widgetTag(started.base)}</html>`,
   });
-  stack = visitorStack.stack;
   browser = await launchChromium();
   // The avatar's host answers with a drawn picture.
   const avatar = (context: BrowserContext) =>
