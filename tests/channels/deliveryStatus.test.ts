@@ -90,7 +90,7 @@ describe("Twilio status callbacks", () => {
       expect(events.events.find((e) => e.message.text === "hello")?.delivery).toBeUndefined();
     } finally {
       await gw.close();
-      mounted.close();
+      await mounted.close();
       await twilio.close();
       await h.close();
     }

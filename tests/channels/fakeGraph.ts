@@ -25,6 +25,9 @@ export interface FakeGraph {
   sent: SendBody[];
   violations: string[];
   failNext(n: number, status: number, code: number, subcode?: number): void;
+  /** Accepted sends wait unanswered until the returned function is called; `waiting` counts them. */
+  hold(): () => void;
+  waiting: number;
   /** Another page (or Instagram account) with its own token (given, or made `EAA…`); `accessToken` is page 105000000000001. */
   addPage(pageId: string, token?: string): string;
   /** The page whose token sent a body of `sent`. */
@@ -44,7 +47,8 @@ function readBody(req: IncomingMessage): Promise<string> {
 export async function startFakeGraph(rules: MetaRules): Promise<FakeGraph> {
   const accessToken = `EAA${randomBytes(12).toString("hex")}`;
   const failures: Array<{ status: number; code: number; subcode?: number }> = [];
-  const state = { accessToken, sent: [] as SendBody[], violations: [] as string[] };
+  const state = { accessToken, sent: [] as SendBody[], violations: [] as string[], waiting: 0 };
+  let held: Promise<void> | undefined;
   // `/me` is the page the token belongs to.
   const pages = new Map<string, string>([[accessToken, "105000000000001"]]);
   const sentBy = new Map<SendBody, string>();
@@ -71,6 +75,11 @@ export async function startFakeGraph(rules: MetaRules): Promise<FakeGraph> {
     }
     const failure = failures.shift();
     if (failure) return refuse(res, failure.status, failure.code, "Injected failure", failure.subcode);
+    if (held) {
+      state.waiting++;
+      await held;
+      state.waiting--;
+    }
     state.sent.push(body);
     sentBy.set(body, page);
     res.writeHead(200, { "content-type": "application/json" });
@@ -90,6 +99,14 @@ export async function startFakeGraph(rules: MetaRules): Promise<FakeGraph> {
       return token;
     },
     pageOf: (body: SendBody) => sentBy.get(body),
+    hold: () => {
+      let release!: () => void;
+      held = new Promise<void>((resolve) => (release = resolve));
+      return () => {
+        held = undefined;
+        release();
+      };
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   });
 }

@@ -129,7 +129,7 @@ describe("the team is told", () => {
       expect(events.events.map((e) => e.message)).toContainEqual(expect.objectContaining({ type: "text", from: "system", text: expect.stringContaining("Your parcel is at the depot.") }));
     } finally {
       await gw.close();
-      mounted.close();
+      await mounted.close();
       await graph.close();
       await h.close();
     }

@@ -181,7 +181,7 @@ export async function mountWorkspaceChannels(options: {
       }
     }
   } catch (error) {
-    for (const channels of mounted) channels.close();
+    await Promise.all(mounted.map((channels) => channels.close()));
     throw error;
   }
   return mounted;

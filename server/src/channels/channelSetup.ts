@@ -70,8 +70,12 @@ export interface MountedChannels {
   /** The channel state, e.g. `store.listFailures()` for messages that could not be delivered. */
   store: InboxStore & { close(): void };
   platforms: Platform[];
-  close(): void;
+  /** Stops taking and sending; what is being sent finishes (CLOSE_WAIT_MS at most) before the state closes. */
+  close(): Promise<void>;
 }
+
+/** How long closing the channels waits for sends under way before it closes their state under them. */
+export const CLOSE_WAIT_MS = 10_000;
 
 /**
  * Builds the configured adapters, wires the glue to the engine and mounts `/webhooks/{platform}` on the
@@ -150,10 +154,16 @@ export async function mountChannels(options: {
     service,
     store,
     platforms,
-    close: () => {
+    close: async () => {
       removeSource?.();
       removeDeliveries?.();
       service.close();
+      // A reply still going out (the Send API not yet answered) is recorded as sent, or failed, before the
+      // state closes: a stop that closed it at once logged send_failed for a message the customer got, and
+      // its record was lost. Closed, the service starts nothing new and a send's next retry gives up.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([service.idle(), new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)))]);
+      clearTimeout(timer);
       store.close();
     },
   };
