@@ -9,8 +9,8 @@ import { mountChannels, readChannelSettings } from "../../server/src/channels/ch
 import { SqliteInboxStore } from "../../server/src/channels/inbox/index.ts";
 import { engineHarness } from "../engine/support/harness.ts";
 import { startFakeGraph } from "./fakeGraph.ts";
-import { INSTAGRAM_RULES, MESSENGER_RULES } from "./platformRules.ts";
-import { ALL_CHANNELS, agentConfigOf, channelBench, type Bench } from "./support.ts";
+import { INSTAGRAM_RULES } from "./platformRules.ts";
+import { ALL_CHANNELS, agentConfigOf, channelBench, mountedMessenger, type Bench } from "./support.ts";
 
 let b: Bench | undefined;
 let gateway: Gateway | undefined;
@@ -71,79 +71,46 @@ describe("channel webhooks on the gateway", () => {
   });
 
   it("mountChannels builds the configured adapters, mounts their webhooks and answers through the engine", async () => {
-    const h = await engineHarness({ rules: [{ when: /hello/i, replies: [{ text: "Mounted and answering." }] }], channels: ALL_CHANNELS });
-    const graph = await startFakeGraph(MESSENGER_RULES);
-    const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]) });
-    const mounted = await mountChannels({
-      settings: { messenger: { accessToken: graph.accessToken, graphBaseUrl: graph.url, appSecret: "meta-app-secret-for-tests", verifyToken: "verify-token-for-tests" } },
-      engine: h.engine,
-      gateway: gw,
-      agentFor: () => "shop-agent",
-      agentConfig: agentConfigOf(h),
-      file: `${h.dir}/channels.db`,
-    });
+    const m = await mountedMessenger({ rules: [{ when: /hello/i, replies: [{ text: "Mounted and answering." }] }] });
     try {
-      expect(mounted.platforms).toEqual(["messenger"]);
-      const { port } = await gw.listen(0, "127.0.0.1");
-      const raw = Buffer.from(JSON.stringify({ object: "page", entry: [{ id: "1", time: 1, messaging: [{ sender: { id: "42" }, recipient: { id: "1" }, timestamp: 1, message: { mid: "m_mount_1", text: "hello" } }] }] }));
-      const signed = metaSigned(raw);
-      const posted = await fetch(`http://127.0.0.1:${port}/webhooks/messenger`, { method: "POST", headers: signed.headers as Record<string, string>, body: new Uint8Array(raw) });
-      expect(posted.status).toBe(200);
-      for (let i = 0; i < 400 && !graph.sent.some((s) => s.message?.text === "Mounted and answering."); i++) await new Promise((r) => setTimeout(r, 10));
-      expect(graph.sent.map((s) => s.message?.text)).toContain("Mounted and answering.");
-      expect((await fetch(`http://127.0.0.1:${port}/webhooks/whatsapp`, { method: "POST" })).status).toBe(404);
+      expect(m.mounted.platforms).toEqual(["messenger"]);
+      expect((await m.say("m_mount_1", "hello")).status).toBe(200);
+      expect(await m.sent("Mounted and answering.")).toContain("Mounted and answering.");
+      expect((await fetch(`${m.base}/webhooks/whatsapp`, { method: "POST" })).status).toBe(404);
     } finally {
-      await gw.close();
-      await mounted.close();
-      await graph.close();
-      await h.close();
+      await m.close();
     }
   });
 
   it("stopping the channels waits for a reply still being sent, so it is recorded as sent before the channel state closes", async () => {
-    const h = await engineHarness({ rules: [{ when: /hello/i, replies: [{ text: "Sent while stopping." }] }], channels: ALL_CHANNELS });
-    const graph = await startFakeGraph(MESSENGER_RULES);
-    const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]) });
     const lines: string[] = [];
-    const file = `${h.dir}/channels.db`;
-    const mounted = await mountChannels({
-      settings: { messenger: { accessToken: graph.accessToken, graphBaseUrl: graph.url, appSecret: "meta-app-secret-for-tests", verifyToken: "verify-token-for-tests" } },
-      engine: h.engine,
-      gateway: gw,
-      agentFor: () => "shop-agent",
-      agentConfig: agentConfigOf(h),
-      file,
-      log: (line) => lines.push(line),
-    });
+    const m = await mountedMessenger({ rules: [{ when: /hello/i, replies: [{ text: "Sent while stopping." }] }], log: (line) => lines.push(line) });
     try {
-      const { port } = await gw.listen(0, "127.0.0.1");
-      const release = graph.hold();
-      const raw = Buffer.from(JSON.stringify({ object: "page", entry: [{ id: "1", time: 1, messaging: [{ sender: { id: "42" }, recipient: { id: "1" }, timestamp: 1, message: { mid: "m_stop_1", text: "hello" } }] }] }));
-      expect((await fetch(`http://127.0.0.1:${port}/webhooks/messenger`, { method: "POST", headers: metaSigned(raw).headers as Record<string, string>, body: new Uint8Array(raw) })).status).toBe(200);
-      for (let i = 0; i < 400 && graph.waiting === 0; i++) await new Promise((r) => setTimeout(r, 10));
-      expect(graph.waiting).toBeGreaterThan(0);
-      const [binding] = await mounted.store.listBindings();
+      const release = m.graph.hold();
+      expect((await m.say("m_stop_1", "hello")).status).toBe(200);
+      for (let i = 0; i < 400 && m.graph.waiting === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(m.graph.waiting).toBeGreaterThan(0);
+      const [binding] = await m.mounted.store.listBindings();
       const conversationId = binding!.conversationId;
       // The stop begins while the Send API has not answered: it waits for the answer.
       let stopped = false;
-      const stopping = mounted.close().then(() => (stopped = true));
+      const stopping = m.mounted.close().then(() => (stopped = true));
       await new Promise((r) => setTimeout(r, 200));
       expect(stopped).toBe(false);
       release();
       await stopping;
-      expect(graph.sent.map((s) => s.message?.text)).toContain("Sent while stopping.");
-      expect(lines.filter((line) => /send_failed|failed/.test(line))).toEqual([]);
-      const reopened = new SqliteInboxStore(file);
+      expect(m.graph.sent.map((s) => s.message?.text)).toContain("Sent while stopping.");
+      expect(lines.filter((line) => /failed/.test(line))).toEqual([]);
+      const reopened = new SqliteInboxStore(m.file);
       try {
-        expect((await reopened.listOutbox(conversationId)).filter((record) => record.state !== "sent")).toEqual([]);
-        expect(await reopened.listOutbox(conversationId)).not.toEqual([]);
+        const records = await reopened.listOutbox(conversationId);
+        expect(records).not.toEqual([]);
+        expect(records.filter((record) => record.state !== "sent")).toEqual([]);
       } finally {
         reopened.close();
       }
     } finally {
-      await gw.close();
-      await graph.close();
-      await h.close();
+      await m.close();
     }
   });
 });

@@ -15,8 +15,11 @@ import { createWhatsAppAdapter, WHATSAPP_CAPABILITIES } from "@caplo/adapters/wh
 import { ChannelService } from "../../server/src/channels/channelService.ts";
 import { storeContentCache } from "../../server/src/channels/contentCache.ts";
 import { EnginePort } from "../../server/src/channels/enginePort.ts";
-import type { ChannelAgentConfig, InboxStore, Platform, TeamAlert } from "../../server/src/channels/ports.ts";
+import type { ChannelAgentConfig, InboxStore, Platform, TeamAlert, TeamAlerts } from "../../server/src/channels/ports.ts";
 import { SqliteInboxStore } from "../../server/src/channels/inbox/index.ts";
+import { mountChannels, type MountedChannels } from "../../server/src/channels/channelSetup.ts";
+import { StaticReleases } from "../../server/src/engine/release.ts";
+import { Gateway, type GatewayOptions } from "../../server/src/gateway/gateway.ts";
 import { engineHarness, type Harness } from "../engine/support/harness.ts";
 import type { ScriptedRule } from "../../server/src/model/scripted.ts";
 import { startFakeGraph, type FakeGraph } from "./fakeGraph.ts";
@@ -26,6 +29,51 @@ import { INSTAGRAM_RULES, MESSENGER_RULES } from "./platformRules.ts";
 export const BUSINESS_NUMBER = "whatsapp:+14155238886";
 /** The bench agent lists every channel (an agent answers only on the channels its agent.yaml lists). */
 export const ALL_CHANNELS = { web: {}, whatsapp: {}, messenger: {}, instagram: {} };
+
+/**
+ * Messenger as `caplo serve` mounts it (mountChannels on a real gateway) for an engine harness, against a fake
+ * Graph: `say` posts one customer message as a signed webhook. `close` stops all of it.
+ */
+export async function mountedMessenger(options: { rules: ScriptedRule[]; gateway?: Partial<GatewayOptions>; log?: (line: string) => void; alerts?: TeamAlerts }) {
+  const h = await engineHarness({ rules: options.rules, channels: ALL_CHANNELS });
+  const graph = await startFakeGraph(MESSENGER_RULES);
+  const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]), ...options.gateway });
+  const file = `${h.dir}/channels.db`;
+  const mounted: MountedChannels = await mountChannels({
+    settings: { messenger: { accessToken: graph.accessToken, graphBaseUrl: graph.url, appSecret: "meta-app-secret-for-tests", verifyToken: "verify-token-for-tests" } },
+    engine: h.engine,
+    gateway: gw,
+    agentFor: () => "shop-agent",
+    agentConfig: agentConfigOf(h),
+    file,
+    ...(options.log && { log: options.log }),
+    ...(options.alerts && { alerts: options.alerts }),
+  });
+  const { port } = await gw.listen(0, "127.0.0.1");
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    h,
+    graph,
+    mounted,
+    base,
+    file,
+    say: (mid: string, text: string) => {
+      const raw = Buffer.from(JSON.stringify({ object: "page", entry: [{ id: "1", time: 1, messaging: [{ sender: { id: "42" }, recipient: { id: "1" }, timestamp: 1, message: { mid, text } }] }] }));
+      return fetch(`${base}/webhooks/messenger`, { method: "POST", headers: metaSigned(raw).headers as Record<string, string>, body: new Uint8Array(raw) });
+    },
+    /** Waits (10 s at most) until the fake Graph has been sent `text`. */
+    sent: async (text: string) => {
+      for (let i = 0; i < 1000 && !graph.sent.some((s) => s.message?.text === text); i++) await new Promise((r) => setTimeout(r, 10));
+      return graph.sent.map((s) => s.message?.text);
+    },
+    close: async () => {
+      await gw.close();
+      await mounted.close();
+      await graph.close();
+      await h.close();
+    },
+  };
+}
 
 /** The agent.yaml lookup of a harness: its one agent, by name. */
 export function agentConfigOf(h: Harness): (agent: string) => ChannelAgentConfig | undefined {

@@ -3,15 +3,8 @@
 // model is told, and the team's follow-up list (GET /v1/team/follow-ups) names it.
 import { afterEach, describe, expect, it } from "vitest";
 import { WHATSAPP_WINDOW_MS } from "@caplo/shared/channels";
-import { mountChannels } from "../../server/src/channels/channelSetup.ts";
-import { StaticReleases } from "../../server/src/engine/release.ts";
 import { teamMember } from "../../server/src/gateway/teamMembers.ts";
-import { Gateway } from "../../server/src/gateway/gateway.ts";
-import { metaSigned } from "@caplo/adapters/testkit";
-import { engineHarness } from "../engine/support/harness.ts";
-import { startFakeGraph } from "./fakeGraph.ts";
-import { MESSENGER_RULES } from "./platformRules.ts";
-import { ALL_CHANNELS, agentConfigOf, channelBench, type Bench } from "./support.ts";
+import { channelBench, mountedMessenger, type Bench } from "./support.ts";
 
 const rules = [{ when: /hello/i, replies: [{ text: "Hello there." }] }];
 
@@ -92,25 +85,11 @@ describe("undelivered replies in the conversation's history", () => {
 
 describe("the team is told", () => {
   it("an undelivered reply is in the team API's follow-up list and in the conversation's events, behind the team token", async () => {
-    const h = await engineHarness({ rules, channels: ALL_CHANNELS });
-    const graph = await startFakeGraph(MESSENGER_RULES);
-    const gw = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]), teamMembers: [teamMember("ana", "team-token-for-tests")] });
-    const mounted = await mountChannels({
-      settings: { messenger: { accessToken: graph.accessToken, graphBaseUrl: graph.url, appSecret: "meta-app-secret-for-tests", verifyToken: "verify-token-for-tests" } },
-      engine: h.engine,
-      gateway: gw,
-      agentFor: () => "shop-agent",
-      agentConfig: agentConfigOf(h),
-      file: `${h.dir}/channels.db`,
-      alerts: { alert: () => {} },
-    });
+    const m = await mountedMessenger({ rules, gateway: { teamMembers: [teamMember("ana", "team-token-for-tests")] }, alerts: { alert: () => {} } });
+    const { h, graph, mounted, base } = m;
     try {
-      const { port } = await gw.listen(0, "127.0.0.1");
-      const base = `http://127.0.0.1:${port}`;
-      const raw = Buffer.from(JSON.stringify({ object: "page", entry: [{ id: "1", time: 1, messaging: [{ sender: { id: "42" }, recipient: { id: "1" }, timestamp: 1, message: { mid: "m_team_1", text: "hello" } }] }] }));
-      const signed = metaSigned(raw);
-      expect((await fetch(`${base}/webhooks/messenger`, { method: "POST", headers: signed.headers as Record<string, string>, body: new Uint8Array(raw) })).status).toBe(200);
-      for (let i = 0; i < 1000 && !graph.sent.some((s) => s.message?.text === "Hello there."); i++) await new Promise((r) => setTimeout(r, 10));
+      expect((await m.say("m_team_1", "hello")).status).toBe(200);
+      await m.sent("Hello there.");
       await mounted.service.idle();
       const conversationId = (await mounted.store.listBindings())[0]!.conversationId;
       graph.failNext(1, 400, 10, 2018278);
@@ -128,10 +107,7 @@ describe("the team is told", () => {
       const events = (await (await fetch(`${base}/v1/team/conversations/${conversationId}/events`, { headers: team })).json()) as { events: Array<{ message: { type: string; from?: string; text?: string } }> };
       expect(events.events.map((e) => e.message)).toContainEqual(expect.objectContaining({ type: "text", from: "system", text: expect.stringContaining("Your parcel is at the depot.") }));
     } finally {
-      await gw.close();
-      await mounted.close();
-      await graph.close();
-      await h.close();
+      await m.close();
     }
   });
 });
