@@ -1,14 +1,14 @@
 // The composition root of a Caplo server: from the command's options and the one configuration it builds
 // and starts the components in order (store, bus, runner, engine, handoff delivery, cluster node, evals,
 // gateway, channels) on a start/stop stack (the steps every server shares in startParts.ts), and stops them
-// last-first. `caplo serve`, `caplo demo` and the tests start servers through startServer (the tests'
-// in-process servers through startParts.ts); nothing here reads the environment but through readConfig.
+// last-first. `caplo serve`, `caplo demo` and the tests' in-process servers start through startServer (the
+// tests hand it ready-made parts: ServeOptions.given); nothing here reads the environment but through readConfig.
 import { dirname, join, resolve, sep } from "node:path";
 import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, WORKSPACE_ID_PATTERN, workspaceRef, type PackageVersion, type Release } from "@caplo/shared";
 import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.ts";
 import { isRemoteVersionId } from "../remote/remotePin.ts";
 import { readSecretKeys, WorkspaceSecrets } from "../secrets/index.ts";
-import { openEventBus } from "../bus/index.ts";
+import { openEventBus, type EventBus } from "../bus/index.ts";
 import { webhookUrls, type MountedChannels } from "../channels/channelSetup.ts";
 import { mountWorkspaceChannels, readServeChannels } from "./serveChannels.ts";
 import { limitRoutes } from "../channels/webhookRateLimit.ts";
@@ -19,7 +19,7 @@ import { DAY_MS } from "../engine/fileRetention.ts";
 import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
 import { agentRef, parseAgentRef, StaticReleases, workspaceOf, type AgentRelease } from "../engine/release.ts";
 import { EvalService } from "../eval/evalService.ts";
-import { Gateway } from "../gateway/gateway.ts";
+import { Gateway, type GatewayOptions } from "../gateway/gateway.ts";
 import { readWidgetSettings } from "../gateway/settings.ts";
 import type { TeamMember } from "../gateway/teamMembers.ts";
 import { describeModelConfig, modelFromEnv } from "../model/config.ts";
@@ -57,6 +57,27 @@ export type ServeOptions = {
   checkChannels?: boolean;
   /** Tests may pass a runner; by default the sandboxed runner. */
   runner?: ToolRunner;
+  /** Parts made ready by the caller (the tests' servers); `caplo serve` and `caplo demo` give none. */
+  given?: GivenParts;
+};
+
+/**
+ * What a test hands the composition root instead of what it builds from the options and the configuration;
+ * everything else is built as for `caplo serve`.
+ */
+export type GivenParts = {
+  /** A store of the caller's (a PostgreSQL schema two servers share) instead of opening `db`; migrated and closed here. `db` still chooses the bus and the cluster node. */
+  store?: Store;
+  /** The event bus (a MemoryBus on a hub two servers share) instead of the one the configuration chooses; closed with the server. */
+  bus?: EventBus;
+  /** The served releases instead of the latest of each of `agents` in `releasesDir`. */
+  releases?: AgentRelease[];
+  /** Every release's model instead of its `model:`, the environment's provider or the scripted model. */
+  model?: Model;
+  /** Engine settings no CAPLO_* variable sets: the clock (also the start's record of the workspaces), the scheduler's poll, waits; `scheduler: false` starts no timers. */
+  engine?: Pick<EngineOptions, "now" | "checkPollMs" | "elicitTimeoutMs" | "progressShownAfterMs"> & { scheduler?: boolean };
+  /** Gateway options over those built here (team members known to this gateway only, so no start records them). */
+  gateway?: Partial<GatewayOptions>;
 };
 
 export type ServeError = { code: string; path: string; message: string };
@@ -98,32 +119,8 @@ export function engineSecrets(releases: readonly AgentRelease[], secrets: Pick<W
   };
 }
 
-export const isPostgres = (db: string) => /^postgres(ql)?:\/\//.test(db);
-
-/**
- * The cluster node leaves last of the engine's work: engine.stop (stopped before, last-first) waited for
- * this node's work, so a write of it still `running` is one whose outcome could not be stored. It becomes
- * unknown with status checks before the node leaves; if even that fails (the store is away), the node
- * does not leave, so a survivor takes it over later.
- */
-async function leaveCluster(cluster: ClusterNode, engine: Engine, log: (line: string) => void): Promise<void> {
-  await engine.stop();
-  const recovered = await engine.recover().then(
-    () => true,
-    (error: unknown) => (log(`warn: running writes not recovered at stop; another node will take them over: ${String(error)}`), false),
-  );
-  await cluster.stop({ leave: recovered });
-}
-
-export type RunningServer = { gateway: Gateway; engine: Engine; store: Store; url: string; close: () => Promise<void> };
-
-/** Starts everything in order; the caller closes it (last-first). A start that fails part way leaves nothing running. */
-export async function startServer(options: ServeOptions, log: (line: string) => void = console.log): Promise<{ ok: true; server: RunningServer } | { ok: false; error: ServeError }> {
-  // Every setting is read and checked once, here; nothing below reads the environment.
-  const read = readConfig(options.env);
-  for (const warning of read.warnings) log(`warn: ${warning.message}`);
-  if (!read.ok) return { ok: false, error: read.errors[0]! };
-  const config = read.config;
+/** The latest release of each of `agents` in `releasesDir`, with its pinned versions' frozen copies, or the first problem. */
+async function readReleases(options: ServeOptions): Promise<{ ok: true; releases: AgentRelease[] } | { ok: false; error: ServeError }> {
   const releases: AgentRelease[] = [];
   for (const ref of options.agents) {
     // `--agent NAME` serves the default workspace's agent, `--agent WORKSPACE/NAME` another workspace's.
@@ -141,13 +138,45 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     if (foreign) return { ok: false, error: { code: "version_not_in_workspace", path: ref, message: `${release.id} pins ${foreign.id}, whose frozen copy is not kept in workspace ${workspaceId}'s releases (${dir}/versions): a release runs only its own workspace's tool versions; publish it with caplo agent publish${workspaceId === DEFAULT_WORKSPACE ? "" : ` --workspace ${workspaceId}`}` } };
     releases.push(workspaceId === DEFAULT_WORKSPACE ? kept : { ...kept, workspaceId });
   }
+  return { ok: true, releases };
+}
+
+export const isPostgres = (db: string) => /^postgres(ql)?:\/\//.test(db);
+
+/**
+ * The cluster node leaves last of the engine's work: engine.stop (stopped before, last-first) waited for
+ * this node's work, so a write of it still `running` is one whose outcome could not be stored. It becomes
+ * unknown with status checks before the node leaves; if even that fails (the store is away), the node
+ * does not leave, so a survivor takes it over later.
+ */
+async function leaveCluster(cluster: ClusterNode, engine: Engine, log: (line: string) => void): Promise<void> {
+  await engine.stop();
+  const recovered = await engine.recover().then(
+    () => true,
+    (error: unknown) => (log(`warn: running writes not recovered at stop; another node will take them over: ${String(error)}`), false),
+  );
+  await cluster.stop({ leave: recovered });
+}
+
+export type RunningServer = { gateway: Gateway; engine: Engine; store: Store; releases: StaticReleases; url: string; close: () => Promise<void> };
+
+/** Starts everything in order; the caller closes it (last-first). A start that fails part way leaves nothing running. */
+export async function startServer(options: ServeOptions, log: (line: string) => void = console.log): Promise<{ ok: true; server: RunningServer } | { ok: false; error: ServeError }> {
+  // Every setting is read and checked once, here; nothing below reads the environment.
+  const read = readConfig(options.env);
+  for (const warning of read.warnings) log(`warn: ${warning.message}`);
+  if (!read.ok) return { ok: false, error: read.errors[0]! };
+  const config = read.config;
+  const served = options.given?.releases ? { ok: true as const, releases: options.given.releases } : await readReleases(options);
+  if (!served.ok) return served;
+  const releases = served.releases;
   // One model per agent: its `model:` override, else the environment's provider, else the scripted model.
   const models = new Map<string, Model>();
   try {
     const script = options.script ? await loadScript(options.script) : { ok: true as const, rules: [] };
     if (!script.ok) return script;
     const scripted = new ScriptedModel(script.rules, { id: "serve", fallback: "This server runs the offline scripted model; configure OPENAI_API_KEY or OPENAI_BASE_URL for a real one." });
-    for (const release of releases) models.set(release.id, modelFromEnv(config.source, release.config.model) ?? scripted);
+    for (const release of releases) models.set(release.id, options.given?.model ?? modelFromEnv(config.source, release.config.model) ?? scripted);
   } catch (error) {
     const typed = error as { code?: string; path?: string; message?: string };
     return { ok: false, error: { code: typed.code ?? "model_config_invalid", path: typed.path ?? "", message: typed.message ?? String(error) } };
@@ -166,7 +195,11 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     await stack.stopAll().catch((stopError: unknown) => log(`warn: stopping after a failed start: ${String(stopError)}`));
     return { ok: false as const, error };
   };
-  const store = stack.push("store", await openStore(options.db, { synchronous: config.CAPLO_SQLITE_SYNCHRONOUS }), (opened) => opened.close());
+  const store = stack.push("store", options.given?.store ?? (await openStore(options.db, { synchronous: config.CAPLO_SQLITE_SYNCHRONOUS })), (opened) => opened.close());
+  if (options.given?.store) {
+    const migrated = await store.migrate().then(() => undefined, (error: unknown) => startError(error, "store_unavailable"));
+    if (migrated) return failed(migrated);
+  }
   // Workspace secrets are read from the store at each call; every stored value must open with the configured
   // key, or the server stops here (secrets_key_missing, secrets_key_wrong) rather than fail calls later.
   const secrets = new WorkspaceSecrets({ store, keyring: secretKeys.keyring, env: options.env, log: componentLog(log) });
@@ -174,13 +207,14 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   if (!keyCheck.ok) return failed(keyCheck.error);
   if (secretKeys.keyring) log(`workspace secrets: ${keyCheck.count} stored, sealed with key ${secretKeys.keyring.current.id}${secretKeys.keyring.keys.length > 1 ? ` (${secretKeys.keyring.keys.length - 1} older key(s) still open values)` : ""}`);
   // The workspaces this server serves, their team members and served releases, recorded with what changed.
-  const recorded = await recordServed(store, releases, options.teamMembers ?? [], options.nodeId).catch((error: unknown) => startError(error, "store_unavailable"));
+  const now = options.given?.engine?.now ?? Date.now;
+  const recorded = await recordServed(store, releases, options.teamMembers ?? [], options.nodeId, now()).catch((error: unknown) => startError(error, "store_unavailable"));
   if (recorded) return failed(recorded);
   // Handoff notices to the team's webhook: stored with the handoff, sent and retried in the background.
   const handoffDelivery = handoffWebhooks.webhooks
     ? new HandoffDelivery({ store, webhooks: handoffWebhooks.webhooks, log: componentLog(log) })
     : undefined;
-  const busResult = await openEventBus({
+  const busResult = options.given?.bus ? { ok: true as const, bus: options.given.bus } : await openEventBus({
     ...(config.CAPLO_REDIS_URL && { redisUrl: config.CAPLO_REDIS_URL }),
     ...(isPostgres(options.db) && { databaseUrl: options.db }),
     ...(options.busPollMs !== undefined && { pollIntervalMs: options.busPollMs }),
@@ -204,11 +238,16 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     log(`invocation logs: ${logStore.file} (at most ${invocationLog.maxBytes / 1024 / 1024} MiB)`);
     runner = sandboxed;
   }
+  // One source of the served releases for the engine, the evaluations and the gateway; a given model is
+  // every release's, also one a test publishes after the start.
+  const releaseSource = new StaticReleases(releases);
+  const modelFor = (release: AgentRelease): Model => options.given?.model ?? models.get(release.id)!;
+  const { scheduler, ...givenEngine } = options.given?.engine ?? {};
   const engineOptions: EngineOptions = {
     store,
     runner,
-    model: (release) => models.get(release.id)!,
-    releases: new StaticReleases(releases),
+    model: modelFor,
+    releases: releaseSource,
     bus,
     nodeId: options.nodeId,
     ...(options.statusCheckBaseMs !== undefined && { statusCheckBaseMs: options.statusCheckBaseMs }),
@@ -218,12 +257,13 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     ...(handoffDelivery && { handoffNotifier: handoffDelivery }),
     secrets: engineSecrets(releases, secrets),
     log: componentLog(log),
+    ...givenEngine,
   };
   let engine: Engine;
   let cluster: ClusterNode | undefined;
   const schema = (store as { schema?: string }).schema ?? "public";
   try {
-    engine = await startEngine(stack, engineOptions);
+    engine = await startEngine(stack, engineOptions, { ...(scheduler !== undefined && { scheduler }) });
     if (handoffDelivery) {
       stack.push("handoff delivery", handoffDelivery, (started) => started.stop());
       handoffDelivery.start();
@@ -247,21 +287,21 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   // Evaluations from the team API: the served releases' cases and tool versions' fixtures, on this runner,
   // each eval run in stores of its own (never this server's), writes never run.
   const evals = new EvalService({
-    releases: new StaticReleases(releases),
+    releases: releaseSource,
     runner,
     logStore: (runner as { logStore?: LogStore }).logStore ?? new MemoryLogStore(),
-    modelFor: (release) => models.get(release.id)!,
+    modelFor,
     secrets: (workspaceId, names) => secrets.values(workspaceId, names),
   });
   stack.push("evaluations", evals, (started) => started.stop());
   const gateway = new Gateway({
     engine,
     evals,
-    releases: new StaticReleases(releases),
+    releases: releaseSource,
     ...(options.teamMembers && { teamMembers: options.teamMembers }),
     ...(options.widgetDir && { widgetDir: options.widgetDir }),
     ...((runner as { logStore?: LogStore }).logStore && { logStore: (runner as { logStore?: LogStore }).logStore! }),
-    modelOf: (release) => models.get(release.id)?.id ?? release.config.model ?? "the server's default model",
+    modelOf: (release) => (options.given?.model ?? models.get(release.id))?.id ?? release.config.model ?? "the server's default model",
     secrets: (name, workspaceId) => secrets.get(workspaceId ?? DEFAULT_WORKSPACE, name),
     // The console's remote review keeps each workspace's published remote versions beside its releases.
     remoteReview: { versionsDir: (workspaceId) => join(workspaceReleasesDir(options.releasesDir, workspaceId), "remote"), allowPrivateNetwork: config.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK },
@@ -270,6 +310,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     trustedProxies: widget.settings.trustedProxies,
     addressLimits: widget.settings.addressLimits,
     helloTimeoutMs: widget.settings.helloTimeoutMs,
+    ...options.given?.gateway,
   });
   // Messaging channels configured by environment (docs/channels.md), and each workspace's own
   // (CAPLO_WORKSPACE_CHANNELS, docs/operators/workspaces.md): their webhooks mount on this gateway.
@@ -313,6 +354,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       gateway,
       engine,
       store,
+      releases: releaseSource,
       url,
       close: () => stack.stopAll(),
     },
@@ -325,8 +367,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
  * what changed since the last start in its audit (member.added, member.removed, member.token_changed). The
  * actor is this node. (Releases are audited when they are published: caplo agent publish.)
  */
-async function recordServed(store: Store, releases: readonly AgentRelease[], members: readonly TeamMember[], nodeId: string): Promise<ServeError | undefined> {
-  const now = Date.now();
+async function recordServed(store: Store, releases: readonly AgentRelease[], members: readonly TeamMember[], nodeId: string, now: number): Promise<ServeError | undefined> {
   const actor = `node:${nodeId}`;
   const workspaces = new Set([DEFAULT_WORKSPACE, ...releases.map(workspaceOf), ...members.map((member) => member.workspaceId)]);
   for (const workspaceId of workspaces) {

@@ -1,7 +1,6 @@
-// The steps of the composition root's start that every server takes, in its order, on its start/stop
+// Two steps of the composition root's start (startServer in server.ts), in its order, on its start/stop
 // stack: the runner and the engine (the engine stopped before the runner it calls), and the gateway
-// listening last (closed first). `caplo serve`, `caplo demo` (startServer in server.ts) and the tests'
-// servers (tests/engine/support/harness.ts, tests/gateway/support/stack.ts) start through these.
+// listening last (closed first).
 import type { AddressInfo } from "node:net";
 import { Engine, type EngineOptions } from "../engine/engine.ts";
 import type { Gateway } from "../gateway/gateway.ts";

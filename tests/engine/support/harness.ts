@@ -1,14 +1,13 @@
 // An engine on a real SQLite file, the shop's real MCP server (in memory, on the real runner), the scripted
-// model and a manual clock, with helpers that read back what the customer and the model were told.
+// model and a manual clock, started by the composition root as a server (its gateway listens too, unused
+// here), with helpers that read back what the customer and the model were told.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChannelCapabilities, Outbound, OutboundOf } from "@caplo/shared";
-import { releaseFromVersions, StaticReleases, type AgentRelease } from "../../../server/src/engine/release.ts";
+import { releaseFromVersions, type AgentRelease } from "../../../server/src/engine/release.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
-import { StartStack } from "../../../server/src/app/stack.ts";
-import { startEngine } from "../../../server/src/app/startParts.ts";
-import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
+import { startTestServer } from "../../support/testServer.ts";
 import { ShopBackend, shopRunner, shopVersion } from "./shopTools.ts";
 
 export const WEB: ChannelCapabilities = { editableFields: true, forms: true, questions: true, files: true, pages: true, richText: true };
@@ -29,10 +28,6 @@ export type HarnessOptions = {
 export async function engineHarness(options: HarnessOptions) {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "caplo-engine-"));
   const clock = { now: Date.parse("2026-03-01T10:00:00.000Z") };
-  // Started as the composition root starts a server (app/startParts.ts), on its start/stop stack: stopped last-first.
-  const stack = new StartStack();
-  const store = stack.push("store", new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
-  await store.migrate();
   const backend = options.backend ?? new ShopBackend();
   const { runner, requests } = shopRunner(backend);
   const release = releaseFromVersions({
@@ -42,12 +37,30 @@ export async function engineHarness(options: HarnessOptions) {
     versions: [shopVersion()],
     ...(options.channels && { channels: options.channels }),
   });
-  const model = new ScriptedModel(options.rules, { fallback: "I can help with orders." });
-  const engine = await startEngine(
-    stack,
-    { store, runner, model, releases: new StaticReleases([release]), now: () => clock.now, statusCheckBaseMs: 1000, nodeId: "node-test", ...(options.elicitTimeoutMs !== undefined && { elicitTimeoutMs: options.elicitTimeoutMs }), ...(options.progressShownAfterMs !== undefined && { progressShownAfterMs: options.progressShownAfterMs }) },
-    { scheduler: false },
+  // Started by the composition root, as caplo serve starts (app/server.ts), on its start/stop stack: stopped
+  // last-first. The engine runs no timers: a test runs what is due with `advance`.
+  const server = await startTestServer(
+    dir,
+    {
+      agents: [release.agent],
+      nodeId: "node-test",
+      statusCheckBaseMs: 1000,
+      env: {},
+      runner,
+      given: {
+        releases: [release],
+        model: new ScriptedModel(options.rules, { fallback: "I can help with orders." }),
+        engine: {
+          now: () => clock.now,
+          scheduler: false,
+          ...(options.elicitTimeoutMs !== undefined && { elicitTimeoutMs: options.elicitTimeoutMs }),
+          ...(options.progressShownAfterMs !== undefined && { progressShownAfterMs: options.progressShownAfterMs }),
+        },
+      },
+    },
+    !options.dir,
   );
+  const { store, engine } = server;
   const conversation = await engine.openConversation({ agent: "shop-agent", channel: "web", capabilities: options.capabilities ?? WEB, ownerId: "owner-1" });
 
   const events = async (conversationId = conversation.id): Promise<Outbound[]> => (await store.listEvents(conversationId, 0)).map((event) => event.message);
@@ -80,7 +93,7 @@ export async function engineHarness(options: HarnessOptions) {
       return engine.runDueChecks();
     },
     close: async () => {
-      await stack.stopAll();
+      await server.close();
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,17 +1,16 @@
-// A whole server for gateway tests: SQLite file store, the shop's MCP server in memory on the real
-// runner, the scripted model, the engine and the gateway on a free loopback port.
+// A whole server for gateway tests, started by the composition root as caplo serve's: SQLite file store, the
+// shop's MCP server in memory on the real runner, the scripted model, the engine and the gateway on a free
+// loopback port.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { IdentitySettings, PackageVersion } from "@caplo/shared";
-import { releaseFromVersions, StaticReleases, type AgentRelease, type InMemoryReleaseInput } from "../../../server/src/engine/release.ts";
-import { Gateway, type GatewayOptions } from "../../../server/src/gateway/index.ts";
+import { agentRef, releaseFromVersions, workspaceOf, type AgentRelease, type InMemoryReleaseInput } from "../../../server/src/engine/release.ts";
+import type { GatewayOptions } from "../../../server/src/gateway/index.ts";
 import type { Model } from "../../../server/src/model/model.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
 import { teamMember } from "../../../server/src/gateway/teamMembers.ts";
-import { StartStack } from "../../../server/src/app/stack.ts";
-import { listenGateway, startEngine } from "../../../server/src/app/startParts.ts";
-import { SqliteStore } from "../../../server/src/store/sqliteStore.ts";
+import { startTestServer } from "../../support/testServer.ts";
 import type { Store } from "../../../server/src/store/store.ts";
 import type { EventBus } from "../../../server/src/bus/eventBus.ts";
 import { CANCEL } from "../../engine/support/harness.ts";
@@ -66,40 +65,37 @@ export type StackOptions = {
 
 export async function startStack(options: StackOptions = {}) {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "caplo-gateway-"));
-  // Started on the composition root's start/stop stack (app/stack.ts): stopped last-first, and a start
-  // that fails part way leaves nothing running.
-  const stack = new StartStack();
-  const store = stack.push("store", options.store?.() ?? new SqliteStore(join(dir, "caplo.db")), (opened) => opened.close());
-  await store.migrate();
   const backend = new ShopBackend(options.backendFile);
   const { runner } = shopRunner(backend);
   const version = shopVersion();
-  const releases = new StaticReleases(
-    options.releases?.(version) ?? [shopRelease(version), otherSiteRelease(version)],
+  const releases = options.releases?.(version) ?? [shopRelease(version), otherSiteRelease(version)];
+  // Started by the composition root, as caplo serve starts (app/server.ts), with the test's parts: stopped
+  // last-first, and a start that fails part way leaves nothing running. The console's remote review keeps
+  // versions beside the releases (DIR/releases), as caplo serve's.
+  const server = await startTestServer(
+    dir,
+    {
+      agents: releases.map((release) => agentRef(workspaceOf(release), release.agent)),
+      nodeId: options.nodeId ?? "test-node",
+      statusCheckBaseMs: options.statusCheckBaseMs ?? 5000,
+      // Tests and benchmarks open many sockets from 127.0.0.1: the per-address limits are tested on their own.
+      env: { CAPLO_WIDGET_SOCKETS_PER_ADDRESS: "100000", CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE: "1000000" },
+      runner,
+      given: {
+        ...(options.store && { store: options.store() }),
+        ...(options.bus && { bus: options.bus }),
+        releases,
+        model: options.model ?? new ScriptedModel(options.rules ?? SHOP_RULES, { fallback: "I can help with orders." }),
+        engine: { checkPollMs: options.checkPollMs ?? 1000, ...(options.now && { now: options.now }) },
+        // The team members are this gateway's own, not recorded in the store: a start records configured
+        // members with audit entries, which the tests of the audit would see.
+        gateway: { teamMembers: [teamMember("ana", "team-secret-token"), teamMember("ben", "ben-secret-token")], ...options.gateway },
+      },
+    },
+    !options.dir,
   );
-  const engine = await startEngine(stack, {
-    store,
-    runner,
-    model: options.model ?? new ScriptedModel(options.rules ?? SHOP_RULES, { fallback: "I can help with orders." }),
-    releases,
-    statusCheckBaseMs: options.statusCheckBaseMs ?? 5000,
-    checkPollMs: options.checkPollMs ?? 1000,
-    nodeId: options.nodeId ?? "test-node",
-    ...(options.bus && { bus: options.bus }),
-    ...(options.now && { now: options.now }),
-  });
-  // Tests and benchmarks open many sockets from 127.0.0.1: the per-address limits are tested on their own.
-  const gateway = new Gateway({
-    engine,
-    releases,
-    teamMembers: [teamMember("ana", "team-secret-token"), teamMember("ben", "ben-secret-token")],
-    addressLimits: { socketsPerAddress: 100_000, conversationsPerMinute: 1_000_000 },
-    // As caplo serve: the console's remote review keeps versions beside the releases, public https servers only.
-    remoteReview: { versionsDir: (workspaceId) => join(dir, "releases", workspaceId === "default" ? "" : `@${workspaceId}`, "remote"), allowPrivateNetwork: false },
-    ...options.gateway,
-  });
-  const address = await listenGateway(stack, gateway, 0, "127.0.0.1");
-  const base = `http://127.0.0.1:${address.port}`;
+  const { store, engine, gateway } = server;
+  const port = new URL(server.url).port;
   return {
     dir,
     store,
@@ -107,11 +103,11 @@ export async function startStack(options: StackOptions = {}) {
     runner,
     engine,
     gateway,
-    releases,
-    base,
-    wsUrl: `ws://127.0.0.1:${address.port}/v1/ws`,
+    releases: server.releases,
+    base: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}/v1/ws`,
     close: async () => {
-      await stack.stopAll();
+      await server.close();
       if (!options.dir) rmSync(dir, { recursive: true, force: true });
     },
   };
