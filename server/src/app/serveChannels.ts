@@ -3,10 +3,11 @@
 // checked (credentials, and every agent that would answer served and listing the channel, in that workspace),
 // then mounted with its own adapters, its own webhooks (/webhooks/@<workspace>/<platform>) and its own channel
 // state (a SQLite file, or a PostgreSQL schema, of its own), so nothing of one workspace's channels is read or
-// processed by another's.
+// processed by another's. `caplo serve --check-channels` runs the checks alone (checkChannels).
 import { readFileSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
-import { DEFAULT_WORKSPACE } from "@caplo/shared";
+import { DEFAULT_WORKSPACE, type Release } from "@caplo/shared";
+import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.ts";
 import {
   channelAgentProblems,
   inWorkspaceFile,
@@ -15,6 +16,7 @@ import {
   parseWorkspaceChannels,
   readChannelSettings,
   webhookBasePath,
+  webhookUrls,
   WORKSPACE_CHANNELS_VARIABLE,
   type ChannelSettings,
   type ChannelSetupError,
@@ -185,4 +187,39 @@ export async function mountWorkspaceChannels(options: {
     throw error;
   }
   return mounted;
+}
+
+/**
+ * `caplo serve --check-channels`: reads the releases and the channel variables as a start would, prints
+ * every problem (variable, rule, example) or the webhook URL to enter on each platform, and starts nothing.
+ */
+export async function checkChannels(options: { agents: readonly string[]; releasesDir: string; env: Record<string, string | undefined> }, out: (line: string) => void = console.log): Promise<number> {
+  const releases: Array<Release & { workspaceId: string }> = [];
+  for (const ref of options.agents) {
+    // --agent NAME is the default workspace's agent, WORKSPACE/NAME another's (kept under RELEASES/@WORKSPACE).
+    const { workspaceId, agent } = parseAgentRef(ref);
+    const dir = workspaceReleasesDir(options.releasesDir, workspaceId);
+    const release = await new FileReleaseStore(dir).latest(agent).catch(() => undefined);
+    if (!release) {
+      out(`caplo serve --check-channels: release_not_found at ${ref}: no published release of agent ${agent} in ${dir} (caplo agent publish)`);
+      return 1;
+    }
+    releases.push({ ...release, workspaceId });
+  }
+  const read = readServeChannels(options.agents, options.env, releases);
+  if (!read.ok) {
+    for (const error of read.errors) out(`caplo serve --check-channels: ${error.code} at ${error.path}: ${error.message}`);
+    return 1;
+  }
+  if (read.workspaces.length === 0) {
+    out("caplo serve --check-channels: no messaging channel is configured (set CAPLO_TWILIO_ACCOUNT_SID, CAPLO_MESSENGER_PAGE_TOKEN or CAPLO_INSTAGRAM_TOKEN and the rest; docs/channels.md)");
+    return 0;
+  }
+  for (const workspace of read.workspaces) {
+    const webhooks = webhookUrls(workspace.settings, workspace.basePath);
+    const whose = workspace.workspaceId === DEFAULT_WORKSPACE ? "" : ` of workspace ${workspace.workspaceId}`;
+    out(`channels${whose} ready: ${webhooks.map((w) => w.platform).join(", ")}. Enter these webhook URLs:`);
+    for (const webhook of webhooks) out(`  ${webhook.platform}: ${webhook.url}\n    in ${webhook.where}`);
+  }
+  return 0;
 }

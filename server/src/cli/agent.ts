@@ -1,13 +1,12 @@
 // `caplo agent validate|publish|schema`: check an agent.yaml, publish it as an immutable release pinned
 // to built package versions, and print the JSON Schema of agent.yaml.
 import { buildSettings } from "../app/runnerSettings.ts";
-import type { BuildOptions } from "../build/buildPackage.ts";
 import { readConfig } from "../config/index.ts";
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, TOOL_REF_PATTERN, WORKSPACE_ID_PATTERN, type AgentIssue, type Release } from "@caplo/shared";
 import { agentJsonSchemaText, createRelease, FileReleaseStore, loadAgentFile, parseAgentYaml } from "../agents/index.ts";
-import { readRemoteVersionFile, remotePackageVersion } from "../remote/remotePin.ts";
+import { loadVersion } from "../agents/versionSource.ts";
 import { workspaceReleasesDir } from "../agents/releaseStore.ts";
 import { auditPublish } from "../agents/releaseAudit.ts";
 import { openStore, type Store } from "../store/index.ts";
@@ -285,27 +284,6 @@ function redactUrl(location: string): string {
   } catch {
     return location;
   }
-}
-
-/** A package folder is built now; a .json file is a version `caplo tool build` already recorded. */
-export async function loadVersion(source: string, settings: Pick<BuildOptions, "node" | "cgroups"> = {}): Promise<{ ok: true; version: unknown } | { ok: false; issues: AgentIssue[] }> {
-  if (source.endsWith(".json")) {
-    try {
-      const data: unknown = JSON.parse(await readFile(source, "utf8"));
-      // A published remote MCP server version (caplo remote publish): pinned like a package version.
-      if (data !== null && typeof data === "object" && (data as { kind?: unknown }).kind === "remote-mcp") {
-        const read = await readRemoteVersionFile(source);
-        return read.ok ? { ok: true, version: remotePackageVersion(read.version, source) } : { ok: false, issues: [read.error] };
-      }
-      return { ok: true, version: data };
-    } catch (error) {
-      return { ok: false, issues: [{ code: "package_version_unreadable", path: "", message: `cannot read a built version from it: ${(error as Error).message}` }] };
-    }
-  }
-  // Loaded only when a folder is given: the build pulls in the MCP SDK and the Node 24 host.
-  const { buildPackage } = await import("../build/index.ts");
-  const built = await buildPackage(source, settings);
-  return built.ok ? { ok: true, version: built.version } : { ok: false, issues: built.errors };
 }
 
 export function describeRelease(release: Release, created: boolean): string {

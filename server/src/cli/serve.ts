@@ -1,12 +1,8 @@
 // `caplo serve`: its flags and environment into the composition root's options (server/src/app/server.ts
-// starts and stops the server), and `--check-channels`.
+// starts and stops the server; app/serveChannels.ts checks the channels for `--check-channels`).
 import { hostname } from "node:os";
-import { DEFAULT_WORKSPACE, type Release } from "@caplo/shared";
-import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.ts";
 import { isPostgres, startServer, type ServeError, type ServeOptions } from "../app/server.ts";
-import { readServeChannels } from "../app/serveChannels.ts";
-import { parseAgentRef } from "../engine/release.ts";
-import { webhookUrls } from "../channels/channelSetup.ts";
+import { checkChannels } from "../app/serveChannels.ts";
 import { uniqueNodeId } from "../cluster/clusterNode.ts";
 import { parseSetting } from "../config/index.ts";
 import { flagsHelp, settingsHelp } from "../config/help.ts";
@@ -119,40 +115,5 @@ export async function run(args: string[]): Promise<number> {
   await started.server.close();
   process.off("SIGINT", ignore);
   process.off("SIGTERM", ignore);
-  return 0;
-}
-
-/**
- * `caplo serve --check-channels`: reads the releases and the channel variables as a start would, prints
- * every problem (variable, rule, example) or the webhook URL to enter on each platform, and starts nothing.
- */
-export async function checkChannels(options: ServeOptions, out: (line: string) => void = console.log): Promise<number> {
-  const releases: Array<Release & { workspaceId: string }> = [];
-  for (const ref of options.agents) {
-    // --agent NAME is the default workspace's agent, WORKSPACE/NAME another's (kept under RELEASES/@WORKSPACE).
-    const { workspaceId, agent } = parseAgentRef(ref);
-    const dir = workspaceReleasesDir(options.releasesDir, workspaceId);
-    const release = await new FileReleaseStore(dir).latest(agent).catch(() => undefined);
-    if (!release) {
-      out(`caplo serve --check-channels: release_not_found at ${ref}: no published release of agent ${agent} in ${dir} (caplo agent publish)`);
-      return 1;
-    }
-    releases.push({ ...release, workspaceId });
-  }
-  const read = readServeChannels(options.agents, options.env, releases);
-  if (!read.ok) {
-    for (const error of read.errors) out(`caplo serve --check-channels: ${error.code} at ${error.path}: ${error.message}`);
-    return 1;
-  }
-  if (read.workspaces.length === 0) {
-    out("caplo serve --check-channels: no messaging channel is configured (set CAPLO_TWILIO_ACCOUNT_SID, CAPLO_MESSENGER_PAGE_TOKEN or CAPLO_INSTAGRAM_TOKEN and the rest; docs/channels.md)");
-    return 0;
-  }
-  for (const workspace of read.workspaces) {
-    const webhooks = webhookUrls(workspace.settings, workspace.basePath);
-    const whose = workspace.workspaceId === DEFAULT_WORKSPACE ? "" : ` of workspace ${workspace.workspaceId}`;
-    out(`channels${whose} ready: ${webhooks.map((w) => w.platform).join(", ")}. Enter these webhook URLs:`);
-    for (const webhook of webhooks) out(`  ${webhook.platform}: ${webhook.url}\n    in ${webhook.where}`);
-  }
   return 0;
 }

@@ -45,7 +45,7 @@ export async function resolveEvalRelease(spec: ReleaseSourceSpec, now = new Date
   }
   const agent = await loadAgentFile(spec.agentFile);
   if (!agent.ok) return { ok: false, errors: agent.issues.map((issue) => ({ code: issue.code, path: issue.path, message: issue.message, ...(issue.line !== undefined && { line: issue.line }) })) };
-  const { loadVersion } = await import("../cli/agent.ts");
+  const { loadVersion } = await import("../agents/versionSource.ts");
   const versions: unknown[] = [];
   const errors: EvalError[] = [];
   for (const source of spec.packages) {
