@@ -11,13 +11,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PackageVersion } from "@caplo/shared";
-import { engineSecrets, foreignVersion } from "../../server/src/app/server.ts";
-import { Engine } from "../../server/src/engine/engine.ts";
-import { EvalService } from "../../server/src/eval/evalService.ts";
-import { MemoryLogStore } from "../../server/src/runner/logStore.ts";
+import { foreignVersion, type RunningServer } from "../../server/src/app/server.ts";
+import type { Engine } from "../../server/src/engine/engine.ts";
 import { TestClient } from "../gateway/support/client.ts";
-import { releaseFromVersions, StaticReleases } from "../../server/src/engine/release.ts";
-import { Gateway } from "../../server/src/gateway/gateway.ts";
+import { releaseFromVersions } from "../../server/src/engine/release.ts";
 import { teamMember } from "../../server/src/gateway/teamMembers.ts";
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import type { CallContextInput, ToolRunner } from "../../server/src/runner/api.ts";
@@ -25,6 +22,7 @@ import { readSecretKeys, WorkspaceSecrets } from "../../server/src/secrets/index
 import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
 import { ShopBackend, shopRunner, shopVersion } from "../engine/support/shopTools.ts";
 import { WEB } from "../engine/support/harness.ts";
+import { startTestServer } from "../support/testServer.ts";
 
 const ANA = "ct_ana-default-0123456789abcdefghijklmnopqrstuv";
 const MALLORY = "ct_mallory-acme-0123456789abcdefghijklmnopqrstu";
@@ -39,13 +37,12 @@ describe("two workspaces on one server", () => {
   const dir = mkdtempSync(join(tmpdir(), "caplo-workspaces-"));
   const store = new SqliteStore(join(dir, "caplo.db"));
   const contexts: CallContextInput[] = [];
+  let server: RunningServer | undefined;
   let engine: Engine;
-  let gateway: Gateway;
   let team: (token: string, method: string, path: string, body?: unknown) => Promise<Response>;
   let ours: string;
   let theirs: string;
   let base: string;
-  let evals: EvalService;
   let releaseIds: { default: string; acme: string };
   const key = randomBytes(32).toString("base64");
 
@@ -64,22 +61,36 @@ describe("two workspaces on one server", () => {
       releaseFromVersions({ agent: "shop-agent", instructions: "Default shop.", origins: ["https://default.example"], versions: [version] }),
       releaseFromVersions({ agent: "shop-agent", workspaceId: "acme", instructions: "Acme shop.", origins: ["https://acme.example"], versions: [version] }),
     ];
+    // The secrets key and the default workspace's shortcuts as an operator sets them; acme's secrets stored
+    // before the start, as `caplo secret set` stores them.
+    const env = { CAPLO_SECRETS_KEY: key, CAPLO_SECRET_SHOP_API_KEY: "env-default", CAPLO_SECRET_OTHER: "never-declared" };
     const keys = readSecretKeys({ CAPLO_SECRETS_KEY: key });
     if (!keys.ok) throw new Error(keys.error.message);
-    const secrets = new WorkspaceSecrets({ store, keyring: keys.keyring, env: { CAPLO_SECRET_SHOP_API_KEY: "env-default", CAPLO_SECRET_OTHER: "never-declared" } });
+    const secrets = new WorkspaceSecrets({ store, keyring: keys.keyring, env });
     await store.ensureWorkspace("acme", 1);
     await secrets.set("acme", "SHOP_API_KEY", "acme-secret-value", "cli:test");
     await secrets.set("acme", "OTHER", "acme-undeclared", "cli:test");
     const model = new ScriptedModel([{ when: /order (SO-\d{4})/, replies: [{ toolCalls: [{ name: "shop__get_order", args: { orderId: "$1" } }] }, { text: "Found it." }] }], { fallback: "Hello." });
-    engine = new Engine({ store, runner, model, releases: new StaticReleases(releases), secrets: engineSecrets(releases, secrets), nodeId: "node-ws" });
-    await engine.start({ scheduler: false });
     releaseIds = { default: releases[0]!.id, acme: releases[1]!.id };
     const widgetDir = join(dir, "widget");
     mkdirSync(widgetDir, { recursive: true });
     writeFileSync(join(widgetDir, "app.html"), "<!doctype html><title>app</title>");
-    evals = new EvalService({ releases: new StaticReleases(releases), runner, logStore: new MemoryLogStore(), modelFor: () => model, secrets: (workspaceId, names) => secrets.values(workspaceId, names) });
-    gateway = new Gateway({ engine, evals, widgetDir, releases: new StaticReleases(releases), teamMembers: [teamMember("ana", ANA), teamMember("mallory", MALLORY, "acme")] });
-    const { port } = await gateway.listen(0, "127.0.0.1");
+    // The server as caplo serve composes it (engine, evaluations, gateway, the workspaces' secrets), on this
+    // store, with the team's members this gateway's own and the engine's timers off.
+    server = await startTestServer(
+      dir,
+      {
+        agents: ["shop-agent", "acme/shop-agent"],
+        nodeId: "node-ws",
+        widgetDir,
+        env,
+        runner,
+        given: { store, releases, model, engine: { scheduler: false }, gateway: { teamMembers: [teamMember("ana", ANA), teamMember("mallory", MALLORY, "acme")] } },
+      },
+      false,
+    );
+    engine = server.engine;
+    const port = new URL(server.url).port;
     base = `http://127.0.0.1:${port}`;
     team = (token, method, path, body) =>
       fetch(`http://127.0.0.1:${port}/v1/team${path}`, {
@@ -91,10 +102,7 @@ describe("two workspaces on one server", () => {
     theirs = (await engine.openConversation({ agent: "acme/shop-agent", channel: "web", capabilities: WEB, ownerId: "visitor-a", resumeHash: "b".repeat(64) })).id;
   });
   afterAll(async () => {
-    await evals?.stop();
-    await gateway?.close();
-    await engine?.stop();
-    await store.close();
+    await server?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
