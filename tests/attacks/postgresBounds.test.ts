@@ -5,37 +5,25 @@
 // at its path before the store is asked, and the same request at the bound is answered normally.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_SEQ_MAX } from "@caplo/shared";
-import { Engine } from "../../server/src/engine/engine.ts";
-import { releaseFromVersions, StaticReleases } from "../../server/src/engine/release.ts";
-import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { teamMember } from "../../server/src/gateway/teamMembers.ts";
-import { ScriptedModel } from "../../server/src/model/scripted.ts";
-import type { Store } from "../../server/src/store/store.ts";
 import { postgresHarness, type StoreHarness } from "../../server/src/store/testing/storeHarness.ts";
-import { ShopBackend, shopRunner, shopVersion } from "../engine/support/shopTools.ts";
 import { TestClient } from "../gateway/support/client.ts";
+import { ORIGIN, startStack, type Stack } from "../gateway/support/stack.ts";
 
-const ORIGIN = "https://shop.example";
 const TOKEN = "ct_bounds-team-token-0123456789abcdef";
 let harness: StoreHarness;
-let store: Store;
-let engine: Engine;
-let gateway: Gateway;
+let stack: Stack | undefined;
 let base = "";
 
 beforeAll(async () => {
   harness = postgresHarness("caplo_attacks");
-  store = await harness.open();
-  const releases = new StaticReleases([releaseFromVersions({ agent: "shop-agent", instructions: "Help.", origins: [ORIGIN], versions: [shopVersion()] })]);
-  engine = new Engine({ store, runner: shopRunner(new ShopBackend()).runner, model: new ScriptedModel([{ when: "hello", replies: [{ text: "Hi there." }] }], { fallback: "Hello." }), releases, nodeId: "bounds" });
-  await engine.start({ scheduler: false });
-  gateway = new Gateway({ engine, releases, teamMembers: [teamMember("ana", TOKEN)] });
-  base = `http://127.0.0.1:${(await gateway.listen(0, "127.0.0.1")).port}`;
+  // The gateway tests' server (the composition root's, as caplo serve's) on this PostgreSQL schema.
+  const store = await harness.open();
+  stack = await startStack({ store: () => store, rules: [{ when: "hello", replies: [{ text: "Hi there." }] }], nodeId: "bounds", gateway: { teamMembers: [teamMember("ana", TOKEN)] } });
+  base = stack.base;
 }, 60_000);
 afterAll(async () => {
-  await gateway?.close();
-  await engine?.stop();
-  await store?.close();
+  await stack?.close();
   await harness?.cleanup();
 });
 
