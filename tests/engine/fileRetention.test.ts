@@ -6,7 +6,6 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Engine } from "../../server/src/engine/engine.ts";
 import { FILE_RETENTION_DEFAULT_DAYS, readFileRetention } from "../../server/src/engine/fileRetention.ts";
 import { StaticReleases } from "../../server/src/engine/release.ts";
-import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { ScriptedModel } from "../../server/src/model/scripted.ts";
 import { engineHarness, type Harness } from "./support/harness.ts";
 
@@ -14,10 +13,7 @@ const DAY = 24 * 60 * 60 * 1000;
 const rules = [{ when: "invoice", replies: [{ toolCalls: [{ name: "shop__invoice", args: { orderId: "SO-1002" } }] }, { text: "Here is your invoice." }] }];
 
 let h: Harness | undefined;
-let gateway: Gateway | undefined;
 afterEach(async () => {
-  await gateway?.close();
-  gateway = undefined;
   await h?.close();
   h = undefined;
 });
@@ -27,9 +23,8 @@ async function withInvoice() {
   await h.say("my invoice please");
   const [file] = await h.ofType("file");
   if (!file) throw new Error("no file delivered");
-  gateway = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]) });
-  const address = await gateway.listen(0, "127.0.0.1");
-  return { h, file, url: `http://127.0.0.1:${address.port}${file.url}`, id: file.url.split("/").at(-1)! };
+  // The file is fetched from the harness's server, at its delivered address.
+  return { h, file, url: `${h.base}${file.url}`, id: file.url.split("/").at(-1)! };
 }
 
 describe("file retention", () => {

@@ -4,8 +4,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { run as teamTokenCommand } from "../../server/src/cli/team.ts";
 import { parseServeArgs } from "../../server/src/cli/serve.ts";
-import { StaticReleases } from "../../server/src/engine/release.ts";
-import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { authenticateMember, parseTeamMembers, teamMember, teamTokenHash } from "../../server/src/gateway/teamMembers.ts";
 import { engineHarness, type Harness } from "./support/harness.ts";
 
@@ -13,19 +11,14 @@ const ANA = "ct_ana-token-0123456789abcdefghijklmnopqrstuv";
 const BEN = "ct_ben-token-0123456789abcdefghijklmnopqrstuv";
 
 let h: Harness | undefined;
-let gateway: Gateway | undefined;
 afterEach(async () => {
-  await gateway?.close();
-  gateway = undefined;
   await h?.close();
   h = undefined;
 });
 
 async function start(members = [teamMember("ana", ANA), teamMember("ben", BEN)]) {
-  h = await engineHarness({ rules: [{ when: "hello", replies: [{ text: "Hi!" }] }] });
-  gateway = new Gateway({ engine: h.engine, releases: new StaticReleases([h.release]), teamMembers: members });
-  const { port } = await gateway.listen(0, "127.0.0.1");
-  const base = `http://127.0.0.1:${port}/v1/team`;
+  h = await engineHarness({ rules: [{ when: "hello", replies: [{ text: "Hi!" }] }], gateway: { teamMembers: members } });
+  const base = `${h.base}/v1/team`;
   const call = (token: string | undefined, method: string, path: string, body?: unknown) =>
     fetch(`${base}${path}`, {
       method,

@@ -1,11 +1,12 @@
 // An engine on a real SQLite file, the shop's real MCP server (in memory, on the real runner), the scripted
-// model and a manual clock, started by the composition root as a server (its gateway listens too, unused
-// here), with helpers that read back what the customer and the model were told.
+// model and a manual clock, started by the composition root as a server (its gateway listening at `base`),
+// with helpers that read back what the customer and the model were told.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChannelCapabilities, Outbound, OutboundOf } from "@caplo/shared";
 import { releaseFromVersions, type AgentRelease } from "../../../server/src/engine/release.ts";
+import type { GatewayOptions } from "../../../server/src/gateway/gateway.ts";
 import { ScriptedModel, type ScriptedRule } from "../../../server/src/model/scripted.ts";
 import { startTestServer } from "../../support/testServer.ts";
 import { ShopBackend, shopRunner, shopVersion } from "./shopTools.ts";
@@ -23,6 +24,8 @@ export type HarnessOptions = {
   elicitTimeoutMs?: number;
   /** When a running read is shown working (EngineOptions.progressShownAfterMs). */
   progressShownAfterMs?: number;
+  /** The gateway's options over the server's (for example the team's members). */
+  gateway?: Partial<GatewayOptions>;
 };
 
 export async function engineHarness(options: HarnessOptions) {
@@ -56,6 +59,7 @@ export async function engineHarness(options: HarnessOptions) {
           ...(options.elicitTimeoutMs !== undefined && { elicitTimeoutMs: options.elicitTimeoutMs }),
           ...(options.progressShownAfterMs !== undefined && { progressShownAfterMs: options.progressShownAfterMs }),
         },
+        ...(options.gateway && { gateway: options.gateway }),
       },
     },
     !options.dir,
@@ -77,6 +81,8 @@ export async function engineHarness(options: HarnessOptions) {
     requests,
     release,
     engine,
+    /** The gateway's address (http://127.0.0.1:PORT). */
+    base: server.url,
     conversation,
     events,
     ofType,
