@@ -212,8 +212,10 @@ describe("frames a browser never sends", () => {
     const acked = c.frames.filter((frame) => frame.t === "ack").length;
     const limited = c.frames.filter((frame) => frame.t === "error" && frame.code === "rate_limited").length;
     expect(acked + limited).toBe(2000);
-    expect(acked).toBeGreaterThanOrEqual(20);
-    // The burst of 20, plus 10 per second for however long the flood took to read: far below 2000.
+    // Every frame takes a token, the hello too: the burst of 20 leaves 19 for the flood, plus what refills
+    // while it is read (at least 20 failed on a quiet machine, where hello and flood took under 100 ms).
+    expect(acked).toBeGreaterThanOrEqual(19);
+    // The burst, plus 10 per second for however long the flood took to read: far below 2000.
     expect(acked).toBeLessThan(200);
     // Every acked message is stored (the turns queue behind each other), and nothing refused is.
     const customerTexts = async () => (await stack.engine.eventsAfter(welcome.conversationId, 0, 5000)).filter((event) => event.message.type === "text" && event.message.from === "customer");
