@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { EFFECT_META_KEY, EFFECT_OUTCOME_CAPABILITY, modelToolName, type BuiltTool, type ToolPolicy } from "@caplo/shared";
+import { CALL_META_KEY, EFFECT_META_KEY, EFFECT_OUTCOME_CAPABILITY, modelToolName, type BuiltTool, type ToolPolicy } from "@caplo/shared";
 import { MemoryTargets, memoryVersion } from "./memoryTarget.ts";
 import { CaploToolRunner, RunnerError } from "./toolRunner.ts";
 
@@ -74,5 +74,31 @@ describe("in-memory targets on the real runner", () => {
     const refused = await runner.load(notesVersion([FIND, gone])).then(() => undefined, (error: unknown) => error);
     expect(refused).toBeInstanceOf(RunnerError);
     expect(refused).toMatchObject({ code: "tool_missing", path: "/tools/forget" });
+  });
+
+  it("an error the server answers once the call's time is up is the call's timeout, for a read and for a write (unknown)", async () => {
+    // The server's handler gives up at the deadline the call carries, as the SDK's ctx.signal makes a package
+    // do, and answers before the runner's own clock has fired: it holds the event loop past the deadline.
+    const lateServer = () => {
+      const server = new McpServer({ name: "notes", version: "1.0.0" }, { capabilities: { tools: {}, experimental: { ...EFFECT_OUTCOME_CAPABILITY } } });
+      const late = async (_args: unknown, extra: { _meta?: Record<string, unknown> }) => {
+        const deadline = Date.parse((extra._meta?.[CALL_META_KEY] as { deadline: string }).deadline);
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now() - 50)));
+        while (Date.now() < deadline + 20);
+        return { isError: true, content: [{ type: "text" as const, text: "The call's deadline has passed" }] };
+      };
+      server.registerTool("find", { inputSchema: { text: z.string() } }, late);
+      server.registerTool("add", { inputSchema: { text: z.string() } }, late);
+      return server;
+    };
+    runner = new CaploToolRunner({ targetKinds: [new MemoryTargets({ notes: lateServer })] });
+    const quick = (name: string, effect: "read" | "write") =>
+      tool(name, effect === "read" ? { effect, timeoutSeconds: 1 } : { effect, timeoutSeconds: 1, confirmation: "required" }, { text: { type: "string" } }, ["text"]);
+    const version = notesVersion([quick("find", "read"), quick("add", "write")]);
+    await runner.load(version);
+    const read = await runner.call({ packageVersionId: version.id, tool: "find", args: { text: "keys" }, context: { invocationId: "late-1", secrets: {} } });
+    expect(read).toMatchObject({ isError: true, modelText: "The tool timed out after 1 seconds." });
+    const write = await runner.call({ packageVersionId: version.id, tool: "add", args: { text: "keys" }, context: { invocationId: "late-2", secrets: {}, idempotencyKey: "key-late" } });
+    expect(write).toMatchObject({ isError: true, outcome: { outcome: "unknown", reason: "The tool timed out after 1 seconds." } });
   });
 });

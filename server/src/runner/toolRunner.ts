@@ -482,6 +482,10 @@ export class CaploToolRunner implements ToolRunner {
       // The clock aborts the call; the SDK's own timeout is a backstop that cannot know of a visitor's
       // wait, so a call that may ask one has none that could cut it.
       const raw = await session.client.request(options.request(clock.deadline(), route), schema, { signal: controller.signal, timeout: route.onElicit ? MAX_TIMER_MS : options.timeoutMs + 1000 });
+      // An error answered once the call's time is up is its timeout: the package aborts its handler at the
+      // deadline the call carries (the SDK's ctx.signal) and its error can arrive a moment before this clock
+      // fires. Either way the model, the customer and the write's outcome are told the same.
+      if ((raw as { isError?: unknown }).isError === true && Date.now() >= clock.deadline().getTime()) return { ok: false, why: "timeout", error: new Error("timeout") };
       return { ok: true, raw };
     } catch (error) {
       if (!controller.signal.aborted) return { ok: false, why: "failed", error };
