@@ -22,7 +22,9 @@ export function usePoll<T>(path: string | null, ms = POLL_MS): { data: T | null;
         setData(answer.value);
         setError(null);
       } else setError(answer.error);
-      timer = setTimeout(() => void load(), ms);
+      // A failed load is tried again within POLL_MS, whatever the view's interval: a view polled every 30 s
+      // otherwise showed a passing failure (a node restarting) for 30 s.
+      timer = setTimeout(() => void load(), answer.ok ? ms : Math.min(ms, POLL_MS));
     };
     void load();
     return () => {

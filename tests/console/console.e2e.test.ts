@@ -303,6 +303,34 @@ describe("agents, tools and numbers", () => {
     await snap(ana, "agents");
   });
 
+  test("a view polled every 30 s whose load fails shows why and loads again within 2 s", async () => {
+    // A page of ana's with the browser's clock under the test's hand: the releases' first load answers 503
+    // (a node restarting), the next goes through.
+    // A context of its own (the clock is a context's), signed in with ana's session cookie.
+    const context = await ana.context().browser()!.newContext();
+    await context.addCookies(await ana.context().cookies());
+    const page = await context.newPage();
+    await page.clock.install();
+    let asked = 0;
+    await page.route("**/v1/team/releases", async (route) => {
+      if (asked++ === 0) return route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "unavailable", path: "", message: "The node is restarting." } }) });
+      await route.continue();
+    });
+    try {
+      await page.goto(`${stack.base}/console#/agents`);
+      await page.getByRole("alert").filter({ hasText: "The node is restarting." }).waitFor();
+      // The page's time stands still from here; 2 s of it pass only when the test says so.
+      await page.clock.pauseAt(new Date(Date.now() + 1_000));
+      expect(asked).toBe(1);
+      await page.clock.runFor(2_000);
+      await expect.poll(() => asked).toBe(2);
+      await page.locator(".release").waitFor();
+      await expect.poll(() => page.getByRole("alert").filter({ hasText: "The node is restarting." }).count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
   test("numbers: conversations per day, handoff rate, writes by outcome, follow-up backlog, ratings", async () => {
     // A customer rates the agent's reply up (the widget's thumbs), kept with the event.
     const reply = customers.greeter!.frames.find(isEvent("text", (m) => m.from === "agent")) as unknown as { seq: number };
