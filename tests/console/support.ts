@@ -51,3 +51,19 @@ export async function openCustomer(wsUrl: string, origin: string, agent: string,
   await client.waitFor(isEvent(until), 10_000);
   return { client, conversationId: (welcome as unknown as { conversationId: string }).conversationId };
 }
+
+/**
+ * What a page was answered and what went wrong in it, for the message of a wait that timed out: the team API's
+ * answers over 399, failed requests, page errors and console errors, each with its time since `watch` began.
+ */
+export function watch(page: Page): () => string {
+  const started = Date.now();
+  const seen: string[] = [];
+  const at = () => `${Date.now() - started} ms`;
+  page.on("response", (response) => void (response.status() >= 400 && seen.push(`${at()} ${response.status()} ${response.request().method()} ${response.url()}`)));
+  page.on("requestfailed", (request) => void seen.push(`${at()} failed ${request.method()} ${request.url()}: ${request.failure()?.errorText}`));
+  page.on("pageerror", (error) => void seen.push(`${at()} page error: ${String(error)}`));
+  page.on("console", (message) => void (message.type() === "error" && seen.push(`${at()} console error: ${message.text()}`)));
+  return () => `what the page saw: ${seen.length ? seen.join("; ") : "no failed request, no error"}`;
+}
+

@@ -16,12 +16,16 @@ export async function identify(page: Page, token: string): Promise<void> {
   await page.evaluate((t) => (window as unknown as { Caplo: { identify(t: string): void } }).Caplo.identify(t), token);
 }
 
-/** Loads the site at `url` in `page` and opens the chat, ready to type. */
+/**
+ * Loads the site at `url` in `page` and opens the chat, ready to type: the message box shown and the chat
+ * connected ("Connecting…" gone; until then Send is off and Enter sends nothing, as a visitor sees).
+ */
 export async function openChat(page: Page, url: string): Promise<Page> {
   page.setDefaultTimeout(15_000);
   await page.goto(url);
   await page.getByRole("button", { name: "Open chat" }).click();
   await app(page).locator("#caplo-input").waitFor();
+  await app(page).locator(".conn.connecting").waitFor({ state: "detached" });
   return page;
 }
 
