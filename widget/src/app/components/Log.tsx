@@ -51,7 +51,7 @@ export interface LogProps {
 }
 
 export function Log({ state, rows, logRef, liveAfter, streamed, onScroll }: LogProps) {
-  const { t, locale, say, connected, times } = useWidget();
+  const { t, locale, say, connected, times, labels } = useWidget();
   const starters = state.agent?.starters ?? [];
   const visitorSpoke = state.pending.length > 0 || state.entries.some((e) => e.message.type === "text" && e.message.from === "customer");
   let lastDay = "";
@@ -107,8 +107,9 @@ export function Log({ state, rows, logRef, liveAfter, streamed, onScroll }: LogP
       {state.pending.map((p) => (
         <div class="row message side-customer" key={p.ref}>
           <div class={`bubble from-customer pending${p.error ? " failed" : ""}`}>
+            {/* A tapped choice in flight shows the label the visitor tapped, as its stored message will (Message). */}
             <div class="text plain" dir="auto">
-              {clampText(p.text)}
+              {clampText(labels[p.text] ?? p.text)}
             </div>
             <span class="muted">{p.error ? fill(t.sendFailed, { reason: clampText(p.error, 200) }) : p.acked ? "" : t.sending}</span>
           </div>
