@@ -176,7 +176,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const script = options.script ? await loadScript(options.script) : { ok: true as const, rules: [] };
     if (!script.ok) return script;
     const scripted = new ScriptedModel(script.rules, { id: "serve", fallback: "This server runs the offline scripted model; configure OPENAI_API_KEY or OPENAI_BASE_URL for a real one." });
-    for (const release of releases) models.set(release.id, options.given?.model ?? modelFromEnv(config.source, release.config.model) ?? scripted);
+    // A given model is every release's (modelOf below): no release's own is made.
+    if (!options.given?.model) for (const release of releases) models.set(release.id, modelFromEnv(config.source, release.config.model) ?? scripted);
   } catch (error) {
     const typed = error as { code?: string; path?: string; message?: string };
     return { ok: false, error: { code: typed.code ?? "model_config_invalid", path: typed.path ?? "", message: typed.message ?? String(error) } };
@@ -241,7 +242,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   // One source of the served releases for the engine, the evaluations and the gateway; a given model is
   // every release's, also one a test publishes after the start.
   const releaseSource = new StaticReleases(releases);
-  const modelFor = (release: AgentRelease): Model => options.given?.model ?? models.get(release.id)!;
+  const modelOf = (release: AgentRelease): Model | undefined => options.given?.model ?? models.get(release.id);
+  const modelFor = (release: AgentRelease): Model => modelOf(release)!;
   const { scheduler, ...givenEngine } = options.given?.engine ?? {};
   const engineOptions: EngineOptions = {
     store,
@@ -301,7 +303,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     ...(options.teamMembers && { teamMembers: options.teamMembers }),
     ...(options.widgetDir && { widgetDir: options.widgetDir }),
     ...((runner as { logStore?: LogStore }).logStore && { logStore: (runner as { logStore?: LogStore }).logStore! }),
-    modelOf: (release) => (options.given?.model ?? models.get(release.id))?.id ?? release.config.model ?? "the server's default model",
+    modelOf: (release) => modelOf(release)?.id ?? release.config.model ?? "the server's default model",
     secrets: (name, workspaceId) => secrets.get(workspaceId ?? DEFAULT_WORKSPACE, name),
     // The console's remote review keeps each workspace's published remote versions beside its releases.
     remoteReview: { versionsDir: (workspaceId) => join(workspaceReleasesDir(options.releasesDir, workspaceId), "remote"), allowPrivateNetwork: config.CAPLO_REMOTE_ALLOW_PRIVATE_NETWORK },
