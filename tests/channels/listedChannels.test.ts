@@ -86,4 +86,12 @@ describe("caplo serve with a channel its agent does not list", () => {
     expect(lines[0]).toBe("channels ready: whatsapp. Enter these webhook URLs:");
     expect(lines[1]).toMatch(/^  whatsapp: https:\/\/caplo.shop.example\/webhooks\/whatsapp\n    in Twilio Console/);
   });
+
+  it("--check-channels refuses an agent name serve refuses, with serve's code", async () => {
+    const started = await startServe({ ...options("Whatsapp_Shop", twilioEnv), runner }, () => undefined);
+    expect(started).toMatchObject({ ok: false, error: { code: "agent_invalid", path: "Whatsapp_Shop" } });
+    const lines: string[] = [];
+    expect(await checkChannels(options("Whatsapp_Shop", twilioEnv), (line) => void lines.push(line))).toBe(1);
+    expect(lines).toEqual([`caplo serve --check-channels: agent_invalid at Whatsapp_Shop: ${started.ok ? "" : started.error.message}`]);
+  });
 });

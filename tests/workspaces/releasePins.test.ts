@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { parseAgentConfig } from "@caplo/shared";
 import { createRelease } from "../../server/src/agents/release.ts";
 import { FileReleaseStore, workspaceReleasesDir } from "../../server/src/agents/releaseStore.ts";
+import { checkChannels } from "../../server/src/app/serveChannels.ts";
 import { runPublish } from "../../server/src/cli/agent.ts";
 import { parseServeArgs, startServe } from "../../server/src/cli/serve.ts";
 
@@ -53,6 +54,12 @@ describe("a release cannot pin another workspace's tool version", () => {
     expect(refused.started).toMatchObject({ ok: false, error: { code: "version_not_in_workspace", path: "acme/shop" } });
     if (!refused.started.ok) expect(refused.started.error.message).toContain(`pins ${pinned.id}, whose frozen copy is not kept in workspace acme's releases`);
     expect(refused.lines.some((line) => line.startsWith("caplo serve: http"))).toBe(false);
+    // caplo serve --check-channels reads the releases as the start does: refused with the same code.
+    const check = parseServeArgs(["--check-channels", "--agent", "shop", "--agent", "acme/shop", "--releases", releasesDir], {});
+    if (!check.ok) throw new Error(check.error.message);
+    const out: string[] = [];
+    expect(await checkChannels(check.options, (line) => void out.push(line))).toBe(1);
+    expect(out).toEqual([`caplo serve --check-channels: version_not_in_workspace at acme/shop: ${refused.started.ok ? "" : refused.started.error.message}`]);
     // acme publishes the same agent and package itself: its own frozen copy, and the server starts.
     await publish("acme");
     const own = new FileReleaseStore(workspaceReleasesDir(releasesDir, "acme"));

@@ -6,8 +6,8 @@
 // processed by another's. `caplo serve --check-channels` runs the checks alone (checkChannels).
 import { readFileSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
-import { DEFAULT_WORKSPACE, type Release } from "@caplo/shared";
-import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.ts";
+import { DEFAULT_WORKSPACE } from "@caplo/shared";
+import { readServedReleases } from "../agents/servedReleases.ts";
 import {
   channelAgentProblems,
   inWorkspaceFile,
@@ -194,18 +194,13 @@ export async function mountWorkspaceChannels(options: {
  * every problem (variable, rule, example) or the webhook URL to enter on each platform, and starts nothing.
  */
 export async function checkChannels(options: { agents: readonly string[]; releasesDir: string; env: Record<string, string | undefined> }, out: (line: string) => void = console.log): Promise<number> {
-  const releases: Array<Release & { workspaceId: string }> = [];
-  for (const ref of options.agents) {
-    // --agent NAME is the default workspace's agent, WORKSPACE/NAME another's (kept under RELEASES/@WORKSPACE).
-    const { workspaceId, agent } = parseAgentRef(ref);
-    const dir = workspaceReleasesDir(options.releasesDir, workspaceId);
-    const release = await new FileReleaseStore(dir).latest(agent).catch(() => undefined);
-    if (!release) {
-      out(`caplo serve --check-channels: release_not_found at ${ref}: no published release of agent ${agent} in ${dir} (caplo agent publish)`);
-      return 1;
-    }
-    releases.push({ ...release, workspaceId });
+  // The releases as a start reads them (agent names, each workspace's own tool versions): what serve refuses, this does.
+  const served = await readServedReleases(options);
+  if (!served.ok) {
+    out(`caplo serve --check-channels: ${served.error.code}${served.error.path ? ` at ${served.error.path}` : ""}: ${served.error.message}`);
+    return 1;
   }
+  const releases = served.releases;
   const read = readServeChannels(options.agents, options.env, releases);
   if (!read.ok) {
     for (const error of read.errors) out(`caplo serve --check-channels: ${error.code} at ${error.path}: ${error.message}`);

@@ -3,10 +3,10 @@
 // gateway, channels) on a start/stop stack (the steps every server shares in startParts.ts), and stops them
 // last-first. `caplo serve`, `caplo demo` and the tests' in-process servers start through startServer (the
 // tests hand it ready-made parts: ServeOptions.given); nothing here reads the environment but through readConfig.
-import { dirname, join, resolve, sep } from "node:path";
-import { AGENT_NAME_PATTERN, DEFAULT_WORKSPACE, WORKSPACE_ID_PATTERN, workspaceRef, type PackageVersion, type Release } from "@caplo/shared";
-import { FileReleaseStore, workspaceReleasesDir } from "../agents/releaseStore.ts";
-import { isRemoteVersionId } from "../remote/remotePin.ts";
+import { dirname, join } from "node:path";
+import { DEFAULT_WORKSPACE, workspaceRef } from "@caplo/shared";
+import { workspaceReleasesDir } from "../agents/releaseStore.ts";
+import { readServedReleases } from "../agents/servedReleases.ts";
 import { readSecretKeys, WorkspaceSecrets } from "../secrets/index.ts";
 import { openEventBus, type EventBus } from "../bus/index.ts";
 import { webhookUrls, type MountedChannels } from "../channels/channelSetup.ts";
@@ -17,7 +17,7 @@ import { readConfig } from "../config/index.ts";
 import type { Engine, EngineOptions } from "../engine/engine.ts";
 import { DAY_MS } from "../engine/fileRetention.ts";
 import { HandoffDelivery, readHandoffWebhooks } from "../engine/handoff.ts";
-import { agentRef, parseAgentRef, StaticReleases, workspaceOf, type AgentRelease } from "../engine/release.ts";
+import { agentRef, StaticReleases, workspaceOf, type AgentRelease } from "../engine/release.ts";
 import { EvalService } from "../eval/evalService.ts";
 import { Gateway, type GatewayOptions } from "../gateway/gateway.ts";
 import { readWidgetSettings } from "../gateway/settings.ts";
@@ -90,25 +90,6 @@ export function startError(error: unknown, fallbackCode: string): ServeError {
 }
 
 /**
- * A pinned package version whose frozen copy belongs to another workspace than the release's: kept in another
- * workspace's folder, or (outside the default workspace) not kept in the workspace's own `versions/`.
- */
-export function foreignVersion(release: AgentRelease, releasesDir: string, workspaceId: string): PackageVersion | undefined {
-  const root = resolve(releasesDir);
-  const own = resolve(workspaceReleasesDir(releasesDir, workspaceId), "versions");
-  for (const version of release.packages) {
-    if (isRemoteVersionId(version.id)) continue;
-    const dir = resolve(version.dir);
-    const inside = (folder: string) => dir === folder || dir.startsWith(folder + sep);
-    if (inside(own)) continue;
-    if (workspaceId !== DEFAULT_WORKSPACE) return version;
-    const relativeToRoot = inside(root) ? dir.slice(root.length + 1) : undefined;
-    if (relativeToRoot?.startsWith("@")) return version;
-  }
-  return undefined;
-}
-
-/**
  * The engine's secrets: for a call of a package version in a workspace, only the names that version declares,
  * from that workspace's secrets, and only for a version one of the workspace's own releases pins.
  */
@@ -117,28 +98,6 @@ export function engineSecrets(releases: readonly AgentRelease[], secrets: Pick<W
     const version = releases.filter((release) => workspaceOf(release) === workspaceId).flatMap((release) => release.packages).find((candidate) => candidate.id === packageVersionId);
     return version ? secrets.values(workspaceId, version.manifest.secrets ?? []) : {};
   };
-}
-
-/** The latest release of each of `agents` in `releasesDir`, with its pinned versions' frozen copies, or the first problem. */
-async function readReleases(options: ServeOptions): Promise<{ ok: true; releases: AgentRelease[] } | { ok: false; error: ServeError }> {
-  const releases: AgentRelease[] = [];
-  for (const ref of options.agents) {
-    // `--agent NAME` serves the default workspace's agent, `--agent WORKSPACE/NAME` another workspace's.
-    const { workspaceId, agent } = parseAgentRef(ref);
-    if (!WORKSPACE_ID_PATTERN.test(workspaceId) || !AGENT_NAME_PATTERN.test(agent)) {
-      return { ok: false, error: { code: "agent_invalid", path: ref, message: `${ref}: an agent is NAME (the default workspace) or WORKSPACE/NAME, each lowercase letters, digits and dashes, starting with a letter, 2 to 40 characters` } };
-    }
-    const dir = workspaceReleasesDir(options.releasesDir, workspaceId);
-    const releaseStore = new FileReleaseStore(dir);
-    const release: Release | undefined = await releaseStore.latest(agent).catch(() => undefined);
-    if (!release) return { ok: false, error: { code: "release_not_found", path: ref, message: `no published release of agent ${agent} in ${dir} (caplo agent publish${workspaceId === DEFAULT_WORKSPACE ? "" : ` --workspace ${workspaceId}`})` } };
-    // Each pinned package version runs from its frozen copy kept with the workspace's releases (checked at load).
-    const kept = releaseStore.withKeptVersions(release);
-    const foreign = foreignVersion(kept, options.releasesDir, workspaceId);
-    if (foreign) return { ok: false, error: { code: "version_not_in_workspace", path: ref, message: `${release.id} pins ${foreign.id}, whose frozen copy is not kept in workspace ${workspaceId}'s releases (${dir}/versions): a release runs only its own workspace's tool versions; publish it with caplo agent publish${workspaceId === DEFAULT_WORKSPACE ? "" : ` --workspace ${workspaceId}`}` } };
-    releases.push(workspaceId === DEFAULT_WORKSPACE ? kept : { ...kept, workspaceId });
-  }
-  return { ok: true, releases };
 }
 
 export const isPostgres = (db: string) => /^postgres(ql)?:\/\//.test(db);
@@ -167,7 +126,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   for (const warning of read.warnings) log(`warn: ${warning.message}`);
   if (!read.ok) return { ok: false, error: read.errors[0]! };
   const config = read.config;
-  const served = options.given?.releases ? { ok: true as const, releases: options.given.releases } : await readReleases(options);
+  const served = options.given?.releases ? { ok: true as const, releases: options.given.releases } : await readServedReleases(options);
   if (!served.ok) return served;
   const releases = served.releases;
   // One model per agent: its `model:` override, else the environment's provider, else the scripted model.
