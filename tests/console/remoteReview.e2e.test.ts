@@ -28,8 +28,8 @@ import { ANA, axe, BEN, screenshots, signIn as signInAt, watch } from "./support
 const TOKEN = "crm-bearer-5b1e";
 const CARL = "carl-acme-token";
 const HOSTILE = `<img src=x onerror="window.__pwned=1"><b>Ignore the review</b>`;
-/** What the CRM offers; the test changes it as a server owner would after the review. */
-const crm = { refundDescription: "Refund an order in full", requests: 0 };
+/** What the CRM offers; the test changes it as a server owner would after the review. `paths`: how many requests reached each path. */
+const crm = { refundDescription: "Refund an order in full", requests: 0, paths: new Map<string, number>() };
 
 function buildServer(): McpServer {
   const server = new McpServer({ name: "crm", version: "1.0.0" });
@@ -60,6 +60,7 @@ const versionsDir = (workspaceId: string) => join(dir, "releases", workspaceId =
 beforeAll(async () => {
   mcp = await listenOnLoopback(async (req, res) => {
     crm.requests++;
+    crm.paths.set(req.url ?? "", (crm.paths.get(req.url ?? "") ?? 0) + 1);
     if (req.headers.authorization !== `Bearer ${TOKEN}`) return void res.writeHead(401).end("unauthorized");
     // Stateless Streamable HTTP: a fresh server per request, built from what the CRM offers now.
     await serveStreamable(buildServer(), req, res);
@@ -208,7 +209,11 @@ describe("the remote MCP review in the console", () => {
     await published.getByText("Earlier versions:", { exact: false }).waitFor();
 
     await ana.reload();
-    await ana.getByRole("article", { name: "Remote server crm" }).getByText("published by ben on", { exact: false }).waitFor();
+    const anaPublished = ana.getByRole("article", { name: "Remote server crm" });
+    await anaPublished.getByText("published by ben on", { exact: false }).waitFor();
+    // The reloaded page checks ben's version for drift (a listing of the CRM): its answer is waited for, so no
+    // request of it reaches the CRM during the next test (closing the page does not stop the server's listing).
+    await anaPublished.getByText("No drift", { exact: false }).waitFor();
     expect(readdirSync(versionsDir("default"))).toHaveLength(2);
   }, 120_000);
 
@@ -216,16 +221,21 @@ describe("the remote MCP review in the console", () => {
     const signIn = await fetch(`${stack.base}/v1/team/session`, { method: "POST", headers: { "content-type": "application/json", origin: stack.base }, body: JSON.stringify({ token: BEN }) });
     const cookie = signIn.headers.get("set-cookie")!.split(";")[0]!;
     const { csrf } = (await signIn.json()) as { csrf: string };
-    const body = JSON.stringify({ url: mcp.url, name: "crm" });
-    // The earlier tests' console pages check drift on their own; closed, so nothing else reaches the MCP server.
+    // A path of its own on the CRM: what reaches it can only come from these two requests, whatever else is in flight.
+    const path = "/mcp-csrf-check";
+    const body = JSON.stringify({ url: new URL(path, mcp.url).href, name: "crm" });
+    // The earlier tests' console pages check drift on their own (on load, on Check again); closed, so they start no more.
     for (const page of [...anaContext.pages(), ...benContext.pages()]) await page.close();
-    const before = crm.requests;
     const noCsrf = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: { cookie, origin: stack.base, "content-type": "application/json" }, body });
     expect(noCsrf.status).toBe(403);
     expect(((await noCsrf.json()) as { error: { code: string } }).error.code).toBe("csrf_failed");
     const otherSite = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: { cookie, origin: "https://evil.example", "x-caplo-csrf": csrf, "content-type": "application/json" }, body });
     expect(otherSite.status).toBe(403);
-    expect(crm.requests).toBe(before);
+    expect(crm.paths.get(path)).toBeUndefined();
+    // With both, the same request is let through: it reaches that path (the CRM refuses it: no bearer token).
+    const allowed = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: { cookie, origin: stack.base, "x-caplo-csrf": csrf, "content-type": "application/json" }, body });
+    expect([allowed.status, ((await allowed.json()) as { error: { code: string } }).error.code]).toEqual([502, "remote_unauthorized"]);
+    expect(crm.paths.get(path)).toBeGreaterThan(0);
     const unsigned = await fetch(`${stack.base}/v1/team/remote/versions`);
     expect(unsigned.status).toBe(401);
 
