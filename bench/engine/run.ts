@@ -11,6 +11,8 @@
 //            change, interleaved with this one and the reference: before/after figures from one run)
 //            --turn chat (cpu, throughput, history: turns the model answers without a tool, the reference's
 //            own work: the read turn's figure less its tool call)
+//            --message-first (cpu: also the reference storing the customer's message in a transaction of its
+//            own before the reply, the floor of any server that keeps a turn owed on disk before the model runs)
 //
 // Counts come from the drivers themselves (bench/engine/countProbe.mjs wraps better-sqlite3, pg and
 // ioredis in the server process, only for `counts`: the other figures are taken without the wrappers); background work (status-check polling, sweeps) is counted over an
@@ -76,8 +78,9 @@ async function caplo(store: Store, counting = false, root?: string): Promise<Ben
   cleanups.push(server.stop);
   return server;
 }
-async function reference(store: Store): Promise<BenchServer> {
-  const server = await startReference(await storeFor(store));
+const MESSAGE_FIRST = process.argv.includes("--message-first");
+async function reference(store: Store, messageFirst = false): Promise<BenchServer> {
+  const server = await startReference(await storeFor(store), { messageFirst });
   cleanups.push(server.stop);
   return server;
 }
@@ -218,7 +221,7 @@ async function counts(): Promise<void> {
 async function cpu(): Promise<void> {
   const rows: (string | number)[][] = [];
   for (const store of ["sqlite", "pg"] as const) {
-    const servers = [await caplo(store), await reference(store), ...(AGAINST ? [await caplo(store, false, AGAINST)] : [])];
+    const servers = [await caplo(store), await reference(store), ...(AGAINST ? [await caplo(store, false, AGAINST)] : []), ...(MESSAGE_FIRST ? [await reference(store, true)] : [])];
     await warmAll(servers);
     const server = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
     const postgres = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));

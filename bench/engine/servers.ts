@@ -103,6 +103,10 @@ export function startCaplo(options: CaploOptions): Promise<BenchServer> {
 }
 
 /** bench/reference/server.ts on the same kind of store. */
-export function startReference(db: string, options: { counting?: boolean } = {}): Promise<BenchServer> {
-  return start(`reference (${db.startsWith("postgres") ? "PostgreSQL" : "SQLite"})`, ["--import", "tsx", join(ROOT, "bench", "reference", "server.ts"), "--db", db], counting(options.counting));
+export function startReference(db: string, options: { counting?: boolean; messageFirst?: boolean } = {}): Promise<BenchServer> {
+  return start(
+    `reference${options.messageFirst ? ", message first" : ""} (${db.startsWith("postgres") ? "PostgreSQL" : "SQLite"})`,
+    ["--import", "tsx", join(ROOT, "bench", "reference", "server.ts"), "--db", db, ...(options.messageFirst ? ["--message-first"] : [])],
+    counting(options.counting),
+  );
 }

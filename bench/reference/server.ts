@@ -4,7 +4,11 @@
 // transaction (events and transcript entries, as a turn stores them) and send both events. No model, no
 // tool, no bus. Prints "caplo serve: http://127.0.0.1:PORT" like caplo serve, so the bench starts both alike.
 //
-//   node --import tsx bench/reference/server.ts --db FILE|postgres://...
+// --message-first: the customer's message in a transaction of its own, sent, and only then the reply in a
+// second one. That is the least any server keeping Caplo's promise does: a customer's message is on disk
+// (with the turn it is owed) before the model runs, so a crash mid-turn loses neither (bench/README).
+//
+//   node --import tsx bench/reference/server.ts --db FILE|postgres://... [--message-first]
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { WebSocketServer, type WebSocket } from "ws";
@@ -13,7 +17,9 @@ import { openStore } from "../../server/src/store/index.ts";
 
 const at = process.argv.indexOf("--db");
 const db = at >= 0 ? process.argv[at + 1] : undefined;
-if (!db) throw new Error("usage: server.ts --db FILE|postgres://...");
+if (!db) throw new Error("usage: server.ts --db FILE|postgres://... [--message-first]");
+const messageFirst = process.argv.includes("--message-first");
+const NODE = "reference";
 const store = await openStore(db);
 const http = createServer((_request, response) => response.writeHead(404).end());
 const wss = new WebSocketServer({ server: http, path: "/v1/ws", perMessageDeflate: false });
@@ -45,12 +51,19 @@ wss.on("connection", (ws: WebSocket) => {
       if (frame.data.t !== "in" || frame.data.event.type !== "message" || !conversationId) return;
       const text = frame.data.event.text;
       const reply = "Your order is on its way.";
-      const events: Outbound[] = [
-        { type: "text", id: id("m"), from: "customer", text },
-        { type: "text", id: id("m"), from: "agent", text: reply },
-      ];
-      const stored = await store.append(conversationId, { events, transcript: [{ role: "user", content: text }, { role: "assistant", content: reply }] }, Date.now());
-      for (const event of stored.events) ws.send(JSON.stringify({ t: "event", seq: event.seq, at: new Date(event.at).toISOString(), message: event.message }));
+      const customer: Outbound = { type: "text", id: id("m"), from: "customer", text };
+      const agent: Outbound = { type: "text", id: id("m"), from: "agent", text: reply };
+      const send = (stored: { events: { seq: number; at: number; message: Outbound }[] }) => {
+        for (const event of stored.events) ws.send(JSON.stringify({ t: "event", seq: event.seq, at: new Date(event.at).toISOString(), message: event.message }));
+      };
+      if (messageFirst) {
+        // The turn owed to the message is recorded with it, and the reply's append finishes it (as a turn's own).
+        const owed = await store.append(conversationId, { events: [customer], transcript: [{ role: "user", content: text }], owedBy: NODE }, Date.now());
+        send(owed);
+        send(await store.append(conversationId, { events: [agent], transcript: [{ role: "assistant", content: reply }], finish: { nodeId: NODE, seq: owed.conversation.lastTranscriptSeq } }, Date.now()));
+        return;
+      }
+      send(await store.append(conversationId, { events: [customer, agent], transcript: [{ role: "user", content: text }, { role: "assistant", content: reply }] }, Date.now()));
     })();
   });
 });
