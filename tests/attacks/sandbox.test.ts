@@ -18,6 +18,7 @@ const leaky = testVersion(
     { name: "leak", policy: { effect: "read", timeoutSeconds: 5 } },
     { name: "leak_throw", policy: { effect: "read", timeoutSeconds: 5 } },
     { name: "leak_write", policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" }, hasStatus: true },
+    { name: "leak_question", policy: { effect: "read", timeoutSeconds: 5, elicitation: { style: "form", fields: [{ name: "size" }] } } },
     { name: "follow", policy: { effect: "read", timeoutSeconds: 10 } },
   ],
   { egress: ["allowed.test", "localhost"], secrets: ["SHOP_API_KEY"], effectOutcomes: true, dir: join(import.meta.dirname, "packages", "leaky") },
@@ -93,6 +94,27 @@ describe("a package that spells its secret the ways code does by accident", () =
     expect(status.outcome).toBe("unknown");
     expect(leaks(status)).toEqual([]);
     expect(leaks(logStore.read())).toEqual([]);
+  });
+});
+
+describe("a package that asks the visitor a question carrying its secret", () => {
+  it("the question the visitor is shown holds no spelling of it: not its message, a field's title or description, nor a choice", async () => {
+    const asked: unknown[] = [];
+    const result = await runner.call({
+      packageVersionId: leaky.id,
+      tool: "leak_question",
+      args: {},
+      context: context(),
+      elicit: async (request) => {
+        asked.push(request);
+        return { action: "accept", content: { size: "S" } };
+      },
+    });
+    expect(result.isError, result.modelText).toBe(false);
+    expect(result.modelText).toBe("answered accept");
+    expect(asked.length).toBe(1);
+    expect(leaks(asked)).toEqual([]);
+    expect(JSON.stringify(asked)).toContain("[secret:SHOP_API_KEY]");
   });
 });
 

@@ -400,7 +400,8 @@ export class CaploToolRunner implements ToolRunner {
           }
         },
         ...(request.elicit && policy.effect === "read" && {
-          onElicit: elicitationHandler(request.elicit, policy.elicitation, clock, (line) => callLog.push(line)),
+          // The visitor (and the conversation that keeps the question) is shown no secret either.
+          onElicit: elicitationHandler((question) => request.elicit!(redact(question)), policy.elicitation, clock, (line) => callLog.push(line)),
         }),
       }),
       request: (deadline, route) => {
