@@ -18,7 +18,7 @@ import { DEFAULT_LIMITS, type ConnectionLimits, type VerifyResult } from "./conn
 import { ownOrigins } from "./origins.ts";
 import { DEFAULT_HELLO_TIMEOUT_MS } from "./settings.ts";
 import { RouteTable, sendError, sendJson, type RouteHandler } from "./http.ts";
-import { serveFile, widgetAppPageHeaders, widgetCacheControl } from "./staticFiles.ts";
+import { isHtmlPage, serveFile, widgetAppPageHeaders, widgetCacheControl } from "./staticFiles.ts";
 import { registerTeamApi } from "./teamApi.ts";
 import type { EvalService } from "../eval/evalService.ts";
 import type { TeamMember } from "./teamMembers.ts";
@@ -329,7 +329,8 @@ export class Gateway {
           // The app page may be framed only by the sites its agent is embedded on (frame-ancestors), which is
           // what lets its WebSocket, opened from the gateway's own origin, be trusted for that agent.
           // Its CSP also allows only the page's own inline style (by hash) and this host's script and socket.
-          const headers = relative === "app.html" ? await widgetAppPageHeaders(widgetDir, this.frameAncestors(url.searchParams.get("agent"))) : {};
+          // Judged by the file the path reaches, not by how it is spelled (isHtmlPage).
+          const headers = isHtmlPage(widgetDir, relative) ? await widgetAppPageHeaders(widgetDir, this.frameAncestors(url.searchParams.get("agent"))) : {};
           if (headers && (await serveFile(req, res, widgetDir, relative, widgetCacheControl(relative), headers))) return;
         }
         if (url.pathname === "/console" || url.pathname.startsWith("/console/")) return await serveConsole(req, res, this.options.consoleDir ?? join(REPO_ROOT, "console", "dist"), url.pathname);

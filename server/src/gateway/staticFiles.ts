@@ -69,6 +69,15 @@ export async function widgetAppPageHeaders(root: string, frameAncestors: string)
   return { "content-security-policy": widgetAppPolicy(await styleHashesOf(full, info), frameAncestors) };
 }
 
+/**
+ * Whether `relative` names an HTML page of `root` however the request spells it (`app%2Ehtml`, `/app.html`,
+ * `app.html/`, `%61pp.html` all reach app.html): such a page is served only with the app page's headers, so
+ * no spelling of its path serves it without its `frame-ancestors`.
+ */
+export function isHtmlPage(root: string, relative: string): boolean {
+  return extname(insideRoot(root, relative) ?? "") === ".html";
+}
+
 /** Whether If-None-Match names `etag` (weak comparison, RFC 9110 §13.1.2) or is `*`. */
 export function noneMatch(header: string, etag: string): boolean {
   if (header.trim() === "*") return true;
