@@ -90,6 +90,23 @@ describe("JsonlLogStore's bound", () => {
   });
 });
 
+describe("caplo tool logs shows a package's words, never its control characters", () => {
+  it("escape sequences (clear the screen, set the clipboard, recolour) and a CR or newline forging a line are printed as \\u escapes", async () => {
+    const file = join(scratch, "terminal", "invocations.jsonl");
+    // What a package's ctx.log line is kept as: the runner stores its message and data as sent.
+    const hostile = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\r2026-12-03T08:00:00.000Z info  all clean\n  2026-12-03T08:00:00.001Z info  forged";
+    new JsonlLogStore(file).record(record("inv-term", [{ level: "info", message: hostile, data: { colour: "\u009b31m red \x7f" }, at: "2026-12-03T08:00:00.000Z" }]));
+    const shown = await capture(() => toolLogs(["inv-term", "--file", file]));
+    expect(shown.code).toBe(0);
+    // eslint-disable-next-line no-control-regex
+    expect(shown.out).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
+    const lines = shown.out.split("\n");
+    expect(lines).toHaveLength(3); // the summary, the package, the one log line: nothing forged
+    expect(lines[2]).toContain("\\u001b]52;c;cHduZWQ=\\u0007\\u001b[2J\\u001b[H\\u000d2026-12-03T08:00:00.000Z info  all clean\\u000a  2026");
+    expect(lines[2]).toContain("\\u009b31m red \\u007f");
+  });
+});
+
 describe("where caplo serve keeps it", () => {
   it("beside the SQLite file, per node with PostgreSQL, or CAPLO_INVOCATION_LOG; bounded by CAPLO_INVOCATION_LOG_MAX_MB", () => {
     expect(invocationLogSettings("/var/caplo/caplo.db", {})).toEqual({ ok: true, file: "/var/caplo/invocations.jsonl", maxBytes: DEFAULT_LOG_MAX_BYTES });

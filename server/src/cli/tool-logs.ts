@@ -4,6 +4,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { JsonlLogStore, invocationLogSettings, type InvocationRecord } from "../runner/logStore.ts";
+import { terminalText } from "../eval/report.ts";
 
 export const help = `Usage: caplo tool logs [INVOCATION_ID] [--dir DIR | --db PATH|URL | --file FILE]
                        [--conversation ID] [--key IDEMPOTENCY_KEY] [--limit N]
@@ -84,7 +85,9 @@ export async function run(args: string[]): Promise<number> {
       console.log(`  package ${record.packageVersionId}`);
       if (record.turnId) console.log(`  turn ${record.turnId}`);
       if (record.idempotencyKey) console.log(`  idempotency key ${record.idempotencyKey}`);
-      for (const line of record.logs) console.log(`  ${line.at} ${line.level.padEnd(5)} ${line.message}${line.data !== undefined ? ` ${JSON.stringify(line.data)}` : ""}`);
+      // A line's message and data are the package's words: control characters are shown as \u escapes, so a
+      // package cannot recolour, rewrite or clear the operator's terminal, nor forge a line with a newline.
+      for (const line of record.logs) console.log(terminalText(`  ${line.at} ${line.level.padEnd(5)} ${line.message}${line.data !== undefined ? ` ${JSON.stringify(line.data)}` : ""}`));
     }
     return 0;
   }

@@ -9,6 +9,7 @@ import { readConfig } from "../config/index.ts";
 import { CaploToolRunner, JsonlLogStore } from "../runner/index.ts";
 import { loadFixtures, runFixture } from "../runner/fixtures.ts";
 import { insidePackage } from "../runner/packagePath.ts";
+import { terminalText } from "../eval/report.ts";
 
 export const help = `Usage: caplo tool test DIR [--secrets FILE] [--filter TEXT] [--hosted]
 
@@ -97,13 +98,14 @@ export async function run(args: string[]): Promise<number> {
       const run = await runFixture(runner, version, entry, { mode: hosted ? "hosted" : "local", env: process.env, secretsFile, logStore });
       counts[run.state] += 1;
       if (run.state === "skipped") {
-        console.log(`  - ${entry.label}${run.detail} skipped: ${run.problems.join("; ")}`);
+        console.log(`  - ${entry.label}${run.detail} skipped: ${terminalText(run.problems.join("; "))}`);
         continue;
       }
       console.log(`  ${run.state === "passed" ? "✓" : "✗"} ${entry.label}${run.detail}`);
       if (run.secretsRead.length) console.log(`      secrets: ${run.secretsRead.join("; ")}`);
-      for (const problem of run.problems) console.log(`      ${problem}`);
-      for (const line of run.logs) console.log(`      log: ${line}`);
+      // Problems quote the package's answer and its log lines are its own: no control characters reach the terminal.
+      for (const problem of run.problems) console.log(`      ${terminalText(problem)}`);
+      for (const line of run.logs) console.log(`      log: ${terminalText(line)}`);
     }
   } catch (error) {
     console.error(`✗ the package could not be run: ${(error as Error).message}`);
