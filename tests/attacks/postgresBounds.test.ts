@@ -3,12 +3,14 @@
 // `after` or a widget's rate `seq` beyond them was passed to the store, which refused the query, and the
 // caller got 500 internal_error (an error frame) instead of a located refusal. Each is now refused by code
 // at its path before the store is asked, and the same request at the bound is answered normally.
+// Text jsonb cannot hold (a NUL, a lone surrogate) in a customer's message or edit was internal_error on every
+// try; it is now stored, as on SQLite, with U+FFFD in their place, and the write runs with what was stored.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_SEQ_MAX } from "@caplo/shared";
 import { teamMember } from "../../server/src/gateway/teamMembers.ts";
 import { postgresHarness, type StoreHarness } from "../../server/src/store/testing/storeHarness.ts";
-import { TestClient } from "../gateway/support/client.ts";
-import { ORIGIN, startStack, type Stack } from "../gateway/support/stack.ts";
+import { answerTo, isT, proposeCancel, TestClient } from "../gateway/support/client.ts";
+import { ORIGIN, SHOP_RULES, startStack, type Stack } from "../gateway/support/stack.ts";
 
 const TOKEN = "ct_bounds-team-token-0123456789abcdef";
 let harness: StoreHarness;
@@ -19,7 +21,7 @@ beforeAll(async () => {
   harness = postgresHarness("caplo_attacks");
   // The gateway tests' server (the composition root's, as caplo serve's) on this PostgreSQL schema.
   const store = await harness.open();
-  stack = await startStack({ store: () => store, rules: [{ when: "hello", replies: [{ text: "Hi there." }] }], nodeId: "bounds", gateway: { teamMembers: [teamMember("ana", TOKEN)] } });
+  stack = await startStack({ store: () => store, rules: SHOP_RULES, nodeId: "bounds", gateway: { teamMembers: [teamMember("ana", TOKEN)] } });
   base = stack.base;
 }, 60_000);
 afterAll(async () => {
@@ -64,6 +66,28 @@ describe("numbers past the store's columns, on PostgreSQL", () => {
     c.send({ t: "in", ref: "hi", event: { type: "message", text: "hello" } });
     await c.waitFor((frame) => frame.t === "event" && frame.message.type === "text" && frame.message.from === "agent");
     expect(c.frames.some((frame) => frame.t === "error" && frame.code === "internal_error")).toBe(false);
+    await c.close();
+  });
+
+  it("a message and an edit holding a lone surrogate (text cut inside an emoji) or a NUL are stored with U+FFFD, not refused as internal_error; the write runs once with what was stored", async () => {
+    const c = await TestClient.open(base.replace("http", "ws") + "/v1/ws", ORIGIN);
+    const { conversationId } = await c.hello("shop-agent");
+    // A browser's JSON.stringify sends a lone surrogate as the escape \ud83d; jsonb refused it (and \u0000).
+    c.send(`{"t":"in","ref":"cut","event":{"type":"message","text":"hello, a smile cut in half \\ud83d and a nul \\u0000."}}`);
+    expect(await c.waitFor(answerTo("cut"))).toEqual({ t: "ack", ref: "cut" });
+    await c.waitFor(isT("event", (frame) => frame.message.type === "text" && frame.message.from === "agent"));
+    const texts = async () => (await stack!.engine.eventsAfter(conversationId, 0, 100)).flatMap((event) => (event.message.type === "text" && event.message.from === "customer" ? [event.message.text] : []));
+    expect(await texts()).toEqual(["hello, a smile cut in half \ufffd and a nul \ufffd."]);
+    // The same event as sent on the socket: what the customer sees is what the store holds.
+    expect(c.events().find((frame) => frame.message.type === "text" && frame.message.from === "customer")?.message).toMatchObject({ text: "hello, a smile cut in half \ufffd and a nul \ufffd." });
+    const proposalId = await proposeCancel(c, "SO-8901");
+    c.send(`{"t":"in","ref":"edit","event":{"type":"confirm","proposalId":"${proposalId}","edits":{"/reason":"too late \\ud83d\\u0000"}}}`);
+    expect(await c.waitFor(answerTo("edit"))).toEqual({ t: "ack", ref: "edit" });
+    await c.waitFor(isT("event", (frame) => frame.message.type === "outcome" && frame.message.state === "applied"));
+    const ran = stack!.backend.cancels("SO-8901");
+    expect(ran.map((call) => call.args.reason)).toEqual(["too late \ufffd\ufffd"]);
+    expect((await stack!.store.getWrite(proposalId))?.finalArgs).toMatchObject({ reason: "too late \ufffd\ufffd" });
+    expect(c.frames.some((frame) => frame.t === "error")).toBe(false);
     await c.close();
   });
 });

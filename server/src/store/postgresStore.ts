@@ -8,6 +8,7 @@ import { postgresTransaction } from "./postgresTransaction.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { summaryChange, summaryColumns } from "./inboxSummary.ts";
 import { WriteBlockedError } from "./store.ts";
+import { storable, storableJson } from "./storableJson.ts";
 import { containsPattern, inboxWriteCounts, toInboxEntry, SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import { endsSessions, memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
@@ -52,7 +53,8 @@ import type {
   WriteTransition,
 } from "./store.ts";
 
-const encode = (value: unknown) => JSON.stringify(value);
+/** Every stored JSON value: NUL and lone surrogates kept as U+FFFD (storableJson.ts), as the other store keeps them. */
+const encode = storableJson;
 /**
  * A conversation's columns as the engine reads them; capabilities as text, so the row mapping validates each
  * distinct text once (rows.ts) instead of parsing JSONB into an object to validate every time.
@@ -69,7 +71,7 @@ const CONVERSATION_COLUMNS = conversationColumns();
  * the inserts, which take the seqs the update reserved), with their parameters pushed on `params`; `where`
  * picks the conversation. The update's row lock orders concurrent appends to the conversation.
  */
-function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: string): string {
+function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: string): { sql: string; stored: AppendBatch } {
   const p = (value: unknown) => `$${params.push(value)}`;
   const events = batch.events ?? [];
   const entries = batch.transcript ?? [];
@@ -81,12 +83,16 @@ function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: st
   const atParam = p(at);
   // Each list as one JSON array (one text parameter, one jsonb parse): a text[] of JSON texts made pg escape
   // every quote of every message into an array literal, and PostgreSQL parse that literal, then each element.
-  const eventTexts = p(encode(events));
-  const entryTexts = p(encode(entries));
+  // As stored (storableJson.ts): the batch appended() returns is the one kept, a NUL or lone surrogate as U+FFFD.
+  const storedEvents = storable(events);
+  const storedEntries = storable(entries);
+  const eventTexts = p(storedEvents.json);
+  const entryTexts = p(storedEntries.json);
+  const stored = storedEvents.stored === events && storedEntries.stored === entries ? batch : { ...batch, events: storedEvents.stored, transcript: storedEntries.stored };
   const finishes = `turn_node = ${finishNode}::text AND turn_seq = ${finishSeq}::bigint`;
   const change = summaryChange(events);
   const summary = summaryColumns(`${p(change.lastMessage)}::int`, `${p(change.waiting)}::text`, `${p(change.waitingFrom)}::int`);
-  return `c AS (
+  const sql = `c AS (
       UPDATE conversations SET ${summary}, last_seq = last_seq + ${ne}::int, last_transcript_seq = last_transcript_seq + ${nt}::int,
         turn_node = CASE WHEN ${owed}::text IS NOT NULL THEN ${owed}::text WHEN ${finishes} THEN NULL ELSE turn_node END,
         turn_seq = CASE WHEN ${owed}::text IS NOT NULL THEN last_transcript_seq + ${nt}::int WHEN ${finishes} THEN NULL ELSE turn_seq END
@@ -98,6 +104,7 @@ function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: st
       INSERT INTO transcript (conversation_id, seq, at, message)
       SELECT c.id, c.last_transcript_seq - ${nt}::int + x.ord, ${atParam}, x.message FROM c, jsonb_array_elements(${entryTexts}::jsonb) WITH ORDINALITY AS x(message, ord)
     )`;
+  return { sql, stored };
 }
 
 /** What an append stored, from the conversation's row as the append's update returned it. */
@@ -326,10 +333,11 @@ export class PostgresStore implements Store {
     // no longer the conversation's leaves the update without a row, so nothing is inserted.
     const params: unknown[] = [conversationId];
     const where = batch.resumeHash !== undefined ? `id = $1 AND resume_hash = $${params.push(batch.resumeHash)}` : "id = $1";
-    const rows = await this.q(`WITH ${appendCtes(batch, at, params, where)} SELECT * FROM c`, params);
+    const ctes = appendCtes(batch, at, params, where);
+    const rows = await this.q(`WITH ${ctes.sql} SELECT * FROM c`, params);
     if (!rows[0] && batch.resumeHash !== undefined) return undefined;
     if (!rows[0]) throw new Error(`append: no conversation ${conversationId}`);
-    return appended(conversationId, batch, at, rows[0]);
+    return appended(conversationId, ctes.stored, at, rows[0]);
   }
 
   async finishTurn(conversationId: string, nodeId: string, seq: number): Promise<boolean> {
@@ -362,16 +370,17 @@ export class PostgresStore implements Store {
   async proposeWrite(w: NewWrite, batch?: AppendBatch): Promise<ProposedWrite> {
     // One statement: the write, its first transition and the batch (the review card, the model's step).
     const params: unknown[] = [w.id, w.conversationId, w.turnId, w.callId, w.toolRef, w.modelName, w.packageVersionId, w.tool, encode(w.args), w.state, w.confirmation, w.ownerId, w.subjectId, w.createdAt];
+    const appending = batch && appendCtes(batch, w.createdAt, params, "id = (SELECT conversation_id FROM w)");
     const ctes = [
       `w AS (INSERT INTO writes (id, conversation_id, turn_id, call_id, tool_ref, model_name, package_version_id, tool, args, state, confirmation, owner_id, subject_id, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, $11, $12, $13, $14, $14) RETURNING *)`,
       `h AS (INSERT INTO write_transitions (write_id, at, from_state, to_state, note) SELECT id, $14, state, state, 'created' FROM w)`,
-      ...(batch ? [appendCtes(batch, w.createdAt, params, "id = (SELECT conversation_id FROM w)")] : []),
+      ...(appending ? [appending.sql] : []),
     ];
     try {
       const rows = await this.q(`WITH ${ctes.join(", ")} SELECT (SELECT row_to_json(w) FROM w) AS w${batch ? ", (SELECT row_to_json(c) FROM c) AS c" : ""}`, params);
       const row = rows[0]!;
-      return { ok: true, write: toWrite(row.w as Row), appended: batch && row.c ? appended(w.conversationId, batch, w.createdAt, row.c as Row) : undefined };
+      return { ok: true, write: toWrite(row.w as Row), appended: appending && row.c ? appended(w.conversationId, appending.stored, w.createdAt, row.c as Row) : undefined };
     } catch (error) {
       // The unique index writes_one_unresolved: another write of the conversation is still unresolved.
       if ((error as { code?: string; constraint?: string }).code === "23505" && (error as { constraint?: string }).constraint === "writes_one_unresolved") {
@@ -405,10 +414,11 @@ export class PostgresStore implements Store {
     const set = columns.map(([name], index) => `${name} = $${index + 1}${jsonColumns.has(name) ? "::jsonb" : ""}`).join(", ");
     const from = expect.states[0];
     const where = `id = ${p(id)} AND state = ${p(from)}${expect.checkCount !== undefined ? ` AND check_count = ${p(expect.checkCount)}` : ""}`;
+    let appending: ReturnType<typeof appendCtes> | undefined;
     const ctes = [
       `w AS (UPDATE writes SET ${set} WHERE ${where} RETURNING *)`,
       `h AS (INSERT INTO write_transitions (write_id, at, from_state, to_state, note) SELECT id, ${p(at)}, ${p(from)}, ${p(change.state)}, ${p(change.note ?? null)} FROM w)`,
-      ...(batch ? [appendCtes(batch, at, params, "id = (SELECT conversation_id FROM w)")] : []),
+      ...(batch ? [(appending = appendCtes(batch, at, params, "id = (SELECT conversation_id FROM w)")).sql] : []),
       // The change's audit entry, in its conversation's workspace, only from the row the update returned.
       ...(audit
         ? [`au AS (INSERT INTO audit_events (workspace_id, at, actor, action, target, detail) SELECT workspace_id, ${p(at)}, ${p(audit.actor)}, ${p(audit.action)}, ${p(id)}, ${p(audit.detail ? encode(audit.detail) : null)}::jsonb FROM conversations WHERE id = (SELECT conversation_id FROM w))`]
@@ -418,7 +428,7 @@ export class PostgresStore implements Store {
     const row = rows[0];
     if (!row?.w) return undefined;
     const write = toWrite(row.w as Row);
-    return { write, appended: batch && row.c ? appended(write.conversationId, batch, at, row.c as Row) : undefined };
+    return { write, appended: appending && row.c ? appended(write.conversationId, appending.stored, at, row.c as Row) : undefined };
   }
 
   async listTransitions(writeId: string): Promise<WriteTransition[]> {

@@ -17,6 +17,7 @@ import { migrateSqlite } from "./migrate.ts";
 import { SQLITE_MIGRATIONS } from "./migrations.ts";
 import { summaryChange, summaryColumns } from "./inboxSummary.ts";
 import { WriteBlockedError } from "./store.ts";
+import { storable, storableJson } from "./storableJson.ts";
 import { containsPattern, inboxWriteCounts, toInboxEntry, SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import { endsSessions, memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
@@ -61,7 +62,8 @@ import type {
   WriteTransition,
 } from "./store.ts";
 
-const encode = (value: unknown) => JSON.stringify(value);
+/** Every stored JSON value: NUL and lone surrogates kept as U+FFFD (storableJson.ts), as the other store keeps them. */
+const encode = storableJson;
 
 const GROUP_COMMIT_MAX = 256;
 
@@ -354,8 +356,10 @@ export class SqliteStore implements Store {
     if (messages.length === 0) return [];
     const values: unknown[] = [];
     const stored = messages.map((message, index) => {
-      values.push(conversationId, before + index + 1, at, encode(message));
-      return { conversationId, seq: before + index + 1, at, message };
+      // As stored (storableJson.ts): a NUL or lone surrogate comes back as the U+FFFD it is kept as.
+      const kept = storable(message);
+      values.push(conversationId, before + index + 1, at, kept.json);
+      return { conversationId, seq: before + index + 1, at, message: kept.stored };
     });
     this.insertStatement(table, messages.length).run(...values);
     return stored;

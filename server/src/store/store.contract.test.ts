@@ -57,6 +57,26 @@ describeEachStore("Store contract", ({ store, second, conversation, reopen }) =>
     expect((await store.listFollowUps()).map((row) => row.id)).toContain(write.id);
   });
 
+  it("a NUL or a lone surrogate in an event, a transcript entry or a write's arguments is stored as U+FFFD (jsonb refuses both), and only it", async () => {
+    const c = await conversation();
+    // A lone high surrogate (text cut inside an emoji), a lone low one, a NUL; beside them what must stay as it is:
+    // a whole emoji, a backslash before "u0000" (text, not an escape), an escaped backslash before a NUL, control characters.
+    const sent = "cut \ud83d| low \udc00| nul \u0000| 🙂 \\u0000 \\\u0000 \u0001\t";
+    const kept = "cut \ufffd| low \ufffd| nul \ufffd| 🙂 \\u0000 \\\ufffd \u0001\t";
+    const batch = await store.append(c.id, { events: [text(sent)], transcript: [{ role: "user", content: sent }] }, 1);
+    // The append returns what it stored (the engine sends and keeps that, not what it was given).
+    expect(batch.events.map((event) => [event.seq, event.message.type === "text" ? event.message.text : ""])).toEqual([[1, kept]]);
+    expect(batch.transcript.map((entry) => entry.message.content)).toEqual([kept]);
+    expect((await second.listEvents(c.id, 0)).map((event) => (event.message.type === "text" ? event.message.text : ""))).toEqual([kept]);
+    expect((await second.listTranscript(c.id)).map((entry) => entry.message.content)).toEqual([kept]);
+    const write = await store.insertWrite(newWrite(c.id, { args: { orderId: "SO-1002", [`key\u0000`]: sent } }));
+    expect((await second.getWrite(write.id))?.args).toEqual({ orderId: "SO-1002", "key\ufffd": kept });
+    const confirmed = await store.transitionWrite(write.id, { states: ["proposed"] }, { state: "running", finalArgs: { orderId: "SO-1002", reason: sent } }, 2);
+    // What a confirm runs is what was stored: the row the transition returns, as read back.
+    expect(confirmed?.finalArgs).toEqual({ orderId: "SO-1002", reason: kept });
+    expect((await second.getWrite(write.id))?.finalArgs).toEqual({ orderId: "SO-1002", reason: kept });
+  });
+
   it("everything stored survives closing and reopening the store", async () => {
     const c = await conversation();
     await store.appendEvent(c.id, text("kept"), 1);
