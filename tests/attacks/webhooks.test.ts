@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { metaSigned, twilioSignature } from "@caplo/adapters/testkit";
 import type { Platform } from "../../server/src/channels/ports.ts";
 import { registerChannelRoutes, WEBHOOK_BODY_MAX } from "../../server/src/channels/routes.ts";
+import { limitRoutes } from "../../server/src/channels/webhookRateLimit.ts";
 import { StaticReleases } from "../../server/src/engine/release.ts";
 import { Gateway } from "../../server/src/gateway/gateway.ts";
 import { CANCEL } from "../engine/support/harness.ts";
@@ -192,5 +193,55 @@ describe("replays and foreign taps", () => {
     await bench.service.idle();
     await bench.h.engine.idle();
     expect(bench.h.backend.invocations.filter((call) => call.tool === "cancel_order")).toHaveLength(1);
+  });
+});
+
+describe("the webhooks' rate limit against senders without the credentials", () => {
+  it("WhatsApp: a flood of unsigned requests from one address is refused there and never spends the platform's rate; signed requests past the rate are 429 and not stored", async () => {
+    const bench = await channelBench({ platform: "whatsapp", rules: RULES });
+    const gateway = new Gateway({ engine: bench.h.engine, releases: new StaticReleases([bench.h.release]) });
+    // One request a second, a burst of two, on a clock held still: only the test moves it.
+    let clock = 1_000_000;
+    registerChannelRoutes(limitRoutes(gateway, 1, () => clock), bench.service, ["whatsapp"]);
+    const { port } = await gateway.listen(0, "127.0.0.1");
+    /** A POST from the loopback address `from` (Linux answers every 127.x address), so each sender has its own. */
+    const postFrom = (from: string, body: Buffer, headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest({ host: "127.0.0.1", port, path: "/webhooks/whatsapp", method: "POST", localAddress: from, headers: { ...headers, "content-length": String(body.length) } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (chunk: Buffer) => chunks.push(chunk));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+        });
+        req.on("error", reject);
+        req.end(body);
+      });
+    const signed = (raw: Buffer) => twilioHeaders(raw, PUBLIC_URL, bench.twilio!.authToken);
+    try {
+      // The attacker, without the auth token: 20 requests at once, forged signatures.
+      const forged = bench.body({ text: "hello" });
+      const flood = await Promise.all(Array.from({ length: 20 }, () => postFrom("127.0.0.2", forged, { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": "AAAAAAAAAAAAAAAAAAAAAAAAAAA=" })));
+      expect(flood.map((answer) => answer.status).sort()).toEqual([...Array<number>(2).fill(403), ...Array<number>(18).fill(429)]);
+      // Twilio's real deliveries, from its own addresses, are still taken and answered.
+      const first = bench.body({ id: "1".repeat(32), text: "hello" });
+      expect((await postFrom("127.0.0.3", first, signed(first))).status).toBe(200);
+      await bench.waitFor(() => bench.received().some((m) => m.text === "Hello there."), "the reply");
+      // Signed requests past the platform's rate (however many addresses they come from) are 429, nothing stored.
+      const second = bench.body({ id: "2".repeat(32), text: "hello" });
+      const third = bench.body({ id: "3".repeat(32), text: "hello" });
+      expect((await postFrom("127.0.0.4", second, signed(second))).status).toBe(200);
+      const over = await postFrom("127.0.0.5", third, signed(third));
+      expect(over.status).toBe(429);
+      expect(errorOf(over).code).toBe("rate_limited");
+      await bench.service.idle();
+      expect((await bench.store.listInbound()).map((row) => row.messageId).sort()).toEqual([`SM${"1".repeat(32)}`, `SM${"2".repeat(32)}`]);
+      // A second later it is taken (Twilio retries it when the webhook URL asks for retries; Meta always does).
+      clock += 1000;
+      expect((await postFrom("127.0.0.5", third, signed(third))).status).toBe(200);
+      await bench.service.idle();
+      expect(await bench.store.listInbound()).toHaveLength(3);
+    } finally {
+      await gateway.close();
+      await bench.close();
+    }
   });
 });

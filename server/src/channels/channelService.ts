@@ -53,7 +53,8 @@ export interface Retention {
  */
 export const DEFAULT_RETENTION: Retention = { keepMs: 7 * 24 * 60 * 60 * 1000, everyMs: 60 * 60 * 1000 };
 
-export type WebhookHandler = (req: IncomingMessage, rawBody: Buffer) => Promise<WebhookAnswer>;
+/** `admit`: whether a request whose signature holds may be taken now (the webhook's rate limit); absent, it is. */
+export type WebhookHandler = (req: IncomingMessage, rawBody: Buffer, admit?: () => boolean) => Promise<WebhookAnswer>;
 
 export class ChannelService {
   readonly #store: InboxStore;
@@ -107,7 +108,7 @@ export class ChannelService {
   /** The webhook handler of one platform: `(req, rawBody) → {status, headers, body}`. */
   webhook(platform: Platform): WebhookHandler {
     const adapter = this.#adapter(platform);
-    return (req, rawBody) => handleWebhook(adapter, this.#store, toWebhookRequest(req, rawBody), () => this.#kick(), this.#now);
+    return (req, rawBody, admit) => handleWebhook(adapter, this.#store, toWebhookRequest(req, rawBody), () => this.#kick(), this.#now, admit);
   }
 
   /**

@@ -18,6 +18,11 @@ export const WEBHOOK_DRAIN_MS = 10_000;
 /** What the glue needs of the gateway: its route registration. */
 export interface RouteRegistry {
   route(method: string, path: string, handler: (req: IncomingMessage, res: ServerResponse) => void | Promise<void>): void;
+  /**
+   * Whether a request to `path` whose signature holds may be taken now (webhookRateLimit.ts: the platform's
+   * own rate, spent by signed requests only); absent, every one is.
+   */
+  admitVerified?(path: string): boolean;
 }
 
 /**
@@ -74,14 +79,16 @@ export function refuseTooLarge(res: ServerResponse): void {
 export function registerChannelRoutes(gateway: RouteRegistry, service: ChannelService, platforms: Platform[], basePath = "/webhooks"): void {
   for (const platform of platforms) {
     const handle = service.webhook(platform);
+    const path = `${basePath}/${platform}`;
+    const admit = gateway.admitVerified && (() => gateway.admitVerified!(path));
     const handler = async (req: IncomingMessage, res: ServerResponse) => {
       const raw = await readRawBody(req, WEBHOOK_BODY_MAX);
       if (raw === null) return refuseTooLarge(res);
-      const answer = await handle(req, raw);
+      const answer = await handle(req, raw, admit);
       res.writeHead(answer.status, answer.headers);
       res.end(answer.body);
     };
-    gateway.route("GET", `${basePath}/${platform}`, handler);
-    gateway.route("POST", `${basePath}/${platform}`, handler);
+    gateway.route("GET", path, handler);
+    gateway.route("POST", path, handler);
   }
 }

@@ -19,7 +19,8 @@ export function toWebhookRequest(req: IncomingMessage, rawBody: Buffer): Webhook
 }
 
 /**
- * Answers one webhook request. A bad or missing signature is 403 and nothing is stored; a bad body 400;
+ * Answers one webhook request. A bad or missing signature is 403 and nothing is stored; a signed one past the
+ * rate (`admit` says no) 429, nothing stored; a bad body 400;
  * otherwise every event is stored once (repeats are ignored atomically) and `onStored` wakes the processor.
  */
 export async function handleWebhook(
@@ -28,6 +29,7 @@ export async function handleWebhook(
   request: WebhookRequest,
   onStored: () => void,
   now: () => number = Date.now,
+  admit: () => boolean = () => true,
 ): Promise<WebhookAnswer> {
   const handshake = adapter.handshake(request);
   if (handshake) {
@@ -40,6 +42,10 @@ export async function handleWebhook(
   }
   const verified = adapter.verify(request);
   if (!verified.ok) return errorAnswer(verified.status, verified.error);
+  // Only a signed request spends the platform's rate: no one without the credentials can use it up.
+  if (!admit()) {
+    return { ...errorAnswer(429, { code: "rate_limited", path: "", message: "too many webhook requests per second on this node; retry later" }), headers: { "content-type": "application/json", "retry-after": "1" } };
+  }
   const parsed = adapter.parse(request);
   if (!parsed.ok) return errorAnswer(parsed.status, parsed.error);
   let stored = 0;

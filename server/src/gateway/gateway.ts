@@ -179,6 +179,11 @@ export class Gateway {
     });
   }
 
+  /** The key a request's client is counted by (its address, or its IPv6 /64; X-Forwarded-For only from trusted proxies). */
+  clientKey(req: IncomingMessage): string {
+    return addressKey(clientAddress(req, this.proxies));
+  }
+
   /** Register a route (channel webhooks, for example): `:name` segments become params. */
   route(method: string, path: string, handler: RouteHandler): void {
     this.routes.add(method, path, handler);

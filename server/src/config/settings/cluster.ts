@@ -41,7 +41,7 @@ export const clusterSettings = {
       example: "50",
       default: "50",
       commands: ["serve"],
-      doc: "messaging webhook requests accepted per second per platform on this node (burst twice that); more get 429 with `Retry-After: 1` (Meta retries them; Twilio only with connection overrides on the webhook URL, see [Running several Caplo nodes](../operators-multi-node.md))",
+      doc: "messaging webhook requests accepted per second per platform on this node (burst twice that), counting only requests whose signature holds, and as many per client address before the signature is read (so unsigned requests never use up the platform's rate); more get 429 with `Retry-After: 1` (Meta retries them; Twilio only with connection overrides on the webhook URL, see [Running several Caplo nodes](../operators-multi-node.md))",
     },
     wholeNumber(1, 100_000).optional(),
   ),
