@@ -12,6 +12,7 @@ import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
 import { findNode24, REPO_ROOT } from "../../server/src/runner/node24.ts";
 import { CALL_LOG_BYTES_MAX, CALL_LOG_LINES_MAX, LOG_DATA_BYTES_MAX } from "../../server/src/runner/logBounds.ts";
 import { spawnSandboxed } from "../../server/src/runner/sandbox.ts";
+import { IDLE_BYTES_MAX } from "../../server/src/runner/childTransport.ts";
 import { parseServeArgs } from "../../server/src/cli/serve.ts";
 import { PACKAGES_DIR, TEST_HOST, testVersion } from "./testPackages.ts";
 
@@ -163,6 +164,24 @@ describe("the sandbox closes what plain Node 24 leaves open", () => {
     expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
     expect(runner.starts(version.id)).toBe(starts + 1);
   });
+});
+
+describe("writing to the runner after the call has answered", () => {
+  it("a late log line is let be; stdout written for good between calls (8 MiB messages) stops the process, whose next call starts a fresh one", async () => {
+    const starts = runner.starts(version.id);
+    expect(await attempt("late_log")).toEqual({ ok: true, value: "answered" });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
+    expect(runner.starts(version.id)).toBe(starts);
+
+    const flooding = (await runner.processOf(version.id))!;
+    expect(await attempt("flood_after", { bytes: 8 * 1024 * 1024 })).toEqual({ ok: true, value: "answered" });
+    // Each byte read is parsed on the server's thread: the runner stops reading and stops the package.
+    await new Promise<void>((resolve) => flooding.onExit(resolve));
+    expect(flooding.exitReason).toBe(`was stopped: it wrote over ${IDLE_BYTES_MAX} bytes while no call was in flight`);
+    expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
+    expect(runner.starts(version.id)).toBe(starts + 1);
+  }, 30_000);
 });
 
 describe("inherited file descriptors", () => {

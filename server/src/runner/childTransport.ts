@@ -6,6 +6,13 @@ import { JSONRPCErrorResponseSchema, JSONRPCNotificationSchema, JSONRPCRequestSc
 
 /** Largest single message accepted from a package: 3 files of 10 MiB as base64 plus the result. */
 export const MESSAGE_BYTES_MAX = 48 * 1024 * 1024;
+/**
+ * What a package may write to stdout while the runner waits for no answer from it (no call, status check,
+ * ping or listing in flight): a late log line or a cancelled call's late answer, nothing more. Each byte
+ * the runner reads it parses on its own thread, so a package that kept writing between calls (messages of
+ * up to MESSAGE_BYTES_MAX, one after another) would take the server's CPU from every other customer.
+ */
+export const IDLE_BYTES_MAX = 1024 * 1024;
 
 /**
  * JSONRPCMessageSchema.parse without trying each kind in turn: the four kinds are strict objects told apart
@@ -31,11 +38,17 @@ export class ChildTransport implements Transport {
   private readonly child: ChildProcess;
   private readonly onStrayLine: (line: string) => void;
   private readonly maxBytes: number;
+  private readonly idleBytesMax: number;
+  /** Ids of the runner's requests the package has not answered (nor had cancelled). */
+  private readonly awaiting = new Set<string>();
+  /** Bytes read since the runner last waited for an answer. */
+  private idleBytes = 0;
 
-  constructor(child: ChildProcess, onStrayLine: (line: string) => void, maxBytes = MESSAGE_BYTES_MAX) {
+  constructor(child: ChildProcess, onStrayLine: (line: string) => void, maxBytes = MESSAGE_BYTES_MAX, idleBytesMax = IDLE_BYTES_MAX) {
     this.child = child;
     this.onStrayLine = onStrayLine;
     this.maxBytes = maxBytes;
+    this.idleBytesMax = idleBytesMax;
   }
 
   async start(): Promise<void> {
@@ -45,6 +58,10 @@ export class ChildTransport implements Transport {
   }
 
   private receive(chunk: Buffer): void {
+    if (this.awaiting.size === 0) {
+      this.idleBytes += chunk.length;
+      if (this.idleBytes > this.idleBytesMax) return this.stop(`wrote over ${this.idleBytesMax} bytes while no call was in flight`);
+    }
     // Chunks of a long line are kept apart and joined once, when its end arrives: joining on every chunk
     // copied a multi-MiB message hundreds of times (the runner's memory grew by hundreds of MiB).
     if (chunk.indexOf(10) === -1) {
@@ -70,6 +87,7 @@ export class ChildTransport implements Transport {
         this.onStrayLine(line.slice(0, 2000));
         continue;
       }
+      if (("result" in message || "error" in message) && message.id !== undefined) this.awaiting.delete(String(message.id));
       this.onmessage?.(message);
     }
     if (this.buffer.length) {
@@ -82,15 +100,27 @@ export class ChildTransport implements Transport {
 
   /** A message over the cap: the package is stopped, nothing of it is parsed. */
   private oversize(): void {
+    this.stop(`sent a message over ${this.maxBytes} bytes`);
+  }
+
+  /** Stops the package for what it wrote (the error says what, after "package "); nothing more of it is parsed. */
+  private stop(what: string): void {
     this.buffer = Buffer.alloc(0);
     this.pending = [];
     this.pendingBytes = 0;
-    this.onerror?.(new Error(`package sent a message over ${this.maxBytes} bytes`));
+    this.child.stdout!.removeAllListeners("data");
+    this.onerror?.(new Error(`package ${what}`));
     this.child.kill("SIGKILL");
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.child.stdin?.writable) throw new Error("package process is not running");
+    if ("method" in message && "id" in message) {
+      this.awaiting.add(String(message.id));
+      this.idleBytes = 0;
+    }
+    // A cancelled request is answered by nobody: the runner no longer waits for it.
+    if ("method" in message && message.method === "notifications/cancelled") this.awaiting.delete(String((message.params as { requestId?: unknown } | undefined)?.requestId));
     const line = JSON.stringify(message) + "\n";
     await new Promise<void>((resolve, reject) => this.child.stdin!.write(line, (error) => (error ? reject(error) : resolve())));
   }

@@ -123,7 +123,7 @@ export class PackageProcess {
       for (const listener of this.exitListeners) listener();
     });
     this.client.onerror = (error) => {
-      if (error.message.startsWith("package sent a message over")) this.oversized = error.message.replace(/^package /, "");
+      if (/^package (sent a message over|wrote over)/.test(error.message)) this.oversized = error.message.replace(/^package /, "");
     };
     const transport = new ChildTransport(
       child,

@@ -149,6 +149,17 @@ const attacks = {
     }
     return out;
   },
+  // Outliving the call: once it has answered, it writes to stdout anyway, a little or for good.
+  late_log: () => {
+    setImmediate(() => process.stdout.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "late" } })}\n`));
+    return "answered";
+  },
+  flood_after: (a) => {
+    const big = `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x".repeat(a.bytes) } })}\n`;
+    const pump = () => (process.stdout.write(big) ? setImmediate(pump) : process.stdout.once("drain", pump));
+    setTimeout(pump, 20);
+    return "answered";
+  },
   wasm: async () => { const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]); await WebAssembly.instantiate(bytes); return "compiled"; },
 };
 
