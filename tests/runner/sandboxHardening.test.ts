@@ -167,21 +167,23 @@ describe("the sandbox closes what plain Node 24 leaves open", () => {
 });
 
 describe("writing to the runner after the call has answered", () => {
-  it("a late log line is let be; stdout written for good between calls (8 MiB messages) stops the process, whose next call starts a fresh one", async () => {
+  it("a late log line is let be; stdout or stderr written for good between calls (8 MiB messages) stops the process, whose next call starts a fresh one", async () => {
     const starts = runner.starts(version.id);
     expect(await attempt("late_log")).toEqual({ ok: true, value: "answered" });
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
     expect(runner.starts(version.id)).toBe(starts);
 
-    const flooding = (await runner.processOf(version.id))!;
-    expect(await attempt("flood_after", { bytes: 8 * 1024 * 1024 })).toEqual({ ok: true, value: "answered" });
-    // Each byte read is parsed on the server's thread: the runner stops reading and stops the package.
-    await new Promise<void>((resolve) => flooding.onExit(resolve));
-    expect(flooding.exitReason).toBe(`was stopped: it wrote over ${IDLE_BYTES_MAX} bytes while no call was in flight`);
-    expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
-    expect(runner.starts(version.id)).toBe(starts + 1);
-  }, 30_000);
+    // Each byte read is read (stdout: parsed) on the server's thread: the runner stops reading and stops the package.
+    for (const [stream, restarts] of [["stdout", 1], ["stderr", 2]] as const) {
+      const flooding = (await runner.processOf(version.id))!;
+      expect(await attempt("flood_after", { bytes: 8 * 1024 * 1024, path: stream })).toEqual({ ok: true, value: "answered" });
+      await new Promise<void>((resolve) => flooding.onExit(resolve));
+      expect(flooding.exitReason).toBe(`was stopped: it wrote over ${IDLE_BYTES_MAX} bytes to ${stream} while no call was in flight`);
+      expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
+      expect(runner.starts(version.id)).toBe(starts + restarts);
+    }
+  }, 60_000);
 });
 
 describe("inherited file descriptors", () => {

@@ -43,6 +43,7 @@ export class ChildTransport implements Transport {
   private readonly awaiting = new Set<string>();
   /** Bytes read since the runner last waited for an answer. */
   private idleBytes = 0;
+  private stopped = false;
 
   constructor(child: ChildProcess, onStrayLine: (line: string) => void, maxBytes = MESSAGE_BYTES_MAX, idleBytesMax = IDLE_BYTES_MAX) {
     this.child = child;
@@ -57,11 +58,21 @@ export class ChildTransport implements Transport {
     this.child.once("close", () => this.finish());
   }
 
+  /**
+   * Counts bytes the package wrote (to stdout, or to stderr, which the runner reads too) against the bound
+   * between calls; false once it is over, and the package is being stopped.
+   */
+  countIdle(bytes: number, stream: "stdout" | "stderr"): boolean {
+    if (this.stopped) return false;
+    if (this.awaiting.size > 0) return true;
+    this.idleBytes += bytes;
+    if (this.idleBytes <= this.idleBytesMax) return true;
+    this.stop(`wrote over ${this.idleBytesMax} bytes to ${stream} while no call was in flight`);
+    return false;
+  }
+
   private receive(chunk: Buffer): void {
-    if (this.awaiting.size === 0) {
-      this.idleBytes += chunk.length;
-      if (this.idleBytes > this.idleBytesMax) return this.stop(`wrote over ${this.idleBytesMax} bytes while no call was in flight`);
-    }
+    if (!this.countIdle(chunk.length, "stdout")) return;
     // Chunks of a long line are kept apart and joined once, when its end arrives: joining on every chunk
     // copied a multi-MiB message hundreds of times (the runner's memory grew by hundreds of MiB).
     if (chunk.indexOf(10) === -1) {
@@ -105,10 +116,12 @@ export class ChildTransport implements Transport {
 
   /** Stops the package for what it wrote (the error says what, after "package "); nothing more of it is parsed. */
   private stop(what: string): void {
+    this.stopped = true;
     this.buffer = Buffer.alloc(0);
     this.pending = [];
     this.pendingBytes = 0;
     this.child.stdout!.removeAllListeners("data");
+    this.child.stderr?.removeAllListeners("data");
     this.onerror?.(new Error(`package ${what}`));
     this.child.kill("SIGKILL");
   }

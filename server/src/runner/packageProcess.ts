@@ -108,7 +108,16 @@ export class PackageProcess {
       ...(this.group && { cgroupProcs: this.group.procsFiles }),
     });
     const child = this.sandbox.child;
+    const transport = new ChildTransport(
+      child,
+      (line) => {
+        this.stderr = (this.stderr + `[stdout] ${line}\n`).slice(-STDERR_KEEP);
+      },
+      this.options.messageBytesMax,
+    );
     child.stderr!.on("data", (chunk: Buffer) => {
+      // Read on the server's thread too: between calls it counts against the same bound as stdout.
+      if (!transport.countIdle(chunk.length, "stderr")) return;
       this.stderr = (this.stderr + chunk.toString("utf8")).slice(-STDERR_KEEP);
     });
     child.once("exit", (code, signal) => {
@@ -125,13 +134,6 @@ export class PackageProcess {
     this.client.onerror = (error) => {
       if (/^package (sent a message over|wrote over)/.test(error.message)) this.oversized = error.message.replace(/^package /, "");
     };
-    const transport = new ChildTransport(
-      child,
-      (line) => {
-        this.stderr = (this.stderr + `[stdout] ${line}\n`).slice(-STDERR_KEEP);
-      },
-      this.options.messageBytesMax,
-    );
     const exitedEarly = new Promise<never>((_, reject) =>
       this.onExit(() => {
         // The SDK's host reports why it could not serve as one line: caplo-host-error {"code","message"}.

@@ -156,7 +156,8 @@ const attacks = {
   },
   flood_after: (a) => {
     const big = `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x".repeat(a.bytes) } })}\n`;
-    const pump = () => (process.stdout.write(big) ? setImmediate(pump) : process.stdout.once("drain", pump));
+    const out = a.path === "stderr" ? process.stderr : process.stdout;
+    const pump = () => (out.write(big) ? setImmediate(pump) : out.once("drain", pump));
     setTimeout(pump, 20);
     return "answered";
   },
