@@ -226,6 +226,69 @@ describe("frames a browser never sends", () => {
   });
 });
 
+describe("a client that sends but does not read", () => {
+  type ServerSide = { ws: WebSocket };
+  const serverSide = (gateway: Gateway) => [...(gateway as unknown as { connections: Set<ServerSide> }).connections][0]!;
+  /** A client of `gateway` that said hello and then stops reading (its socket paused). */
+  const pausedClient = async (port: number) => {
+    const c = await client(`ws://127.0.0.1:${port}/v1/ws`);
+    const welcome = await c.hello("shop-agent");
+    const socket = (c.ws as unknown as { _socket: import("node:net").Socket })._socket;
+    socket.pause();
+    return { c, welcome, socket };
+  };
+  /** The n-th answer to a ping (a pong or rate_limited): waitFor asks once per frame, in order. */
+  const nthAnswer = (n: number) => {
+    let seen = 0;
+    return (frame: ServerFrame) => (frame.t === "pong" || (frame.t === "error" && frame.code === "rate_limited")) && ++seen === n;
+  };
+
+  it("100000 pings sent without reading their answers: the server holds at most about its buffer limit for it (it stops reading), then answers every one once the client reads", async () => {
+    // Every frame is answered (a pong, or rate_limited at ten times the frame's size): those answers piled up
+    // in the server without bound (15 MB here, growing as long as the client sent) and the socket was never closed.
+    const gateway = new Gateway({ engine: stack.engine, releases: stack.releases, limits: { maxBufferedBytes: 64 * 1024 } });
+    const { port } = await gateway.listen(0, "127.0.0.1");
+    try {
+      const { c, welcome, socket } = await pausedClient(port);
+      const ping = JSON.stringify({ t: "ping" });
+      for (let i = 0; i < 100_000; i++) c.ws.send(ping);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Past the limit by at most what one read from the socket answers (a 64 KiB read of pings is ~800 KB of answers).
+      expect(serverSide(gateway).ws.bufferedAmount).toBeLessThan(1024 * 1024);
+      socket.resume();
+      await c.waitFor(nthAnswer(100_000), 60_000);
+      expect(c.frames.filter((frame) => frame.t === "pong").length).toBeGreaterThanOrEqual(19);
+      expect(c.closed).toBeUndefined();
+      // The conversation goes on: a message is acked and stored once.
+      await new Promise((resolve) => setTimeout(resolve, 200)); // a token for the message
+      c.send({ t: "in", ref: "after", event: { type: "message", text: "hello" } });
+      expect(await c.waitFor(answerTo("after"))).toEqual({ t: "ack", ref: "after" });
+      const customer = (await stack.engine.eventsAfter(welcome.conversationId, 0, 100)).filter((event) => event.message.type === "text" && event.message.from === "customer");
+      expect(customer.map((event) => (event.message as { text: string }).text)).toEqual(["hello"]);
+    } finally {
+      await gateway.close();
+    }
+  }, 90_000);
+
+  it("one that stays that way past the stall limit is closed with 1013, as a slow reader is", async () => {
+    const gateway = new Gateway({ engine: stack.engine, releases: stack.releases, limits: { maxBufferedBytes: 64 * 1024, stallTimeoutMs: 300 } });
+    const { port } = await gateway.listen(0, "127.0.0.1");
+    try {
+      const { c, socket } = await pausedClient(port);
+      const ping = JSON.stringify({ t: "ping" });
+      for (let i = 0; i < 100_000; i++) c.ws.send(ping);
+      const server = serverSide(gateway);
+      for (let waited = 0; server.ws.readyState === WebSocket.OPEN && waited < 100; waited++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(server.ws.readyState).toBe(WebSocket.CLOSING);
+      socket.resume();
+      await c.waitFor(() => c.closed !== undefined, 30_000).catch(() => undefined);
+      expect(c.closed?.code).toBe(1013);
+    } finally {
+      await gateway.close();
+    }
+  }, 60_000);
+});
+
 describe("Origin and Host headers that lie", () => {
   const refusedOrigins = [
     "https://shop.example.evil.example",

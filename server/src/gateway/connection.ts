@@ -73,6 +73,8 @@ export class Connection {
   /** The hash of the resume token this connection joined its conversation with. */
   private tokenHash: string | undefined;
   private helloTimer: NodeJS.Timeout | undefined;
+  /** While reading is held because the client does not read what it is sent (holdReading): closes it at the stall limit. */
+  private holding: NodeJS.Timeout | undefined;
   /** When the resume token was last found current (deps.now). */
   private checkedAt = 0;
   alive = true;
@@ -166,7 +168,32 @@ export class Connection {
     return true;
   }
 
+  /**
+   * A client that sends but does not read: every frame it sends is answered (an ack, a pong, an error of ten
+   * times its size), so its answers piled up in this process without bound. While more than maxBufferedBytes
+   * wait to be sent, nothing more is read from it (TCP pushes back on the client) until they drain; still held
+   * at the stall limit, it is closed as a slow reader is.
+   */
+  private holdReading(): void {
+    const socket = this.deps.socket;
+    if (this.holding || this.closed || !socket || socket.destroyed || this.ws.bufferedAmount <= this.deps.limits.maxBufferedBytes) return;
+    this.ws.pause();
+    const resume = () => {
+      clearTimeout(this.holding);
+      this.holding = undefined;
+      if (!this.closed) this.ws.resume();
+    };
+    socket.once("drain", resume);
+    this.holding = setTimeout(() => {
+      socket.off("drain", resume);
+      this.holding = undefined;
+      this.ws.close(1013, "too slow; resume from the last event");
+    }, this.deps.limits.stallTimeoutMs);
+    this.holding.unref();
+  }
+
   private async receive(data: Buffer | Buffer[] | ArrayBuffer, isBinary: boolean): Promise<void> {
+    this.holdReading();
     const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
     // A dropped or refused frame is still answered with its ref, so the client knows which action failed
     // (a rate-limited confirm's card becomes usable again instead of waiting forever).
@@ -447,6 +474,7 @@ export class Connection {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.helloTimer);
+    clearTimeout(this.holding);
     if (this.retry) clearTimeout(this.retry);
     this.unsubscribe?.();
     this.deps.left(this);
