@@ -36,7 +36,10 @@ export class TeamActions extends EnginePart {
       if (conversation.handoff?.state === "taken" && conversation.handoff.member !== member) {
         return fail("conversation_held", "member", "another team member holds this conversation");
       }
-      await this.core.store.setHandoff(conversationId, { state: "taken", member, ...(conversation.handoff?.queue && { queue: conversation.handoff.queue }), at: this.core.now() });
+      // Compare-and-set: another member taking it over at the same moment on another node keeps it.
+      if (!(await this.core.store.setHandoff(conversationId, { state: "taken", member, ...(conversation.handoff?.queue && { queue: conversation.handoff.queue }), at: this.core.now() }, member))) {
+        return fail("conversation_held", "member", "another team member holds this conversation");
+      }
       await this.core.conversations.record(conversationId, {
         events: [{ type: "handoff", id: randomId("m"), state: "taken", text: "A member of our team has joined the conversation." }],
         transcript: [{ role: "system", content: "A team member took over the conversation." }],
@@ -66,7 +69,7 @@ export class TeamActions extends EnginePart {
       if (conversation.handoff.state === "taken" && conversation.handoff.member !== member) {
         return fail("conversation_held", "member", "another team member holds this conversation");
       }
-      await this.core.store.setHandoff(conversationId, null);
+      if (!(await this.core.store.setHandoff(conversationId, null, member))) return fail("conversation_held", "member", "another team member holds this conversation");
       await this.core.conversations.record(conversationId, {
         events: [{ type: "handoff", id: randomId("m"), state: "released", text: "You're back with the assistant." }],
         transcript: [{ role: "system", content: "The team handed the conversation back to you." }],

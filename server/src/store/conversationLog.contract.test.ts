@@ -153,6 +153,25 @@ describeEachStore("Conversation log contract", ({ store, second, conversation })
     expect((await store.getConversation(c.id))?.handoff).toBeNull();
   });
 
+  it("a handoff set for a member lands only while no other member holds the conversation: of two members taking it at once, one does", async () => {
+    const c = await conversation();
+    expect(await store.setHandoff(c.id, { state: "requested", queue: "help", at: 1 }, "ana")).toBe(true);
+    const taken = await Promise.all([store.setHandoff(c.id, { state: "taken", member: "ana", at: 2 }, "ana"), second.setHandoff(c.id, { state: "taken", member: "ben", at: 2 }, "ben")]);
+    expect(taken.filter(Boolean)).toHaveLength(1);
+    const holder = (await store.getConversation(c.id))?.handoff?.member;
+    expect(holder).toBe(taken[0] ? "ana" : "ben");
+    const other = holder === "ana" ? "ben" : "ana";
+    // The other member can neither take it nor hand it back; the holder can do both, and without a holder anyone may.
+    expect(await store.setHandoff(c.id, null, other)).toBe(false);
+    expect(await store.setHandoff(c.id, { state: "taken", member: other, at: 3 }, other)).toBe(false);
+    expect((await store.getConversation(c.id))?.handoff).toMatchObject({ state: "taken", member: holder });
+    expect(await store.setHandoff(c.id, { state: "taken", member: holder!, at: 4 }, holder)).toBe(true);
+    expect(await store.setHandoff(c.id, null, holder)).toBe(true);
+    expect(await store.setHandoff(c.id, { state: "taken", member: other, at: 5 }, other)).toBe(true);
+    expect(await store.setHandoff(c.id, null)).toBe(true); // without a holder it is set whatever it was
+    expect((await store.getConversation(c.id))?.handoff).toBeNull();
+  });
+
   it("a resume hash is rotated by compare-and-set: the old hash no longer finds the conversation, a stale rotation loses", async () => {
     const [before, after, other] = [1, 2, 3].map(() => randomBytes(32).toString("hex")) as [string, string, string];
     const c = await conversation({ resumeHash: before });

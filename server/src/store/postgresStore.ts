@@ -247,8 +247,12 @@ export class PostgresStore implements Store {
     await this.q("UPDATE conversations SET subject = $1::jsonb WHERE id = $2", [subject ? encode(subject) : null, id]);
   }
 
-  async setHandoff(id: string, handoff: HandoffState | null): Promise<void> {
-    await this.q("UPDATE conversations SET handoff = $1::jsonb WHERE id = $2", [handoff ? encode(handoff) : null, id]);
+  async setHandoff(id: string, handoff: HandoffState | null, holder?: string): Promise<boolean> {
+    const rows = await this.q(
+      "UPDATE conversations SET handoff = $1::jsonb WHERE id = $2 AND ($3::text IS NULL OR handoff IS NULL OR handoff->>'state' IS DISTINCT FROM 'taken' OR handoff->>'member' = $3) RETURNING id",
+      [handoff ? encode(handoff) : null, id, holder ?? null],
+    );
+    return rows.length === 1;
   }
 
   async setCapabilities(id: string, capabilities: ChannelCapabilities): Promise<void> {

@@ -202,8 +202,12 @@ export class SqliteStore implements Store {
     this.sql("UPDATE conversations SET subject = ? WHERE id = ?").run(subject ? encode(subject) : null, id);
   }
 
-  async setHandoff(id: string, handoff: HandoffState | null): Promise<void> {
-    this.sql("UPDATE conversations SET handoff = ? WHERE id = ?").run(handoff ? encode(handoff) : null, id);
+  async setHandoff(id: string, handoff: HandoffState | null, holder?: string): Promise<boolean> {
+    return (
+      this.sql(
+        "UPDATE conversations SET handoff = @handoff WHERE id = @id AND (@holder IS NULL OR handoff IS NULL OR json_extract(handoff, '$.state') IS NOT 'taken' OR json_extract(handoff, '$.member') = @holder)",
+      ).run({ handoff: handoff ? encode(handoff) : null, id, holder: holder ?? null }).changes === 1
+    );
   }
 
   async setCapabilities(id: string, capabilities: ChannelCapabilities): Promise<void> {

@@ -207,7 +207,11 @@ export interface Store {
   rotateResumeHash(id: string, from: string, to: string): Promise<boolean>;
   findConversationByExternal(agent: string, channel: ChannelKind, externalId: string, workspaceId: string): Promise<ConversationRecord | undefined>;
   setSubject(id: string, subject: CallSubject | null): Promise<void>;
-  setHandoff(id: string, handoff: HandoffState | null): Promise<void>;
+  /**
+   * Sets the conversation's handoff. With `holder`, only while no other member holds it (taken by someone else):
+   * of two members taking it over (or handing it back) at once on two nodes, one change lands. Whether it was set.
+   */
+  setHandoff(id: string, handoff: HandoffState | null, holder?: string): Promise<boolean>;
   setCapabilities(id: string, capabilities: ChannelCapabilities): Promise<void>;
   /** Newest first; only the workspace's when `workspaceId` is given (the team API always gives it). */
   listConversations(filter: { workspaceId?: string; handoff?: boolean; limit?: number }): Promise<ConversationRecord[]>;
