@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryBus, MemoryHub } from "../../server/src/bus/memoryBus.ts";
 import { PostgresStore } from "../../server/src/store/postgresStore.ts";
 import { TestClient } from "../gateway/support/client.ts";
-import { ORIGIN, startStack, type Stack } from "../gateway/support/stack.ts";
+import { HANDOFF_TOOL } from "../../server/src/engine/index.ts";
+import type { Model } from "../../server/src/model/model.ts";
+import { ORIGIN, shopRelease, startStack, type Stack } from "../gateway/support/stack.ts";
 import { testPg } from "../support/services.ts";
 
 const ANA = "team-secret-token";
@@ -16,10 +18,30 @@ const settings = { ...testPg(), schema: `caplo_team2_${process.pid}_${randomByte
 let a: Stack;
 let b: Stack;
 
+/** Held when the customer asks for a person: the model asks to hand off only once the test lets it. */
+let asked: () => void = () => undefined;
+let letGo: Promise<void> = Promise.resolve();
+const model: Model = {
+  id: "test:handoff",
+  async *stream(request) {
+    const last = request.messages.at(-1);
+    if (last?.role === "user" && JSON.stringify(last.content).includes("a person please")) {
+      asked();
+      await letGo;
+      yield { type: "tool-call", call: { id: "call_handoff", name: HANDOFF_TOOL, arguments: JSON.stringify({ reason: "asked for a person" }) } };
+      yield { type: "finish", reason: "tool-calls" };
+      return;
+    }
+    yield { type: "text-delta", text: "ok" };
+    yield { type: "finish", reason: "stop" };
+  },
+};
+
 beforeAll(async () => {
   const hub = new MemoryHub();
-  a = await startStack({ nodeId: "node-a", store: () => new PostgresStore(settings), bus: new MemoryBus({ hub }) });
-  b = await startStack({ nodeId: "node-b", store: () => new PostgresStore(settings), bus: new MemoryBus({ hub }) });
+  const releases = (version: Parameters<typeof shopRelease>[0]) => [shopRelease(version, { channels: { web: { handoff: { queue: "help" } } } })];
+  a = await startStack({ nodeId: "node-a", store: () => new PostgresStore(settings), bus: new MemoryBus({ hub }), releases, model });
+  b = await startStack({ nodeId: "node-b", store: () => new PostgresStore(settings), bus: new MemoryBus({ hub }), releases, model });
 }, 60_000);
 afterAll(async () => {
   await a?.close();
@@ -77,5 +99,24 @@ describe("two members, two nodes, one conversation", () => {
         expect(handoff, `round ${round}`).toBeNull();
       }
     }
+  });
+
+  it("a member taking it over on node B while the agent's turn on node A hands it to the team: the member keeps it, and no handoff request follows", async () => {
+    const customer = await TestClient.open(a.wsUrl, ORIGIN);
+    const id = (await customer.hello("shop-agent")).conversationId;
+    const modelAsked = new Promise<void>((resolve) => (asked = resolve));
+    let release: () => void = () => undefined;
+    letGo = new Promise<void>((resolve) => (release = resolve));
+    customer.send({ t: "in", ref: "r1", event: { type: "message", text: "a person please" } });
+    await modelAsked;
+    expect((await post(b, BEN, `/${id}/takeover`)).status).toBe(200);
+    release();
+    await customer.waitFor((frame) => frame.t === "event" && frame.message.type === "handoff" && (frame.message as { state: string }).state === "taken");
+    await a.engine.idle();
+    await customer.close();
+    expect((await a.store.getConversation(id))?.handoff).toMatchObject({ state: "taken", member: "ben" });
+    expect(await handoffEvents(id)).toEqual(["taken"]);
+    // Ben still holds it: he writes in it.
+    expect((await fetch(`${b.base}/v1/team/conversations/${id}/messages`, { method: "POST", headers: { authorization: `Bearer ${BEN}`, "content-type": "application/json" }, body: JSON.stringify({ text: "Ben here." }) })).status).toBe(200);
   });
 });

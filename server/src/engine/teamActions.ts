@@ -17,7 +17,8 @@ export class TeamActions extends EnginePart {
   async handOff(conversation: ConversationRecord, release: AgentRelease, reason: string | undefined): Promise<void> {
     const destination = release.config.channels[conversation.channel]?.handoff;
     if (!destination) return;
-    await this.core.store.setHandoff(conversation.id, { state: "requested", queue: destination.queue, at: this.core.now() });
+    // Not over a member who took the conversation over meanwhile (on another node): the customer has a person already.
+    if (!(await this.core.store.setHandoff(conversation.id, { state: "requested", queue: destination.queue, at: this.core.now() }, null))) return;
     await this.core.conversations.emit(conversation.id, {
       type: "handoff",
       id: randomId("m"),

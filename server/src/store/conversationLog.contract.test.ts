@@ -168,8 +168,13 @@ describeEachStore("Conversation log contract", ({ store, second, conversation })
     expect(await store.setHandoff(c.id, { state: "taken", member: holder!, at: 4 }, holder)).toBe(true);
     expect(await store.setHandoff(c.id, null, holder)).toBe(true);
     expect(await store.setHandoff(c.id, { state: "taken", member: other, at: 5 }, other)).toBe(true);
+    // The agent's request (holder null) lands only while no member holds it.
+    expect(await store.setHandoff(c.id, { state: "requested", queue: "help", at: 6 }, null)).toBe(false);
+    expect((await store.getConversation(c.id))?.handoff).toMatchObject({ state: "taken", member: other });
     expect(await store.setHandoff(c.id, null)).toBe(true); // without a holder it is set whatever it was
     expect((await store.getConversation(c.id))?.handoff).toBeNull();
+    expect(await store.setHandoff(c.id, { state: "requested", queue: "help", at: 7 }, null)).toBe(true);
+    expect(await store.setHandoff(c.id, { state: "requested", queue: "help", at: 8 }, null)).toBe(true);
   });
 
   it("a resume hash is rotated by compare-and-set: the old hash no longer finds the conversation, a stale rotation loses", async () => {

@@ -247,10 +247,10 @@ export class PostgresStore implements Store {
     await this.q("UPDATE conversations SET subject = $1::jsonb WHERE id = $2", [subject ? encode(subject) : null, id]);
   }
 
-  async setHandoff(id: string, handoff: HandoffState | null, holder?: string): Promise<boolean> {
+  async setHandoff(id: string, handoff: HandoffState | null, holder?: string | null): Promise<boolean> {
     const rows = await this.q(
-      "UPDATE conversations SET handoff = $1::jsonb WHERE id = $2 AND ($3::text IS NULL OR handoff IS NULL OR handoff->>'state' IS DISTINCT FROM 'taken' OR handoff->>'member' = $3) RETURNING id",
-      [handoff ? encode(handoff) : null, id, holder ?? null],
+      "UPDATE conversations SET handoff = $1::jsonb WHERE id = $2 AND (NOT $4::boolean OR handoff IS NULL OR handoff->>'state' IS DISTINCT FROM 'taken' OR handoff->>'member' = $3) RETURNING id",
+      [handoff ? encode(handoff) : null, id, holder ?? null, holder !== undefined],
     );
     return rows.length === 1;
   }

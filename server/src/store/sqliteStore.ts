@@ -202,11 +202,11 @@ export class SqliteStore implements Store {
     this.sql("UPDATE conversations SET subject = ? WHERE id = ?").run(subject ? encode(subject) : null, id);
   }
 
-  async setHandoff(id: string, handoff: HandoffState | null, holder?: string): Promise<boolean> {
+  async setHandoff(id: string, handoff: HandoffState | null, holder?: string | null): Promise<boolean> {
     return (
       this.sql(
-        "UPDATE conversations SET handoff = @handoff WHERE id = @id AND (@holder IS NULL OR handoff IS NULL OR json_extract(handoff, '$.state') IS NOT 'taken' OR json_extract(handoff, '$.member') = @holder)",
-      ).run({ handoff: handoff ? encode(handoff) : null, id, holder: holder ?? null }).changes === 1
+        "UPDATE conversations SET handoff = @handoff WHERE id = @id AND (NOT @held OR handoff IS NULL OR json_extract(handoff, '$.state') IS NOT 'taken' OR json_extract(handoff, '$.member') = @holder)",
+      ).run({ handoff: handoff ? encode(handoff) : null, id, holder: holder ?? null, held: holder !== undefined ? 1 : 0 }).changes === 1
     );
   }
 

@@ -209,9 +209,10 @@ export interface Store {
   setSubject(id: string, subject: CallSubject | null): Promise<void>;
   /**
    * Sets the conversation's handoff. With `holder`, only while no other member holds it (taken by someone else):
-   * of two members taking it over (or handing it back) at once on two nodes, one change lands. Whether it was set.
+   * of two members taking it over (or handing it back) at once on two nodes, one change lands. With `holder`
+   * null, only while no member holds it (the agent's handoff request). Whether it was set.
    */
-  setHandoff(id: string, handoff: HandoffState | null, holder?: string): Promise<boolean>;
+  setHandoff(id: string, handoff: HandoffState | null, holder?: string | null): Promise<boolean>;
   setCapabilities(id: string, capabilities: ChannelCapabilities): Promise<void>;
   /** Newest first; only the workspace's when `workspaceId` is given (the team API always gives it). */
   listConversations(filter: { workspaceId?: string; handoff?: boolean; limit?: number }): Promise<ConversationRecord[]>;
