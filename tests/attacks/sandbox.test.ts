@@ -18,6 +18,7 @@ const leaky = testVersion(
     { name: "leak", policy: { effect: "read", timeoutSeconds: 5 } },
     { name: "leak_throw", policy: { effect: "read", timeoutSeconds: 5 } },
     { name: "leak_write", policy: { effect: "write", timeoutSeconds: 5, confirmation: "required" }, hasStatus: true },
+    { name: "leak_long", policy: { effect: "read", timeoutSeconds: 5 } },
     { name: "leak_question", policy: { effect: "read", timeoutSeconds: 5, elicitation: { style: "form", fields: [{ name: "size" }] } } },
     { name: "follow", policy: { effect: "read", timeoutSeconds: 10 } },
   ],
@@ -94,6 +95,19 @@ describe("a package that spells its secret the ways code does by accident", () =
     expect(status.outcome).toBe("unknown");
     expect(leaks(status)).toEqual([]);
     expect(leaks(logStore.read())).toEqual([]);
+  });
+});
+
+describe("a package whose long log lines hold its secret where the log cuts them", () => {
+  it("no part of the secret is kept before a message's cut or in the start kept of large data", async () => {
+    const result = await runner.call({ packageVersionId: leaky.id, tool: "leak_long", args: {}, context: context() });
+    expect(result.isError, result.modelText).toBe(false);
+    expect(result.logs).toHaveLength(4);
+    // The cuts are where the package put the secret: 10 characters of it would be kept.
+    expect(result.logs[0]!.message).toMatch(/^a{8182}… \[[0-9]+ more characters cut\]$/);
+    expect((result.logs[1]!.data as { cut: string }).cut).toContain("only its start is kept");
+    const kept = JSON.stringify([result.logs, logStore.read(result.invocationId)]);
+    for (const prefix of [SECRET.slice(0, 10), encodeURIComponent(SECRET).slice(0, 10)]) expect(kept).not.toContain(prefix);
   });
 });
 

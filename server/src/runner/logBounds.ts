@@ -15,10 +15,17 @@ function detached(text: string): string {
   return Buffer.from(text, "utf8").toString("utf8");
 }
 
+/** Where to cut a text at most `at` characters long (a call's redactor moves it before a secret it would split). */
+export type CutPoint = (text: string, at: number) => number;
+const plainCut: CutPoint = (_text, at) => at;
+
 /** One line within the per-line bounds; a cut message or data says how much was cut. */
-export function boundLine(line: LogLine): LogLine {
+export function boundLine(line: LogLine, cutPoint: CutPoint = plainCut): LogLine {
   let message = line.message;
-  if (message.length > LOG_MESSAGE_CHARS_MAX) message = `${detached(message.slice(0, LOG_MESSAGE_CHARS_MAX))}… [${message.length - LOG_MESSAGE_CHARS_MAX} more characters cut]`;
+  if (message.length > LOG_MESSAGE_CHARS_MAX) {
+    const keep = cutPoint(message, LOG_MESSAGE_CHARS_MAX);
+    message = `${detached(message.slice(0, keep))}… [${message.length - keep} more characters cut]`;
+  }
   if (line.data === undefined) return message === line.message ? line : { ...line, message };
   let json: string;
   try {
@@ -28,7 +35,7 @@ export function boundLine(line: LogLine): LogLine {
   }
   const bytes = Buffer.byteLength(json);
   if (bytes <= LOG_DATA_BYTES_MAX) return { ...line, message };
-  return { ...line, message, data: { cut: `data of ${bytes} bytes, over the ${LOG_DATA_BYTES_MAX}-byte limit of a log line: only its start is kept`, start: detached(json.slice(0, 1024)) } };
+  return { ...line, message, data: { cut: `data of ${bytes} bytes, over the ${LOG_DATA_BYTES_MAX}-byte limit of a log line: only its start is kept`, start: detached(json.slice(0, cutPoint(json, 1024))) } };
 }
 
 /** Size of a line as it is counted against the call's bytes. */
@@ -43,9 +50,15 @@ export class CallLog {
   private dropped = 0;
   private droppedBytes = 0;
   private note: LogLine | undefined;
+  private readonly cutPoint: CutPoint;
+
+  /** cutPoint: the call's redactor's, so that no cut leaves part of a secret (redacted only after). */
+  constructor(cutPoint: CutPoint = plainCut) {
+    this.cutPoint = cutPoint;
+  }
 
   push(raw: LogLine): void {
-    const line = boundLine(raw);
+    const line = boundLine(raw, this.cutPoint);
     const size = lineBytes(line);
     if (this.note === undefined && this.lines.length < CALL_LOG_LINES_MAX && this.bytes + size <= CALL_LOG_BYTES_MAX) {
       this.lines.push(line);

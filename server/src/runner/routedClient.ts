@@ -6,7 +6,6 @@ import { McpError, ErrorCode, ElicitRequestSchema, LoggingMessageNotificationSch
 import { CALL_META_KEY } from "@caplo/shared";
 import type { ElicitRequest, LogLine } from "./api.ts";
 import type { EgressEvent } from "./egressProxy.ts";
-import { boundLine } from "./logBounds.ts";
 
 /** Where a call in flight takes its server's messages: log lines, egress events and questions to the visitor. */
 export type CallRoute = {
@@ -38,8 +37,9 @@ function toLogLine(params: { level: string; logger?: string; data?: unknown }): 
     message = (data as { message: string }).message;
     extra = (data as { data?: unknown }).data;
   } else message = JSON.stringify(data ?? null);
-  // Bounded here, before the line is kept anywhere: the runner's CallLog bounds the call's total.
-  return boundLine({ level: LEVELS[params.level] ?? "info", message, ...(extra !== undefined && { data: extra }), at: new Date().toISOString() });
+  // Not cut here: the call's CallLog bounds it at once (keeping nothing of the raw line), with the call's
+  // secrets known, so that no cut leaves part of one.
+  return { level: LEVELS[params.level] ?? "info", message, ...(extra !== undefined && { data: extra }), at: new Date().toISOString() };
 }
 
 /** The invocation a server-originated message names, in its params, _meta or log data. */

@@ -68,3 +68,17 @@ describe("the secret as code spells it by accident", () => {
     expect(redact(text)).toBe(text);
   });
 });
+
+describe("where a long text may be cut", () => {
+  const redact = makeRedactor({ API_KEY: "sk-live-1234" });
+  it("before a spelling of a secret the cut would split, else where asked", () => {
+    const text = `${"a".repeat(95)}sk-live-1234 then ${"b".repeat(50)}`;
+    expect(redact.cutPoint(text, 100)).toBe(95);
+    expect(redact.cutPoint(text, 95)).toBe(95);
+    expect(redact.cutPoint(text, 106)).toBe(95);
+    expect(redact.cutPoint(text, 107)).toBe(107);
+    const encoded = `${"a".repeat(90)}${encodeURIComponent("sk-live-1234").replace("-", "%2D")}${"b".repeat(50)}`;
+    expect(redact.cutPoint(encoded, 100)).toBe(90);
+    expect(makeRedactor({}).cutPoint(text, 100)).toBe(100);
+  });
+});

@@ -8,7 +8,16 @@ const MIN_SECRET_LENGTH = 4;
 /** A base64 run shorter than this is not looked for: it would match ordinary text by chance. */
 const BASE64_FRAGMENT_MIN = 6;
 
-export type Redactor = <T>(value: T) => T;
+export type Redactor = (<T>(value: T) => T) & {
+  /**
+   * Where to cut `text` near `at` (at most `at`) so that no spelling of a secret is cut in two: a part of a
+   * secret left before a cut could not be redacted after it (a long log line's kept start).
+   */
+  cutPoint: (text: string, at: number) => number;
+};
+
+/** The longest text one character of a secret is spelled as: three percent-encoded UTF-8 bytes. */
+const SPELLING_CHARS_PER_CHAR = 9;
 
 const hexAnyCase = (value: number, digits: number) =>
   value
@@ -84,5 +93,20 @@ export function makeRedactor(secrets: Record<string, string>): Redactor {
     if (Array.isArray(value)) return value.map((item) => walk(item, depth + 1));
     return Object.fromEntries(Object.entries(value).map(([key, item]) => [redactText(key), walk(item, depth + 1)]));
   };
-  return <T>(value: T): T => (entries.length === 0 ? value : (walk(value, 0) as T));
+  const reach = SPELLING_CHARS_PER_CHAR * Math.max(0, ...entries.map(([, value]) => value.length));
+  const cutPoint = (text: string, at: number): number => {
+    if (entries.length === 0 || at >= text.length) return at;
+    // Only a spelling that starts within `reach` before the cut can straddle it.
+    const from = Math.max(0, at - reach);
+    const scan = new RegExp(pattern.source, "g");
+    const window = text.slice(from, at + reach);
+    for (let match = scan.exec(window); match; match = scan.exec(window)) {
+      const start = from + match.index;
+      if (start >= at) break;
+      if (start + match[0].length > at) return start;
+    }
+    return at;
+  };
+  const redactor = <T>(value: T): T => (entries.length === 0 ? value : (walk(value, 0) as T));
+  return Object.assign(redactor, { cutPoint });
 }

@@ -317,12 +317,12 @@ export class CaploToolRunner implements ToolRunner {
 
   async call(request: ToolCallRequest): Promise<ToolCallResult> {
     const started = performance.now();
-    const callLog = new CallLog();
+    const redact = makeRedactor(request.context.secrets);
+    const callLog = new CallLog(redact.cutPoint);
     const logs = callLog.lines;
     const invocationId = request.context.invocationId;
     const target = this.targets.get(request.packageVersionId);
     const tool = target?.tools.find((candidate) => candidate.name === request.tool);
-    const redact = makeRedactor(request.context.secrets);
     const finish = (result: Omit<ToolCallResult, "invocationId" | "logs" | "durationMs">): ToolCallResult => {
       const done: ToolCallResult = redact({ ...result, invocationId, logs, durationMs: Math.round(performance.now() - started) });
       this.logStore.record({
@@ -520,11 +520,11 @@ export class CaploToolRunner implements ToolRunner {
 
   async checkStatus(request: StatusCheckRequest): Promise<WriteOutcome> {
     const started = performance.now();
-    const callLog = new CallLog();
+    const redact = makeRedactor(request.context.secrets);
+    const callLog = new CallLog(redact.cutPoint);
     const logs = callLog.lines;
     const target = this.targets.get(request.packageVersionId);
     const tool = target?.tools.find((candidate) => candidate.name === request.tool);
-    const redact = makeRedactor(request.context.secrets);
     const record = (outcome: WriteOutcome): WriteOutcome => {
       const clean = redact(outcome);
       this.logStore.record({

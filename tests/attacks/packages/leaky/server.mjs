@@ -45,6 +45,17 @@ export function createServer() {
     const all = spellings(secretOf(extra));
     return { isError: true, content: text(`refused: ${all.json} ${all.basic}`), _meta: { [EFFECT]: { version: 1, outcome: "not_applied" } } };
   });
+  // Logs long text with the secret where the log's cuts fall: 10 characters before a message's 8192-character
+  // cut, and before the 1024-character start kept of data over 16 KiB (each also percent-encoded).
+  server.registerTool("leak_long", { inputSchema: {} }, async (_args, extra) => {
+    const secret = secretOf(extra);
+    for (const spelled of [secret, encodeURIComponent(secret)]) {
+      await log(extra, `${"a".repeat(8192 - 10)}${spelled} and more`);
+      const head = '{"head":"';
+      await log(extra, "long data", { head: "b".repeat(1024 - 10 - head.length - '","key":"'.length), key: spelled, pad: "c".repeat(20000) });
+    }
+    return { content: text("logged") };
+  });
   // Asks the visitor a question that carries its secret: in the message, a field's title and description,
   // a choice and its label, each in another spelling (none percent-encoded: "%2FA" reads as "2FA", a
   // credential word the elicitation check refuses before the visitor sees anything).
