@@ -245,3 +245,55 @@ describe("the webhooks' rate limit against senders without the credentials", () 
     }
   });
 });
+
+describe("Twilio: the signed URL's edges", () => {
+  /** A POST to the webhook's path with `query` and extra headers, by node:http. */
+  const postAt = (base: string, query: string, body: Buffer, headers: Record<string, string>) =>
+    new Promise<{ status: number }>((resolve, reject) => {
+      const req = httpRequest(`${base}/webhooks/whatsapp${query}`, { method: "POST", headers: { ...headers, "content-length": String(body.length) } }, (res) => {
+        res.resume();
+        res.on("end", () => resolve({ status: res.statusCode ?? 0 }));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+
+  it("a query the request carries is part of what was signed; forwarded host and scheme headers never change the URL checked; the default port may be written or not", async () => {
+    // A bench of its own: what it stores is checked whole.
+    const bench = await channelBench({ platform: "whatsapp", rules: RULES });
+    const gateway = new Gateway({ engine: bench.h.engine, releases: new StaticReleases([bench.h.release]) });
+    registerChannelRoutes(gateway, bench.service, ["whatsapp"]);
+    const { port: listening } = await gateway.listen(0, "127.0.0.1");
+    const base = `http://127.0.0.1:${listening}`;
+    const twilioHeaders = (raw: Buffer, url: string, token = bench.twilio!.authToken) => ({ "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": twilioSignature(raw, url, token) });
+    const form = (text: string) => bench.body({ text });
+    try {
+      // Signed over the public URL with the query the request carries: taken (Twilio signs the URL as configured).
+      const withQuery = form("hello, with a query");
+      expect((await postAt(base, "?ws=shop&x=1", withQuery, twilioHeaders(withQuery, `${PUBLIC_URL}?ws=shop&x=1`))).status).toBe(200);
+      // Signed without it, or over another value: refused.
+      const noQuery = form("hello, query dropped");
+      expect((await postAt(base, "?ws=shop", noQuery, twilioHeaders(noQuery, PUBLIC_URL))).status).toBe(403);
+      const otherValue = form("hello, query changed");
+      expect((await postAt(base, "?ws=acme", otherValue, twilioHeaders(otherValue, `${PUBLIC_URL}?ws=shop`))).status).toBe(403);
+      // X-Forwarded-Host/Proto and Host naming the attacker's URL, signed over that URL with the forger's own key: refused.
+      const forwarded = form("hello, forwarded");
+      const evilUrl = "https://evil.example/caplo/webhooks/whatsapp";
+      expect((await postAt(base, "", forwarded, { ...twilioHeaders(forwarded, evilUrl, "e".repeat(32)), "x-forwarded-host": "evil.example", "x-forwarded-proto": "https", host: "evil.example" })).status).toBe(403);
+      // Even with the real token, a signature over the URL those headers name is not over the public URL: refused.
+      expect((await postAt(base, "", forwarded, { ...twilioHeaders(forwarded, evilUrl), "x-forwarded-host": "evil.example", host: "evil.example" })).status).toBe(403);
+      // https's default port written out is the same URL (Twilio's own validator accepts both spellings).
+      const port = form("hello, with the port");
+      expect((await postAt(base, "", port, twilioHeaders(port, "https://shop.example:443/caplo/webhooks/whatsapp"))).status).toBe(200);
+      const otherPort = form("hello, another port");
+      expect((await postAt(base, "", otherPort, twilioHeaders(otherPort, "https://shop.example:8443/caplo/webhooks/whatsapp"))).status).toBe(403);
+      await bench.service.idle();
+      await bench.h.engine.idle();
+      const stored = (await bench.store.listInbound()).map((row) => (JSON.parse(row.event) as { text?: string }).text);
+      expect(stored.sort()).toEqual(["hello, with a query", "hello, with the port"]);
+    } finally {
+      await gateway.close();
+      await bench.close();
+    }
+  });
+});
