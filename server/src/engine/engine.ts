@@ -327,9 +327,19 @@ export class Engine {
     return this.store.pruneInboundSources(before);
   }
 
-  /** A customer verified (identity token, or a channel identity): cancel other customers' proposals, resume step-ups. */
-  verify(conversationId: string, subject: CallSubject): Promise<EngineResult> {
-    return this.core.writes.verify(conversationId, subject);
+  /**
+   * A customer verified (identity token, or a channel identity): cancel other customers' proposals, resume step-ups.
+   * `resume` (the widget's sign-in): the conversation's resume token is replaced first, from `from` to `to`, and
+   * only if `from` is still its own (else resume_rotated, nothing changed); `rotated` runs once it is. One
+   * compare-and-set decides both, so of two sign-ins racing with one token (on any nodes), the one whose socket
+   * holds the new token is the one whose subject the conversation has.
+   */
+  verify(conversationId: string, subject: CallSubject, resume?: { from: string; to: string; rotated: () => void }): Promise<EngineResult> {
+    return this.core.writes.verify(conversationId, subject, resume && (async () => {
+      if (!(await this.rotateResume(conversationId, resume.from, resume.to))) return false;
+      resume.rotated();
+      return true;
+    }));
   }
 
   // ---------------------------------------------------------------- background work

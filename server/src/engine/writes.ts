@@ -55,10 +55,12 @@ export class Writes extends EnginePart {
   }
 
   /** A customer verified (identity token, or a channel identity): cancel other customers' proposals, resume step-ups. */
-  async verify(conversationId: string, subject: CallSubject): Promise<EngineResult> {
+  async verify(conversationId: string, subject: CallSubject, rotate?: () => Promise<boolean>): Promise<EngineResult> {
     return this.core.serial(conversationId, async () => {
       const conversation = await this.core.store.getConversation(conversationId);
       if (!conversation) return fail("conversation_not_found", "conversationId", "no such conversation");
+      // The resume token replaced before the subject is set: a sign-in that lost the token's race sets nothing.
+      if (rotate && !(await rotate())) return fail("resume_rotated", "", "this conversation's resume token was replaced; resume with the new token");
       await this.core.store.setSubject(conversationId, subject);
       // A read that asked the customer to verify (since their last message) goes on by itself: no retyping.
       const readWaits = await this.readWaitsForVerification(conversation);

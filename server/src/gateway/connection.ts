@@ -326,16 +326,25 @@ export class Connection {
         if (!(await this.stillCurrent(frame.ref))) return;
         const verified = await this.deps.verifyIdentity(this.release, frame.token);
         if (!verified.ok) return this.error(verified.error.code, verified.error.message, { path: verified.error.path, ref: frame.ref });
-        const result = await this.deps.engine.verify(this.conversationId, verified.subject);
-        if (!result.ok) return this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
         // Signed in (or stepped up): a new resume token, so one handed out before cannot resume the verified
-        // conversation. Other connections joined with the old token are closed.
+        // conversation. It replaces this connection's before the subject is set, in one step of the engine: a
+        // sign-in racing this one on a socket of the same old token (another tab, or whoever copied the token)
+        // either wins both or changes nothing. Other connections joined with the old token are closed.
         const token = randomBytes(32).toString("base64url");
         const tokenHash = hashToken(token);
-        if (!(await this.deps.engine.rotateResume(this.conversationId, this.tokenHash!, tokenHash))) return this.closeRotated(frame.ref);
-        this.tokenHash = tokenHash;
-        this.checkedAt = this.deps.now();
-        this.deps.rotated(this.conversationId, this);
+        const conversationId = this.conversationId;
+        const result = await this.deps.engine.verify(conversationId, verified.subject, {
+          from: this.tokenHash!,
+          to: tokenHash,
+          // This connection holds the new token from now on, whatever follows (an identify sent again rotates from it).
+          rotated: () => {
+            this.tokenHash = tokenHash;
+            this.checkedAt = this.deps.now();
+            this.deps.rotated(conversationId, this);
+          },
+        });
+        if (!result.ok && result.error.code === "resume_rotated") return this.closeRotated(frame.ref);
+        if (!result.ok) return this.error(result.error.code, result.error.message, { path: result.error.path, ref: frame.ref });
         this.ack(answer, frame.ref, { resumeToken: token });
         return;
       }
