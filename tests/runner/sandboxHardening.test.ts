@@ -155,6 +155,13 @@ describe("the sandbox closes what plain Node 24 leaves open", () => {
     expect(runner.logStore.read("inv-flood")[0]!.logs.at(-1)!.message).toBe(note.message);
   });
 
+  it("a result nested deeper than the runner's stack fails the call, which is still recorded, instead of the call throwing", async () => {
+    const result = await runner.call({ packageVersionId: version.id, tool: "attempt", args: { kind: "deep_result", bytes: 20_000 }, context: { invocationId: "inv-deep", secrets: {} } });
+    expect(result).toMatchObject({ isError: true, modelText: expect.stringContaining("The tool's result could not be checked: ") });
+    expect(runner.logStore.read("inv-deep")).toMatchObject([{ invocationId: "inv-deep", isError: true }]);
+    expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
+  });
+
   it("a handler that blocks its thread for good (Atomics.wait) times out, and its process is replaced", async () => {
     const starts = runner.starts(version.id);
     const hung = await runner.call({ packageVersionId: version.id, tool: "hang", args: {}, context: { invocationId: "inv-hang", secrets: {} } });

@@ -422,39 +422,45 @@ export class CaploToolRunner implements ToolRunner {
     }
     const raw = invoked.raw;
 
-    const result = raw as { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean; _meta?: Record<string, unknown> };
-    const isError = result.isError === true;
-    const files = await scanFiles(extractFiles(result.content, !isError && policy.effect === "read" ? policy.presentation?.files : undefined), this.options.fileScanner);
-    const undelivered = undeliveredFiles(files);
-    const text = textOf(files.content);
-    const shape: ResultShape = { isError, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(result._meta && { meta: result._meta }) };
+    // What the package answered is its own: a result that cannot be measured or checked (nested past the
+    // stack, say) fails the call like any bad result, with its record, instead of the call throwing.
+    try {
+      const result = raw as { content: unknown[]; structuredContent?: Record<string, unknown>; isError?: boolean; _meta?: Record<string, unknown> };
+      const isError = result.isError === true;
+      const files = await scanFiles(extractFiles(result.content, !isError && policy.effect === "read" ? policy.presentation?.files : undefined), this.options.fileScanner);
+      const undelivered = undeliveredFiles(files);
+      const text = textOf(files.content);
+      const shape: ResultShape = { isError, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(result._meta && { meta: result._meta }) };
 
-    // Step-up applies nothing, for reads and writes alike.
-    const stepUp = readStepUp(result._meta);
-    if (stepUp) {
-      return finish({ modelText: "The customer must verify again before this can be done.", isError: false, files: [], stepUp, ...(isWrite && { outcome: { outcome: "step_up_required", stepUp } }) });
+      // Step-up applies nothing, for reads and writes alike.
+      const stepUp = readStepUp(result._meta);
+      if (stepUp) {
+        return finish({ modelText: "The customer must verify again before this can be done.", isError: false, files: [], stepUp, ...(isWrite && { outcome: { outcome: "step_up_required", stepUp } }) });
+      }
+      const size = resultBytes(files.content, result.structuredContent);
+      if (size > RESULT_BYTES_MAX) return fail(`The tool's result is ${size} bytes, over the limit of ${RESULT_BYTES_MAX} bytes (256 KiB).`);
+      const outcome = isWrite ? mapWriteResult(shape, target.effectOutcomes) : undefined;
+      // outputSchema describes the tool's result: a read's, or an applied write's. A pending write has no
+      // result yet (the seeds' pending(operationRef, message) carries only a message), so it is not checked,
+      // and any structured content it carries is not passed on as a result.
+      const isResult = !isError && (outcome === undefined || outcome.outcome === "applied");
+      if (isResult && tool.outputSchema) {
+        if (!result.structuredContent) return fail("The tool's result has no structured content, but the tool declares an outputSchema.");
+        const outputIssues = validateAgainst(tool.outputSchema, result.structuredContent);
+        if (outputIssues.length) return fail(`The tool's result does not match its outputSchema: ${outputIssues.map((issue) => issue.message).join("; ")}`);
+      }
+      const modelText = [text || (result.structuredContent ? JSON.stringify(result.structuredContent) : isError ? "The tool failed." : ""), ...files.notes].filter(Boolean).join("\n");
+      return finish({
+        modelText,
+        isError,
+        ...((isResult || (!isError && !tool.outputSchema)) && result.structuredContent && { structuredContent: result.structuredContent }),
+        files: files.files,
+        ...(undelivered.length > 0 && { undelivered }),
+        ...(outcome && { outcome }),
+      });
+    } catch (error) {
+      return fail(`The tool's result could not be checked: ${describeError(error)}`);
     }
-    const size = resultBytes(files.content, result.structuredContent);
-    if (size > RESULT_BYTES_MAX) return fail(`The tool's result is ${size} bytes, over the limit of ${RESULT_BYTES_MAX} bytes (256 KiB).`);
-    const outcome = isWrite ? mapWriteResult(shape, target.effectOutcomes) : undefined;
-    // outputSchema describes the tool's result: a read's, or an applied write's. A pending write has no
-    // result yet (the seeds' pending(operationRef, message) carries only a message), so it is not checked,
-    // and any structured content it carries is not passed on as a result.
-    const isResult = !isError && (outcome === undefined || outcome.outcome === "applied");
-    if (isResult && tool.outputSchema) {
-      if (!result.structuredContent) return fail("The tool's result has no structured content, but the tool declares an outputSchema.");
-      const outputIssues = validateAgainst(tool.outputSchema, result.structuredContent);
-      if (outputIssues.length) return fail(`The tool's result does not match its outputSchema: ${outputIssues.map((issue) => issue.message).join("; ")}`);
-    }
-    const modelText = [text || (result.structuredContent ? JSON.stringify(result.structuredContent) : isError ? "The tool failed." : ""), ...files.notes].filter(Boolean).join("\n");
-    return finish({
-      modelText,
-      isError,
-      ...((isResult || (!isError && !tool.outputSchema)) && result.structuredContent && { structuredContent: result.structuredContent }),
-      files: files.files,
-      ...(undelivered.length > 0 && { undelivered }),
-      ...(outcome && { outcome }),
-    });
   }
 
   /**
@@ -580,7 +586,13 @@ export class CaploToolRunner implements ToolRunner {
     const text = textOf(Array.isArray(result.content) ? result.content : []);
     // A status answer may also carry the outcome at its top level ({ version, outcome, ... }).
     const answerMeta = result._meta?.[EFFECT_META_KEY] !== undefined ? result._meta : "outcome" in result ? { [EFFECT_META_KEY]: result } : result._meta;
-    return record(mapStatusResult({ isError: result.isError === true, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(answerMeta && { meta: answerMeta }) }));
+    let outcome: WriteOutcome;
+    try {
+      outcome = mapStatusResult({ isError: result.isError === true, text, ...(result.structuredContent && { structuredContent: result.structuredContent }), ...(answerMeta && { meta: answerMeta }) });
+    } catch (error) {
+      outcome = { outcome: "unknown", reason: `the status answer could not be checked: ${describeError(error)}` };
+    }
+    return record(outcome);
   }
 
   async close(): Promise<void> {

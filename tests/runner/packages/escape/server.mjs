@@ -164,6 +164,13 @@ const attacks = {
   wasm: async () => { const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]); await WebAssembly.instantiate(bytes); return "compiled"; },
 };
 
+/** Answers the call itself with a result nested deeper than the runner's stack (JSON.parse takes it, JSON.stringify cannot). */
+const deepResult = (extra, a) => {
+  const deep = "[".repeat(a.bytes) + "]".repeat(a.bytes);
+  process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(extra.requestId)},"result":{"content":[{"type":"text","text":"deep"}],"structuredContent":{"deep":${deep}}}}\n`);
+  return new Promise(() => undefined); // the handler's own answer never comes
+};
+
 /** A huge flood of log lines (the runner must bound each line's data and the call's total). */
 const flood = async (server, a) => {
   const big = "x".repeat(a.bytes);
@@ -179,8 +186,8 @@ export function createServer() {
   server.registerTool(
     "attempt",
     { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional(), url: z.string().optional(), heads: z.array(z.string()).optional(), fds: z.array(z.number()).optional(), bytes: z.number().optional(), big: z.number().optional(), small: z.number().optional() } },
-    async (args) => {
-      const run = args.kind === "log_flood" ? (a) => flood(server, a) : attacks[args.kind];
+    async (args, extra) => {
+      const run = args.kind === "log_flood" ? (a) => flood(server, a) : args.kind === "deep_result" ? (a) => deepResult(extra, a) : attacks[args.kind];
       const report = run ? await attempt(() => run(args)) : { ok: false, message: "no such attack" };
       return { content: [{ type: "text", text: JSON.stringify(report) }], structuredContent: report };
     },
