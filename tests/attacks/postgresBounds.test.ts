@@ -11,6 +11,7 @@ import { teamMember } from "../../server/src/gateway/teamMembers.ts";
 import { postgresHarness, type StoreHarness } from "../../server/src/store/testing/storeHarness.ts";
 import { answerTo, isT, proposeCancel, TestClient } from "../gateway/support/client.ts";
 import { ORIGIN, SHOP_RULES, startStack, type Stack } from "../gateway/support/stack.ts";
+import { shopVersion } from "../engine/support/shopTools.ts";
 
 const TOKEN = "ct_bounds-team-token-0123456789abcdef";
 let harness: StoreHarness;
@@ -89,5 +90,49 @@ describe("numbers past the store's columns, on PostgreSQL", () => {
     expect((await stack!.store.getWrite(proposalId))?.finalArgs).toMatchObject({ reason: "too late \ufffd\ufffd" });
     expect(c.frames.some((frame) => frame.t === "error")).toBe(false);
     await c.close();
+  });
+
+  it("a NUL in a team API id is no conversation or write (404, as one that does not exist), not 500; a search for it looks for U+FFFD; in a note or an outcome's note it is kept as U+FFFD", async () => {
+    const send = async (method: string, path: string, body?: unknown) => {
+      const answer = await fetch(`${base}/v1/team${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" }, ...(body !== undefined && { body: JSON.stringify(body) }) });
+      return { status: answer.status, body: (await answer.json()) as { error?: { code: string; path: string; message: string } } & Record<string, unknown> };
+    };
+    const c = await TestClient.open(base.replace("http", "ws") + "/v1/ws", ORIGIN);
+    const { conversationId } = await c.hello("shop-agent");
+    await c.close();
+    const before = await stack!.store.getConversation(conversationId);
+    const missing = await send("GET", "/conversations/c_does_not_exist/events");
+    for (const id of ["%00", `${conversationId}%00`, "a%00b"]) {
+      for (const [method, path, body] of [
+        ["GET", `/conversations/${id}/events`, undefined],
+        ["GET", `/conversations/${id}/record`, undefined],
+        ["GET", `/conversations/${id}/invocations`, undefined],
+        ["POST", `/conversations/${id}/takeover`, {}],
+        ["POST", `/conversations/${id}/notes`, { text: "x" }],
+        ["POST", `/conversations/${id}/read`, { seq: 1 }],
+      ] as const) {
+        expect(await send(method, path, body), `${method} ${path}`).toEqual(missing);
+      }
+      const outcome = await send("POST", `/follow-ups/${id}/outcome`, { outcome: "applied", note: "checked" });
+      expect(outcome).toEqual(await send("POST", "/follow-ups/w_does_not_exist/outcome", { outcome: "applied", note: "checked" }));
+      expect(outcome.status).toBe(404);
+    }
+    expect(await stack!.store.getConversation(conversationId)).toEqual(before);
+    // A search for a NUL looks for what is stored in its place (the messages above kept U+FFFD): 200, as for U+FFFD.
+    const searched = await send("GET", "/inbox?q=%00");
+    expect(searched.status).toBe(200);
+    expect(searched).toEqual(await send("GET", `/inbox?q=${encodeURIComponent("\ufffd")}`));
+    // A note and a follow-up's note holding a NUL are kept, with U+FFFD in its place.
+    const note = await send("POST", `/conversations/${conversationId}/notes`, { text: "called the \u0000 shop" });
+    expect(note.status).toBe(200);
+    expect((await stack!.engine.teamNotes(conversationId)).map((kept) => kept.text)).toEqual(["called the \ufffd shop"]);
+    const write = await stack!.store.insertWrite({
+      id: "w_bounds_followup", conversationId, turnId: "t", callId: "c", toolRef: "shop/cancel_order", modelName: "shop__cancel_order",
+      packageVersionId: shopVersion().id, tool: "cancel_order", args: { orderId: "SO-1" }, state: "proposed", confirmation: "required", ownerId: "visitor", subjectId: null, createdAt: 1,
+    });
+    await stack!.store.transitionWrite(write.id, { states: ["proposed"] }, { state: "unknown", followUp: true }, 2);
+    expect((await send("POST", `/follow-ups/${write.id}/outcome`, { outcome: "not_applied", note: "shop says \u0000 no" })).status).toBe(200);
+    expect((await stack!.store.getWrite(write.id))?.state).toBe("not_applied");
+    expect((await stack!.engine.transitions(write.id)).at(-1)?.note).toContain("shop says \ufffd no");
   });
 });

@@ -16,6 +16,7 @@ import type { TeamDirectory } from "../members/index.ts";
 import { ConsoleSessions, memberRef } from "./sessions.ts";
 import { eventsBefore, eventView, INBOX_MAX, iso, SEARCH_MAX, searchInbox, summaryOf } from "./inbox.ts";
 import { toolView } from "./toolView.ts";
+import { storableText } from "../store/storableJson.ts";
 
 export type ConsoleOptions = {
   engine: Engine;
@@ -34,8 +35,9 @@ export type ConsoleOptions = {
 
 const signInSchema = z.strictObject({ token: z.string().min(1).max(512) });
 const readSchema = z.strictObject({ seq: z.int().min(0).max(Number.MAX_SAFE_INTEGER) });
-const noteSchema = z.strictObject({ text: z.string().trim().min(1).max(4000) });
-const outcomeSchema = z.strictObject({ outcome: z.enum(["applied", "not_applied"]), note: z.string().trim().min(1, "say what you checked (the note is kept with the outcome)").max(2000) });
+// Notes are kept as both stores can hold them: a NUL or lone surrogate as U+FFFD (storableText).
+const noteSchema = z.strictObject({ text: z.string().trim().min(1).max(4000).transform(storableText) });
+const outcomeSchema = z.strictObject({ outcome: z.enum(["applied", "not_applied"]), note: z.string().trim().min(1, "say what you checked (the note is kept with the outcome)").max(2000).transform(storableText) });
 function ledger(write: WriteRecord, transitions: WriteTransition[]) {
   return {
     proposalId: write.id,
@@ -121,7 +123,8 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
     "GET",
     "/v1/team/inbox",
     guarded(async (req, res, _params, member) => {
-      const q = (new URL(req.url ?? "/", "http://gateway").searchParams.get("q") ?? "").trim().slice(0, SEARCH_MAX);
+      // Searched for as stored: a NUL or lone surrogate is kept as U+FFFD (storableText).
+      const q = storableText((new URL(req.url ?? "/", "http://gateway").searchParams.get("q") ?? "").trim().slice(0, SEARCH_MAX));
       const ids = q ? await searchInbox(engine.consoleInbox, member.workspaceId, q) : undefined;
       const entries = ids?.length === 0 ? [] : await engine.consoleInbox.listInbox({ workspaceId: member.workspaceId, member: memberRef(member), limit: INBOX_MAX, ...(ids && { ids }) });
       sendJson(res, 200, { conversations: entries.map(summaryOf) });

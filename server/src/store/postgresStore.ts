@@ -8,7 +8,7 @@ import { postgresTransaction } from "./postgresTransaction.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import { summaryChange, summaryColumns } from "./inboxSummary.ts";
 import { WriteBlockedError } from "./store.ts";
-import { storable, storableJson } from "./storableJson.ts";
+import { storable, storableId, storableJson } from "./storableJson.ts";
 import { containsPattern, inboxWriteCounts, toInboxEntry, SIGN_IN_COUNT_SQL, changeColumns, NEVER_SENT_MESSAGE, RECOVERED_REASON, toConversation, toEvent, toFile, toHandoffNotice, toOwedTurn, toTranscript, toTransition, toWrite, toConsoleSession, toTeamNote, type Row } from "./rows.ts";
 import { endsSessions, memberChanges, toAuditEvent, toRecordedMember, toSecretMeta, toStoredSecret } from "./rows.ts";
 import type {
@@ -216,6 +216,8 @@ export class PostgresStore implements Store {
   }
 
   async getConversation(id: string): Promise<ConversationRecord | undefined> {
+    // An id PostgreSQL cannot even be asked for (a NUL) is one no conversation has, as on SQLite.
+    if (!storableId(id)) return undefined;
     const rows = await this.q(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = $1`, [id]);
     return rows[0] ? toConversation(rows[0]) : undefined;
   }
@@ -395,6 +397,7 @@ export class PostgresStore implements Store {
   }
 
   async getWrite(id: string): Promise<WriteRecord | undefined> {
+    if (!storableId(id)) return undefined;
     const rows = await this.q("SELECT * FROM writes WHERE id = $1", [id]);
     return rows[0] ? toWrite(rows[0]) : undefined;
   }

@@ -21,3 +21,18 @@ export function storable<T>(value: T): { json: string; stored: T } {
   const kept = json.replace(UNSTORABLE, "$1\\ufffd");
   return kept === json ? { json, stored: value } : { json: kept, stored: JSON.parse(kept) as T };
 }
+
+/** A NUL or a lone surrogate in plain text (a note, a search): what no stored text can hold. */
+const UNSTORABLE_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * Plain text as both stores keep it (PostgreSQL's text refuses a NUL): every NUL and lone surrogate as U+FFFD,
+ * as storableJson keeps them in JSON. A search for such text looks for what was stored for it.
+ */
+export function storableText(text: string): string {
+  return text.replace(UNSTORABLE_TEXT, "\ufffd");
+}
+
+/** Whether `id` can name a stored row: no stored id holds a NUL (PostgreSQL's text cannot), so one with a NUL names none. */
+export const storableId = (id: string): boolean => !id.includes("\u0000");
+
