@@ -223,3 +223,43 @@ describe("follow-up outcomes", () => {
     expect(json(noNote).error).toMatchObject({ code: "body_invalid", path: "note" });
   });
 });
+
+describe("signing in to the console", () => {
+  it("over https the session cookie is Secure, HttpOnly and SameSite=Strict; over the local http address it is not Secure; nothing names an unknown member apart from a wrong token", async () => {
+    const behindHttps = await startStack({ gateway: { publicOrigins: ["https://caplo.shop.example"] } });
+    try {
+      const signIn = (origin: string, token = ANA) =>
+        fetch(`${behindHttps.base}/v1/team/session`, { method: "POST", headers: { origin, "content-type": "application/json" }, body: JSON.stringify({ token }) });
+      const https = await signIn("https://caplo.shop.example");
+      expect(https.status).toBe(200);
+      const cookie = https.headers.get("set-cookie") ?? "";
+      expect(cookie).toMatch(/^caplo_console=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/);
+      const local = await signIn(new URL(behindHttps.base).origin);
+      expect(local.status).toBe(200);
+      expect(local.headers.get("set-cookie")).not.toMatch(/Secure/);
+      // The page is told nothing about why a token is refused: one answer for every wrong token.
+      const [unknown, almost] = await Promise.all([signIn("https://caplo.shop.example", "ct_nobody-has-this-token"), signIn("https://caplo.shop.example", `${ANA}x`)]);
+      expect([unknown.status, almost.status]).toEqual([401, 401]);
+      expect(await unknown.json()).toEqual(await almost.json());
+      expect(unknown.headers.get("set-cookie")).toBeNull();
+    } finally {
+      await behindHttps.close();
+    }
+  });
+
+  it("an X-Forwarded-For the server does not trust gives no new address: the 11th attempt a minute from one client is 429 whatever it claims, and the right token then signs in nobody", async () => {
+    const node = await startStack({});
+    try {
+      const origin = new URL(node.base).origin;
+      const attempt = (token: string, claimed: string) =>
+        fetch(`${node.base}/v1/team/session`, { method: "POST", headers: { origin, "content-type": "application/json", "x-forwarded-for": claimed }, body: JSON.stringify({ token }) });
+      for (let i = 0; i < 10; i++) expect((await attempt(`wrong-${i}`, `198.51.100.${i}`)).status).toBe(401);
+      const limited = await attempt(ANA, "198.51.100.200");
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get("set-cookie")).toBeNull();
+      expect(((await limited.json()) as { error: { code: string } }).error.code).toBe("sign_in_rate_limited");
+    } finally {
+      await node.close();
+    }
+  });
+});
