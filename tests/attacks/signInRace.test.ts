@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Gateway } from "../../server/src/gateway/index.ts";
 import { mintIdentityToken } from "../../server/src/identity/index.ts";
 import { postgresHarness, type StoreHarness } from "../../server/src/store/testing/storeHarness.ts";
-import { answerTo, OpenClients, type TestClient } from "../gateway/support/client.ts";
+import { answerTo, isT, OpenClients, type TestClient } from "../gateway/support/client.ts";
 import { hs256Identity, ORIGIN, shopRelease, startStack, type Stack } from "../gateway/support/stack.ts";
 
 const SECRET = "the-shop-sites-identity-secret-of-32-bytes!";
@@ -72,5 +72,32 @@ describe("two sign-ins racing on one resume token", () => {
       await clients.closeAll();
     }
     expect(mismatches).toEqual([]);
+  }, 120_000);
+
+  it("a hello resuming with the token from before sign-in, sent as the visitor signs in, never receives what is stored after it", async () => {
+    // The hello read the conversation by the old token, the sign-in replaced the token and closed the old
+    // token's sockets it knew of, and then the hello joined: welcomed, it was sent the conversation's events,
+    // those after sign-in too (13 of 30 rounds here). Now the hello reads the token again once joined.
+    const leaks: string[] = [];
+    for (let round = 0; round < 24; round++) {
+      const visitor = await clients.open(stack!.wsUrl, ORIGIN);
+      const welcome = await visitor.hello("shop-agent");
+      const copier = await clients.open(stack!.wsUrl, ORIGIN);
+      visitor.send({ t: "identify", ref: "sign-in", token: signIn(`visitor-hello-${round}`) });
+      if (round % 3 > 0) await new Promise((resolve) => setTimeout(resolve, round % 3));
+      copier.send({ t: "hello", v: 1, agent: "shop-agent", capabilities: {}, resume: { token: welcome.resumeToken, after: 0 } });
+      expect(await visitor.waitFor(answerTo("sign-in"))).toMatchObject({ t: "ack" });
+      const id = `m_after_sign_in_${round}`;
+      await stack!.engine.emit(welcome.conversationId, { type: "text", id, from: "system", text: "for the signed-in visitor only" });
+      await visitor.waitFor(isT("event", (frame) => frame.message.id === id));
+      // The copier is either in a new conversation of its own, or was closed (4409) before that event.
+      const copierWelcome = await copier.waitFor(isT("welcome")).catch(() => undefined);
+      if (copierWelcome?.conversationId === welcome.conversationId) await copier.waitFor(() => copier.closed !== undefined, 2000).catch(() => undefined);
+      else await new Promise((resolve) => setTimeout(resolve, 50));
+      if (copier.events().some((event) => event.message.id === id)) leaks.push(`round ${round}: the old token's socket was sent the event stored after sign-in`);
+      if (copierWelcome?.conversationId === welcome.conversationId && copier.closed?.code !== 4409) leaks.push(`round ${round}: the old token's socket is still open in the verified conversation`);
+      await clients.closeAll();
+    }
+    expect(leaks).toEqual([]);
   }, 120_000);
 });

@@ -392,7 +392,8 @@ export class Connection {
         });
       }
       // A resumed conversation's ratings (a new one has none): the thumbs a reload shows pressed.
-      const ratings = token === frame.resume?.token ? (await engine.ratings(conversation.id)).map(({ seq, rating }) => ({ seq, rating })) : [];
+      const resumed = token === frame.resume?.token;
+      const ratings = resumed ? (await engine.ratings(conversation.id)).map(({ seq, rating }) => ({ seq, rating })) : [];
       // The socket may have closed while the store answered: dispose() has run, so nothing may be joined or
       // subscribed for it now (it would never be removed).
       if (this.closed) return;
@@ -415,6 +416,11 @@ export class Connection {
         return;
       }
       this.deps.joined(this);
+      // A sign-in that replaced the token while this hello read the store did not see this connection (it was
+      // not joined yet) and cannot close it: the token is read again now that it is, before anything is sent.
+      // Without this, a socket of the token from before sign-in resumed into the verified conversation.
+      if (resumed && !(await engine.resumeCurrent(conversation.id, this.tokenHash))) return this.closeRotated();
+      if (this.closed) return;
       this.send({ t: "welcome", v: PROTOCOL_VERSION, conversationId: conversation.id, resumeToken: token!, verified: conversation.subject !== null, agent: widgetAgent(release), ratings });
       // A reply the model is writing now: what it has so far (its later parts follow as deltas, its stored event after).
       const partial = engine.replyInProgress(conversation.id);
