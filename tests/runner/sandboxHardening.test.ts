@@ -13,6 +13,7 @@ import { findNode24, REPO_ROOT } from "../../server/src/runner/node24.ts";
 import { CALL_LOG_BYTES_MAX, CALL_LOG_LINES_MAX, LOG_DATA_BYTES_MAX } from "../../server/src/runner/logBounds.ts";
 import { spawnSandboxed } from "../../server/src/runner/sandbox.ts";
 import { IDLE_BYTES_MAX } from "../../server/src/runner/childTransport.ts";
+import { IDLE_CPU_WINDOW_MS } from "../../server/src/runner/packageProcess.ts";
 import { parseServeArgs } from "../../server/src/cli/serve.ts";
 import { PACKAGES_DIR, TEST_HOST, testVersion } from "./testPackages.ts";
 
@@ -190,6 +191,22 @@ describe("writing to the runner after the call has answered", () => {
       expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
       expect(runner.starts(version.id)).toBe(starts + restarts);
     }
+  }, 60_000);
+
+  it("a process idle between calls is let be; one that computes for good after its call has answered is stopped", async () => {
+    const starts = runner.starts(version.id);
+    expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
+    // Idle over two of the watch's windows: nothing to stop.
+    await new Promise((resolve) => setTimeout(resolve, 2 * IDLE_CPU_WINDOW_MS + 1000));
+    expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
+    expect(runner.starts(version.id)).toBe(starts);
+
+    const spinning = (await runner.processOf(version.id))!;
+    expect(await attempt("spin_after")).toEqual({ ok: true, value: "answered" });
+    await new Promise<void>((resolve) => spinning.onExit(resolve));
+    expect(spinning.exitReason).toMatch(/^was stopped: it used [0-9]+ ms of CPU in [0-9]+ ms while no call was in flight$/);
+    expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
+    expect(runner.starts(version.id)).toBe(starts + 1);
   }, 60_000);
 });
 

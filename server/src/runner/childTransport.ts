@@ -44,6 +44,8 @@ export class ChildTransport implements Transport {
   /** Bytes read since the runner last waited for an answer. */
   private idleBytes = 0;
   private stopped = false;
+  /** How many requests the runner has sent (a watch between two looks tells whether one was made). */
+  requestsSent = 0;
 
   constructor(child: ChildProcess, onStrayLine: (line: string) => void, maxBytes = MESSAGE_BYTES_MAX, idleBytesMax = IDLE_BYTES_MAX) {
     this.child = child;
@@ -56,6 +58,11 @@ export class ChildTransport implements Transport {
     this.child.stdout!.on("data", (chunk: Buffer) => this.receive(chunk));
     this.child.stdin!.on("error", (error) => this.onerror?.(error));
     this.child.once("close", () => this.finish());
+  }
+
+  /** Whether the runner waits for an answer from the package (a call, status check, ping or listing in flight). */
+  get waiting(): boolean {
+    return this.awaiting.size > 0;
   }
 
   /**
@@ -129,6 +136,7 @@ export class ChildTransport implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.child.stdin?.writable) throw new Error("package process is not running");
     if ("method" in message && "id" in message) {
+      this.requestsSent += 1;
       this.awaiting.add(String(message.id));
       this.idleBytes = 0;
     }

@@ -8,6 +8,7 @@ import { routedClient, type CallRoute } from "./routedClient.ts";
 import type { ResolveOverride } from "./egressRule.ts";
 import { createSandboxGroup, type SandboxGroup } from "./cgroup.ts";
 import { killSandbox, spawnSandboxed, type SandboxMode, type SandboxProcess } from "./sandbox.ts";
+import { processTreeCpuMs } from "./processCpu.ts";
 
 export type ProcessOptions = {
   /** For messages: which version this process serves. */
@@ -46,6 +47,15 @@ export class ProcessStartError extends Error {
 }
 
 const STDERR_KEEP = 16 * 1024;
+/**
+ * Between calls a package process may use at most this share of one core, looked at over each
+ * IDLE_CPU_WINDOW_MS in which no request was made and none was waiting: a package that keeps computing
+ * after its call has answered (or after its call timed out while it still answers pings) takes the
+ * server's CPU from every customer, with no call to end it. Past it the process is stopped; the next call
+ * starts a fresh one.
+ */
+export const IDLE_CPU_SHARE = 0.25;
+export const IDLE_CPU_WINDOW_MS = 5000;
 export class PackageProcess {
   readonly client: Client;
   readonly options: ProcessOptions;
@@ -66,6 +76,8 @@ export class PackageProcess {
   private readonly exitListeners: Array<() => void> = [];
   /** Set when the package sent a message over the transport's cap (the transport then kills it). */
   private oversized: string | undefined;
+  private idleWatch: NodeJS.Timeout | undefined;
+  private lastLook: { at: number; cpuMs: number | undefined; idle: boolean; requests: number } | undefined;
 
   private constructor(options: ProcessOptions) {
     this.options = options;
@@ -122,6 +134,7 @@ export class PackageProcess {
     });
     child.once("exit", (code, signal) => {
       this.exited = true;
+      clearInterval(this.idleWatch);
       this.exitReason = signal ? `killed by ${signal}` : `exited with code ${code}`;
       // The memory cgroup's OOM killer kills the package itself (the launcher then exits non-zero).
       if (this.group?.memoryExceeded()) this.exitReason = `was killed for going over its memory limit (${Math.round(this.group.memoryBytes / 1048576)} MiB)`;
@@ -157,6 +170,23 @@ export class PackageProcess {
       throw new ProcessStartError(`package ${this.options.label} did not start within ${this.options.startTimeoutMs} ms (${(error as Error).message}): ${this.stderr.trim().slice(-1000)}`);
     });
     await Promise.race([connected, exitedEarly]);
+    this.idleWatch = setInterval(() => this.lookWhileIdle(transport), IDLE_CPU_WINDOW_MS);
+    this.idleWatch.unref();
+  }
+
+  /** Stops the process if it used over IDLE_CPU_SHARE of a core since the last look, idle all along. */
+  private lookWhileIdle(transport: ChildTransport): void {
+    const pid = this.sandbox?.child.pid;
+    if (this.exited || pid === undefined) return;
+    const look = { at: performance.now(), cpuMs: processTreeCpuMs(pid), idle: !transport.waiting, requests: transport.requestsSent };
+    const last = this.lastLook;
+    this.lastLook = look;
+    if (!last || last.cpuMs === undefined || look.cpuMs === undefined || !last.idle || !look.idle || last.requests !== look.requests) return;
+    const used = look.cpuMs - last.cpuMs;
+    const elapsed = look.at - last.at;
+    if (used <= IDLE_CPU_SHARE * elapsed) return;
+    this.oversized = `used ${used} ms of CPU in ${Math.round(elapsed)} ms while no call was in flight`;
+    killSandbox(this.sandbox!);
   }
 
   onExit(listener: () => void): void {

@@ -154,6 +154,16 @@ const attacks = {
     setImmediate(() => process.stdout.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "late" } })}\n`));
     return "answered";
   },
+  // Computes for good once it has answered, in slices, so that its thread still answers the runner's pings.
+  spin_after: () => {
+    const spin = () => {
+      const end = Date.now() + 50;
+      while (Date.now() < end);
+      setImmediate(spin);
+    };
+    setTimeout(spin, 20);
+    return "answered";
+  },
   flood_after: (a) => {
     const big = `${JSON.stringify({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x".repeat(a.bytes) } })}\n`;
     const out = a.path === "stderr" ? process.stderr : process.stdout;
