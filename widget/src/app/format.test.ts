@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { clampText, fillTemplate, formatMoney, formatSize, formatTime, last4, safeUrl } from "./format.ts";
+import { clampText, cutText, fillTemplate, formatMoney, formatSize, formatTime, last4, safeUrl } from "./format.ts";
 
 describe("safeUrl", () => {
   test("accepts https, and http on loopback only while developing on loopback", () => {
@@ -53,5 +53,18 @@ describe("formatting", () => {
   test("overlong text is cut with an ellipsis", () => {
     expect(clampText("abcdef", 4)).toBe("abc…");
     expect(clampText("abc", 4)).toBe("abc");
+  });
+
+  test("a cut never splits an emoji in two (a lone surrogate half)", () => {
+    const lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    // 3999 units then an emoji: a cut at 4000 would keep its first half only.
+    const message = `${"x".repeat(3999)}😀 and more`;
+    expect(cutText(message, 4000)).toBe("x".repeat(3999));
+    expect(cutText(`${"x".repeat(3998)}😀`, 4000)).toBe(`${"x".repeat(3998)}😀`);
+    expect(fillTemplate("{a}", { a: message })).toBe("x".repeat(3999));
+    expect(lone.test(fillTemplate("{a}", { a: message }))).toBe(false);
+    expect(clampText("ab😀cd", 4)).toBe("ab…");
+    expect(clampText("abc😀d", 4)).toBe("abc…");
+    for (let max = 1; max < 12; max++) expect(lone.test(clampText("😀".repeat(6), max))).toBe(false);
   });
 });

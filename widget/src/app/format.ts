@@ -118,9 +118,20 @@ export function cellText(value: Primitive | undefined): string {
 /** The most characters of one value the widget shows; the rest is cut with an ellipsis. */
 export const TEXT_SHOWN_MAX = 2000;
 
+/**
+ * The first `max` UTF-16 units of text (the protocol's limits count them), one fewer when the cut would
+ * split a character in two (an emoji's surrogate pair): a lone half would show as a broken glyph, and the
+ * server keeps it only as U+FFFD.
+ */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}
+
 /** Cuts overlong text so one value cannot flood the conversation. */
 export function clampText(text: string, max = TEXT_SHOWN_MAX): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  return text.length > max ? `${cutText(text, max - 1)}…` : text;
 }
 
 /** The inbound message limit (inboundSchema: message text 1 to 4000 characters). */
@@ -131,7 +142,7 @@ export function fillTemplate(template: string, item: Record<string, Primitive>):
   const text = template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, key: string) =>
     Object.prototype.hasOwnProperty.call(item, key) ? cellText(item[key]) : whole,
   );
-  return text.slice(0, MESSAGE_MAX);
+  return cutText(text, MESSAGE_MAX);
 }
 
 /** "ending in {digits}" with the digits filled in. */

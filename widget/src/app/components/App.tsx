@@ -6,7 +6,7 @@ import { notifyHost, readHostCommand } from "../bridge.ts";
 import { Connection } from "../connection.ts";
 import { initialState, RATING_PREFIX, reduce, rowsOf, runningLabels, settledIds, type ConversationState } from "../conversation.ts";
 import { useWidget, WidgetContext, type WidgetApi } from "../context.ts";
-import { clampText, MESSAGE_MAX } from "../format.ts";
+import { clampText, cutText, MESSAGE_MAX } from "../format.ts";
 import { fill, pickStrings } from "../i18n.ts";
 import type { Params } from "../params.ts";
 import type { WidgetStorage } from "../storage.ts";
@@ -289,7 +289,7 @@ export function App({ params, url, storage, parent, WebSocketImpl }: AppProps) {
       return true;
     },
     say: (text) => {
-      const body = text.slice(0, MESSAGE_MAX);
+      const body = cutText(text, MESSAGE_MAX);
       const ref = nextRef();
       markLive();
       if (!body || !send({ type: "message", text: body }, ref)) return false;
