@@ -1,6 +1,6 @@
 import { deflateSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { fileProblem } from "./fileSafety.ts";
+import { PDF_STREAMS_MAX, fileProblem } from "./fileSafety.ts";
 
 const pdf = (body: string) => new Uint8Array(Buffer.from(`%PDF-1.7\n1 0 obj\n${body}\nendobj\n%%EOF\n`, "latin1"));
 const withStream = (inner: string) => {
@@ -30,6 +30,17 @@ describe("built-in file checks", () => {
     expect(fileProblem(withStream("<< /S /JavaScript /JS (x) >>"), "application/pdf", "x.pdf")).toEqual({ code: "file_unsafe", message: "the PDF contains JavaScript (in a compressed stream)" });
     // Names are whole: /JSON or /Launched are not actions.
     expect(fileProblem(pdf("<< /JSON 1 /Launched 2 >>"), "application/pdf", "x.pdf")).toBeUndefined();
+  });
+
+  it("examines at most PDF_STREAMS_MAX compressed streams: a PDF of more (each a zlib inflation on the server's thread) is not delivered", () => {
+    const streams = (count: number, body: Buffer) =>
+      new Uint8Array(Buffer.concat([Buffer.from("%PDF-1.7\n", "latin1"), ...Array.from({ length: count }, () => Buffer.concat([Buffer.from("<</Filter/Fl>>stream\n", "latin1"), body, Buffer.from("\nendstream\n", "latin1")])), Buffer.from("%%EOF\n", "latin1")]));
+    const packed = deflateSync(Buffer.from("<< /Type /Page >>", "latin1"));
+    expect(fileProblem(streams(PDF_STREAMS_MAX, packed), "application/pdf", "report.pdf")).toBeUndefined();
+    const refusal = { code: "file_unsafe", message: `the PDF has over ${PDF_STREAMS_MAX} compressed streams, too many to examine` };
+    expect(fileProblem(streams(PDF_STREAMS_MAX + 1, packed), "application/pdf", "report.pdf")).toEqual(refusal);
+    // Streams that do not even inflate count the same (each failed inflation costs more than a good one).
+    expect(fileProblem(streams(PDF_STREAMS_MAX + 1, Buffer.from("X")), "application/pdf", "report.pdf")).toEqual(refusal);
   });
 
   it("refuses an image whose name says another type than its header, or whose header is malformed", () => {

@@ -18,6 +18,12 @@ const ACTIVE_PDF_NAMES = new Map([
 ]);
 /** Decompressed stream bytes examined per file at most (a small PDF may inflate to much more). */
 const INFLATE_MAX_BYTES = 32 * 1024 * 1024;
+/**
+ * Compressed streams examined per PDF at most. Each costs a zlib inflation on the server's thread (tens to
+ * hundreds of microseconds even for a few bytes), and a 10 MiB PDF can hold 300,000 tiny ones: a minute of
+ * the server's time for one file. A PDF with more is not delivered, as one too large to examine.
+ */
+export const PDF_STREAMS_MAX = 1000;
 
 const EXTENSIONS: Record<string, string> = {
   jpg: "image/jpeg",
@@ -50,7 +56,9 @@ function pdfProblem(bytes: Buffer): FileProblem | undefined {
   const found = activeName(bytes.toString("latin1"));
   if (found) return { code: "file_unsafe", message: `the PDF contains ${found}` };
   let budget = INFLATE_MAX_BYTES;
+  let streams = 0;
   for (const stream of flateStreams(bytes)) {
+    if (++streams > PDF_STREAMS_MAX) return { code: "file_unsafe", message: `the PDF has over ${PDF_STREAMS_MAX} compressed streams, too many to examine` };
     let inflated: Buffer;
     try {
       inflated = inflateSync(stream, { maxOutputLength: budget });
