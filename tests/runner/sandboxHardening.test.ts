@@ -12,7 +12,7 @@ import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
 import { findNode24, REPO_ROOT } from "../../server/src/runner/node24.ts";
 import { CALL_LOG_BYTES_MAX, CALL_LOG_LINES_MAX, LOG_DATA_BYTES_MAX } from "../../server/src/runner/logBounds.ts";
 import { spawnSandboxed } from "../../server/src/runner/sandbox.ts";
-import { IDLE_BYTES_MAX } from "../../server/src/runner/childTransport.ts";
+import { IDLE_BYTES_MAX, MESSAGE_BYTES_MAX, REQUEST_EXTRA_BYTES } from "../../server/src/runner/childTransport.ts";
 import { IDLE_CPU_WINDOW_MS } from "../../server/src/runner/packageProcess.ts";
 import { parseServeArgs } from "../../server/src/cli/serve.ts";
 import { PACKAGES_DIR, TEST_HOST, testVersion } from "./testPackages.ts";
@@ -191,6 +191,16 @@ describe("writing to the runner after the call has answered", () => {
       expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
       expect(runner.starts(version.id)).toBe(starts + restarts);
     }
+  }, 60_000);
+
+  it("log lines written during a call past what a request in flight allows stop the process: the call fails, and the next starts a fresh one", async () => {
+    const starts = runner.starts(version.id);
+    // 160 MiB of log lines, each parsed on the server's thread; a call allows its answer and 16 MiB more.
+    const result = await runner.call({ packageVersionId: version.id, tool: "attempt", args: { kind: "log_flood", bytes: 8 * 1024 * 1024, big: 20, small: 0 }, context: { invocationId: "inv-flood-during", secrets: {} } });
+    expect(result.isError).toBe(true);
+    expect(result.modelText).toContain(`(its process was stopped: it wrote more to stdout than its requests in flight allow (${MESSAGE_BYTES_MAX + REQUEST_EXTRA_BYTES} bytes each))`);
+    expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
+    expect(runner.starts(version.id)).toBe(starts + 1);
   }, 60_000);
 
   it("a process idle between calls is let be; one that computes for good after its call has answered is stopped", async () => {

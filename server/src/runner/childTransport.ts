@@ -13,6 +13,13 @@ export const MESSAGE_BYTES_MAX = 48 * 1024 * 1024;
  * up to MESSAGE_BYTES_MAX, one after another) would take the server's CPU from every other customer.
  */
 export const IDLE_BYTES_MAX = 1024 * 1024;
+/**
+ * What a package may write beside the answers while the runner waits (log lines, questions to the
+ * visitor): each request in flight allows its answer (at most the message cap) and this much more. Past
+ * it the package is stopped: log lines of up to the message cap, one after another until the call's
+ * timeout, were parsed on the server's thread for up to 30 seconds a call.
+ */
+export const REQUEST_EXTRA_BYTES = 16 * 1024 * 1024;
 
 /**
  * JSONRPCMessageSchema.parse without trying each kind in turn: the four kinds are strict objects told apart
@@ -43,6 +50,8 @@ export class ChildTransport implements Transport {
   private readonly awaiting = new Set<string>();
   /** Bytes read since the runner last waited for an answer. */
   private idleBytes = 0;
+  /** Bytes the requests in flight still allow (REQUEST_EXTRA_BYTES and the message cap each). */
+  private busyBudget = 0;
   private stopped = false;
   /** How many requests the runner has sent (a watch between two looks tells whether one was made). */
   requestsSent = 0;
@@ -66,12 +75,17 @@ export class ChildTransport implements Transport {
   }
 
   /**
-   * Counts bytes the package wrote (to stdout, or to stderr, which the runner reads too) against the bound
-   * between calls; false once it is over, and the package is being stopped.
+   * Counts bytes the package wrote (to stdout, or to stderr, which the runner reads too) against what the
+   * requests in flight allow, or the bound between calls; false once it is over, and the package is being stopped.
    */
-  countIdle(bytes: number, stream: "stdout" | "stderr"): boolean {
+  count(bytes: number, stream: "stdout" | "stderr"): boolean {
     if (this.stopped) return false;
-    if (this.awaiting.size > 0) return true;
+    if (this.awaiting.size > 0) {
+      this.busyBudget -= bytes;
+      if (this.busyBudget >= 0) return true;
+      this.stop(`wrote more to ${stream} than its requests in flight allow (${this.maxBytes + REQUEST_EXTRA_BYTES} bytes each)`);
+      return false;
+    }
     this.idleBytes += bytes;
     if (this.idleBytes <= this.idleBytesMax) return true;
     this.stop(`wrote over ${this.idleBytesMax} bytes to ${stream} while no call was in flight`);
@@ -79,7 +93,7 @@ export class ChildTransport implements Transport {
   }
 
   private receive(chunk: Buffer): void {
-    if (!this.countIdle(chunk.length, "stdout")) return;
+    if (!this.count(chunk.length, "stdout")) return;
     // Chunks of a long line are kept apart and joined once, when its end arrives: joining on every chunk
     // copied a multi-MiB message hundreds of times (the runner's memory grew by hundreds of MiB).
     if (chunk.indexOf(10) === -1) {
@@ -105,7 +119,7 @@ export class ChildTransport implements Transport {
         this.onStrayLine(line.slice(0, 2000));
         continue;
       }
-      if (("result" in message || "error" in message) && message.id !== undefined) this.awaiting.delete(String(message.id));
+      if (("result" in message || "error" in message) && message.id !== undefined) this.answered(String(message.id));
       this.onmessage?.(message);
     }
     if (this.buffer.length) {
@@ -114,6 +128,12 @@ export class ChildTransport implements Transport {
       if (this.pendingBytes > this.maxBytes) this.oversize();
     }
     this.buffer = Buffer.alloc(0);
+  }
+
+  /** The runner waits no more for this request; with none left, what the package writes is between calls. */
+  private answered(id: string): void {
+    this.awaiting.delete(id);
+    if (this.awaiting.size === 0) this.busyBudget = 0;
   }
 
   /** A message over the cap: the package is stopped, nothing of it is parsed. */
@@ -138,10 +158,11 @@ export class ChildTransport implements Transport {
     if ("method" in message && "id" in message) {
       this.requestsSent += 1;
       this.awaiting.add(String(message.id));
+      this.busyBudget += this.maxBytes + REQUEST_EXTRA_BYTES;
       this.idleBytes = 0;
     }
     // A cancelled request is answered by nobody: the runner no longer waits for it.
-    if ("method" in message && message.method === "notifications/cancelled") this.awaiting.delete(String((message.params as { requestId?: unknown } | undefined)?.requestId));
+    if ("method" in message && message.method === "notifications/cancelled") this.answered(String((message.params as { requestId?: unknown } | undefined)?.requestId));
     const line = JSON.stringify(message) + "\n";
     await new Promise<void>((resolve, reject) => this.child.stdin!.write(line, (error) => (error ? reject(error) : resolve())));
   }

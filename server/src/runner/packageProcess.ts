@@ -128,8 +128,8 @@ export class PackageProcess {
       this.options.messageBytesMax,
     );
     child.stderr!.on("data", (chunk: Buffer) => {
-      // Read on the server's thread too: between calls it counts against the same bound as stdout.
-      if (!transport.countIdle(chunk.length, "stderr")) return;
+      // Read on the server's thread too: it counts against the same bounds as stdout.
+      if (!transport.count(chunk.length, "stderr")) return;
       this.stderr = (this.stderr + chunk.toString("utf8")).slice(-STDERR_KEEP);
     });
     child.once("exit", (code, signal) => {
@@ -145,7 +145,7 @@ export class PackageProcess {
       for (const listener of this.exitListeners) listener();
     });
     this.client.onerror = (error) => {
-      if (/^package (sent a message over|wrote over)/.test(error.message)) this.oversized = error.message.replace(/^package /, "");
+      if (/^package (sent a message over|wrote )/.test(error.message)) this.oversized = error.message.replace(/^package /, "");
     };
     const exitedEarly = new Promise<never>((_, reject) =>
       this.onExit(() => {
