@@ -55,6 +55,33 @@ describe("proposals", () => {
     expect(JSON.stringify(await h.events())).not.toContain("4111111111111234");
   });
 
+  it("arguments with text-direction or invisible characters are refused: the card would show another call than the one that runs", async () => {
+    // An injected model reverses a string with U+202E, swaps digit groups with a right-to-left mark, or hides
+    // a zero-width space; the card would read "Changed my mind" / "ana" while the tool got something else.
+    const sneaky = [
+      CANCEL(ORDERS.applied, { reason: "\u202Ednim ym degnahC" }),
+      { name: "shop__send_gift", args: { to: "\u200F1234 5678" } },
+      { name: "shop__send_gift", args: { to: "an\u200Ba" } },
+      { name: "shop__send_gift", args: { to: "ana\u2066x\u2069" } },
+    ];
+    h = await engineHarness({ rules: sneaky.map((call, i) => ({ when: `try ${i}`, replies: [{ toolCalls: [call] }, { text: "I could not propose that." }] })) });
+    for (let i = 0; i < sneaky.length; i++) await h.say(`try ${i}`);
+    const notes = (await h.modelNotes()).filter((note) => note.startsWith("arguments_invalid: "));
+    expect(notes.map((note) => note.split(" holds ")[0])).toEqual(["arguments_invalid: /reason", "arguments_invalid: /to", "arguments_invalid: /to", "arguments_invalid: /to"]);
+    expect(notes[0]).toContain("U+202E");
+    expect(notes[1]).toContain("U+200F");
+    expect(await h.ofType("review")).toEqual([]);
+    expect(await h.store.listWrites(h.conversation.id)).toEqual([]);
+    expect(h.backend.invocations).toEqual([]);
+  });
+
+  it("emoji joined with U+200D and letters of right-to-left scripts are shown and proposed as they are", async () => {
+    h = await engineHarness({ rules: [{ when: "gift", replies: [{ toolCalls: [{ name: "shop__send_gift", args: { to: "\u05E9\u05E8\u05D4 \u{1F468}\u200D\u{1F469}" } }] }] }] });
+    await h.say("a gift");
+    const review = await h.lastReview();
+    expect(review.fields).toEqual([{ path: "/to", label: "to", display: "plain", value: "\u05E9\u05E8\u05D4 \u{1F468}\u200D\u{1F469}", editable: false }]);
+  });
+
   it("typed text never confirms: 'yes' goes to the model, and its attempt at another write gets a tool error saying why", async () => {
     h = await engineHarness({ rules: cancelRules(ORDERS.applied) });
     const proposalId = await propose(ORDERS.applied);

@@ -42,6 +42,33 @@ function isStringProperty(tool: EngineTool, key: string): boolean {
   return type === "string" || (Array.isArray(type) && type.includes("string"));
 }
 
+/**
+ * Characters that make text show other than it is: bidirectional embeddings, overrides, isolates and marks
+ * (U+202E shows "1234" as "4321"; a right-to-left mark can swap two groups of digits) and invisible spaces
+ * and joiners between letters (U+200B, U+2060, U+FEFF). In a proposed write's arguments they would make the
+ * review card show another call than the one that runs.
+ */
+const MISLEADING = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/;
+
+/** The first argument (a key or a string anywhere in the arguments) holding a misleading character, or null. */
+export function misleadingArgument(value: unknown, path = ""): { path: string; codePoint: string } | null {
+  const found = (text: string) => text.match(MISLEADING)?.[0];
+  const point = (char: string) => `U+${char.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+  if (typeof value === "string") {
+    const char = found(value);
+    return char ? { path: path || "/", codePoint: point(char) } : null;
+  }
+  if (!value || typeof value !== "object") return null;
+  for (const [key, inner] of Object.entries(value)) {
+    const at = `${path}/${key}`;
+    const char = found(key);
+    if (char) return { path: at, codePoint: point(char) };
+    const deeper = misleadingArgument(inner, at);
+    if (deeper) return deeper;
+  }
+  return null;
+}
+
 /** The review card's title and fields for proposed arguments. Without a presentation every argument is shown plainly. */
 export function reviewCard(tool: EngineTool, args: Record<string, unknown>, capabilities: ChannelCapabilities): { title: string; fields: ReviewField[] } {
   const presentation = tool.policy.presentation;

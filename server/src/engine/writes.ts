@@ -11,7 +11,7 @@ import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreacha
 import { EnginePart } from "./core.ts";
 import { shownState } from "./customerActions.ts";
 import { blockedCustomerText, customerText, modelNote } from "./outcomeText.ts";
-import { applyEdits, receiptFields, reviewCard } from "./presentation.ts";
+import { applyEdits, misleadingArgument, receiptFields, reviewCard } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
 import { proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
 import { blockedMessage, blockingWrite, changedWrite, decide, planChange, type Actor, type LedgerContext, type PolicyEvent } from "./writePolicy.ts";
@@ -115,7 +115,15 @@ export class Writes extends EnginePart {
     }
     const issues = validateAgainst(tool.inputSchema, this.core.turns.withSelector(tool, args, conversation.subject));
     if (issues.length > 0) return { modelText: `arguments_invalid: ${issues.map((issue) => `${issue.path || "/"} ${issue.message}`).join("; ")}` };
+    // The card must show exactly the call that runs: text that displays in another order, or with invisible
+    // characters, is refused before anything is stored or shown.
     const confirmation = tool.policy.effect === "write" ? tool.policy.confirmation : "required";
+    const misleading = confirmation === "required" ? misleadingArgument(args) : null;
+    if (misleading) {
+      return {
+        modelText: `arguments_invalid: ${misleading.path} holds ${misleading.codePoint}, an invisible or text-direction character that would make the review card show other text than the tool receives; leave it out.`,
+      };
+    }
     const id = randomId("p", 16);
     const card = confirmation === "required" ? reviewCard(tool, args, conversation.capabilities) : undefined;
     // The write, what the step has waiting, its review card and its tool entry: one transaction.
