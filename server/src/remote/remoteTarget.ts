@@ -51,6 +51,9 @@ export function advertises(client: Client, capability: Record<string, unknown>):
   return Object.keys(capability).some((key) => key in (client.getServerCapabilities()?.experimental ?? {}));
 }
 
+/** How long a listing after tools/list_changed may take (a page that never answers ends it). */
+const RELIST_TIMEOUT_MS = 15_000;
+
 /** Sessions kept per authorization value at most: a rotated secret opens a new one, the oldest is closed. */
 const SESSIONS_MAX = 2;
 
@@ -86,7 +89,24 @@ export function remoteTarget(version: RemoteVersion, options: RemoteTargetOption
     const connected = await connectRemote(endpoint);
     if (!connected.ok) throw new Error(`${connected.error.code}: ${connected.error.message}`);
     const client = connected.client;
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void listRemoteTools(client).then(noteDrift, () => undefined));
+    // A changed list is listed again once, however many notifications arrive: one listing at a time, and
+    // notifications that arrive during it ask for one more after it (a server sending thousands would
+    // otherwise have each answered with a tools/list of every page, all at once).
+    let relisting = false;
+    let again = false;
+    const relist = async () => {
+      if (relisting) return void (again = true);
+      relisting = true;
+      try {
+        do {
+          again = false;
+          await listRemoteTools(client, { timeout: RELIST_TIMEOUT_MS }).then(noteDrift, () => undefined);
+        } while (again);
+      } finally {
+        relisting = false;
+      }
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void relist());
     client.onclose = () => {
       sessions.delete(key);
     };
