@@ -38,6 +38,23 @@ describe("agent text markdown subset", () => {
     }
   });
 
+  test("a link whose label names another host shows where it goes; a lookalike host in another script is shown as xn--", () => {
+    const links = (text: string) => [...dom(markdownToHtml(text)).querySelectorAll("a")].map((a) => [a.getAttribute("href"), a.textContent]);
+    // An injected model dresses a link to its own site as the shop's.
+    expect(links("[https://bank.example/login](https://evil.example/login)")).toEqual([["https://evil.example/login", "https://evil.example/login"]]);
+    expect(links("[help@bank.example](https://evil.example/)")).toEqual([["https://evil.example/", "https://evil.example/"]]);
+    expect(links("[`bank.example`](https://evil.example/)")).toEqual([["https://evil.example/", "https://evil.example/"]]);
+    expect(links("[log in at https://bank.example](https://evil.example/)")).toEqual([["https://evil.example/", "https://evil.example/"]]);
+    // Cyrillic "а" in place of the Latin one: the label and the autolink show the host the browser will open.
+    expect(links("[apple.example](https://\u0430pple.example/)")).toEqual([["https://xn--pple-43d.example/", "https://xn--pple-43d.example/"]]);
+    expect(links("see https://\u0430pple.example/login now")).toEqual([["https://xn--pple-43d.example/login", "https://xn--pple-43d.example/login"]]);
+    // Labels that name the link's own host (or a parent of it), or no host at all, stay as written.
+    expect(links("[shop.example returns](https://www.shop.example/returns) [e.g. v1.2 notes](https://shop.example/notes)")).toEqual([
+      ["https://www.shop.example/returns", "shop.example returns"],
+      ["https://shop.example/notes", "e.g. v1.2 notes"],
+    ]);
+  });
+
   test("a quote inside a link cannot break out of the href attribute", () => {
     const div = dom(markdownToHtml('[x](https://a.example/"onmouseover="alert(1))'));
     const a = div.querySelector("a");

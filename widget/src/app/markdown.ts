@@ -21,15 +21,37 @@ function inline(escaped: string): string {
   });
   out = out.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (whole, label: string, href: string) => {
     const url = safeUrl(unescapeAttr(href));
-    return url ? link(url, label) : whole;
+    return url ? link(url, honestLabel(url, label, label.replace(/\u0000(\d+)\u0000/g, (_, i: string) => codes[Number(i)] ?? ""))) : whole;
   });
   out = out.replace(/(^|[\s(])(https:\/\/[^\s<)]+[^\s<).,;:!?'"])/g, (whole, lead: string, href: string) => {
     const url = safeUrl(unescapeAttr(href));
-    return url ? `${lead}${link(url, href)}` : whole;
+    // A host in another script (a Cyrillic "а" in "аpple.com") is shown as the browser will go to it: xn--….
+    return url ? `${lead}${link(url, new URL(url).hostname.split(".").some((part) => part.startsWith("xn--")) ? escapeHtml(url) : href)}` : whole;
   });
   out = out.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
   out = out.replace(/(^|[^*\w])\*([^*\s][^*]*?)\*(?!\w)/g, "$1<em>$2</em>");
   return out.replace(/\u0000(\d+)\u0000/g, (_, i: string) => `<code>${codes[Number(i)] ?? ""}</code>`);
+}
+
+/** Host names a link's label may name: "bank.example", "https://bank.example/x", "help@bank.example". */
+const NAMED_HOST = /(?<![\p{L}\p{N}.-])((?:[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?\.)+\p{L}[\p{L}\p{N}-]*[\p{L}\p{N}])(?![\p{L}\p{N}-])/gu;
+
+/**
+ * A link's label, unless it names another host than the link goes to ("[https://bank.example](https://evil…)",
+ * a lookalike in another script): then the link's own URL is its label, so the customer sees where it goes.
+ */
+function honestLabel(url: string, label: string, labelText: string): string {
+  const host = new URL(url).hostname.replace(/^www\./, "");
+  for (const [, named] of unescapeAttr(labelText).matchAll(NAMED_HOST)) {
+    let shown: string;
+    try {
+      shown = new URL(`https://${named}`).hostname.replace(/^www\./, "");
+    } catch {
+      return escapeHtml(url);
+    }
+    if (shown !== host && !host.endsWith(`.${shown}`)) return escapeHtml(url);
+  }
+  return label;
 }
 
 function unescapeAttr(text: string): string {
