@@ -3,9 +3,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { connectRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
-import { listenOnLoopback, sseHandler, type LoopbackServer } from "./support/mcpServer.ts";
+import { listenOnLoopback, serveStreamable, sseHandler, type LoopbackServer } from "./support/mcpServer.ts";
 
 const local = { allowPrivateNetwork: true } as const;
 /** tools/list requests the server received. */
@@ -28,12 +30,42 @@ function buildServer(): McpServer {
   return server;
 }
 
+/**
+ * A server whose reviewed outputSchema holds a pattern that backtracks (it reads as a host name rule),
+ * and whose result is built to make it backtrack. The low-level SDK server: McpServer would check its
+ * own result against the pattern first, in this process.
+ */
+const HOST_PATTERN = "^([a-z0-9]+-?)+$";
+function backtrackingServer(): Server {
+  const server = new Server({ name: "hosts", version: "1.0.0" }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [
+      {
+        name: "lookup_host",
+        description: "Look up a host",
+        inputSchema: { type: "object", properties: { name: { type: "string", pattern: HOST_PATTERN } }, required: ["name"] },
+        outputSchema: { type: "object", properties: { host: { type: "string", pattern: HOST_PATTERN } }, required: ["host"] },
+      },
+    ],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const name = String(request.params.arguments?.name);
+    // Thirty-two letters and a character the pattern refuses: billions of ways to split them, all tried.
+    const host = name === "evil" ? `${"a".repeat(32)}!` : name;
+    return { content: [{ type: "text", text: host }], structuredContent: { host } };
+  });
+  return server;
+}
+
 let mcp: LoopbackServer;
+let hosts: LoopbackServer;
 beforeAll(async () => {
   mcp = await listenOnLoopback(sseHandler(buildServer), "/sse");
+  hosts = await listenOnLoopback((req, res) => serveStreamable(backtrackingServer(), req, res));
 });
 afterAll(async () => {
   await mcp?.close();
+  await hosts?.close();
 });
 
 describe("a server flooding tools/list_changed", () => {
@@ -57,6 +89,37 @@ describe("a server flooding tools/list_changed", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     // Two calls, each listing before it is sent; each flood asks for a listing while one runs, and one more.
     expect(listed).toBeLessThan(20);
+    await runner.close();
+  });
+});
+
+describe("a reviewed schema whose pattern backtracks", () => {
+  it("does not hold the server's thread: the check is stopped, the result refused by code, and the next call is checked", async () => {
+    const connected = await connectRemote({ url: hosts.url, ...local });
+    if (!connected.ok) throw new Error(connected.error.message);
+    const tools = await listRemoteTools(connected.client);
+    await connected.client.close();
+    const review = newReview("hosts", hosts.url, tools, undefined, "streamable-http");
+    review.tools = review.tools.map((tool) => ({ ...tool, effect: "read" as const }));
+    const published = publishRemote(review, tools);
+    if (!published.ok) throw new Error("publish failed");
+    const runner = new CaploToolRunner({});
+    await runner.addTarget(remoteTarget(published.version, local));
+    const call = (name: string, invocationId: string) => runner.call({ packageVersionId: published.version.id, tool: "lookup_host", args: { name }, context: { invocationId, secrets: {} } });
+
+    // Without the worker this call held the thread for as long as the regex ran (seconds; minutes with a
+    // few more letters), every customer waiting.
+    const evil = await call("evil", "h1");
+    expect(evil.isError).toBe(true);
+    expect(evil.modelText).toContain("does not match its outputSchema: the value could not be checked");
+    expect(evil.modelText).toContain("patterns took over");
+    expect(evil.structuredContent).toBeUndefined();
+
+    // The checker serves the next calls: a good host passes, a bad one is refused by the pattern.
+    const good = await call("shop-1", "h2");
+    expect(good).toMatchObject({ isError: false, structuredContent: { host: "shop-1" } });
+    const bad = await call("-x", "h3");
+    expect(bad.modelText).toContain("must match pattern");
     await runner.close();
   });
 });

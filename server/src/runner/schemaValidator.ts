@@ -1,6 +1,7 @@
 // Validates tool arguments and results against the tool's JSON Schemas (draft-07 or 2020-12, as the
 // schema says), with errors located by JSON pointer so the model can correct the argument it got wrong.
 import { createRequire } from "node:module";
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
 import type { ErrorObject, ValidateFunction } from "ajv";
 
 type AjvInstance = {
@@ -15,7 +16,106 @@ const addFormats = (require("ajv-formats") as { default: (ajv: AjvInstance) => v
 
 export type SchemaIssue = { code: string; path: string; message: string };
 
-const options = { allErrors: true, strict: false, validateFormats: true };
+/**
+ * The time one validation may spend testing `pattern` and `patternProperties` regexes, all together. A
+ * schema's pattern is the schema author's (a remote MCP server's, for one), and JavaScript regexes
+ * backtrack: `^([a-z0-9]+-?)+$` looks harmless and takes minutes on forty letters and a `!`. Patterns
+ * are therefore tested in a worker thread, the server's thread waiting for the answer at most this long;
+ * a pattern still running then is stopped (its worker ended) and the value is refused.
+ */
+export const PATTERN_BUDGET_MS = 500;
+/** How long a new pattern worker may take to start (not counted in the budget). */
+const PATTERN_WORKER_START_MS = 10_000;
+
+/** Thrown out of a validation whose patterns ran past the budget; validateAgainst reports it by code. */
+class PatternTimeout extends Error {}
+
+// The worker keeps each pattern compiled (with the same flags ajv asks for: `u`) and answers on its port;
+// the signal tells the waiting thread an answer is there.
+const WORKER_SOURCE = `
+const { workerData } = require("node:worker_threads");
+const { port, signal } = workerData;
+const compiled = new Map();
+const answer = (message) => { port.postMessage(message); Atomics.store(signal, 0, 1); Atomics.notify(signal, 0); };
+port.on("message", ({ pattern, flags, text }) => {
+  try {
+    const key = flags + "/" + pattern;
+    let regExp = compiled.get(key);
+    if (!regExp) {
+      if (compiled.size >= 1000) compiled.clear();
+      regExp = new RegExp(pattern, flags);
+      compiled.set(key, regExp);
+    }
+    answer({ matched: regExp.test(text) });
+  } catch (error) {
+    answer({ error: String(error && error.message || error) });
+  }
+});
+answer({ ready: true });
+`;
+
+type PatternWorker = { worker: Worker; port: MessagePort; signal: Int32Array; ready: boolean };
+let patternWorker: PatternWorker | undefined;
+/** Pattern time left in the validation running now. */
+let budgetLeftMs = PATTERN_BUDGET_MS;
+
+/** Waits for the worker's next answer at most `ms`; undefined when none came in time. */
+function awaitAnswer(current: PatternWorker, ms: number): Record<string, unknown> | undefined {
+  Atomics.wait(current.signal, 0, 0, ms);
+  const received = receiveMessageOnPort(current.port);
+  return received?.message as Record<string, unknown> | undefined;
+}
+
+/** Starts a worker; it is waited for when first used (a stopped one's successor starts at once). */
+function startWorker(): PatternWorker {
+  const { port1, port2 } = new MessageChannel();
+  const signal = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { port: port2, signal }, transferList: [port2] });
+  worker.unref();
+  port1.unref();
+  return { worker, port: port1, signal, ready: false };
+}
+
+function stopWorker(current: PatternWorker): void {
+  if (patternWorker === current) patternWorker = undefined;
+  current.port.close();
+  void current.worker.terminate().catch(() => undefined);
+}
+
+/** Tests a pattern in the worker, within what is left of the validation's budget. */
+function testPattern(pattern: string, flags: string, text: string): boolean {
+  if (budgetLeftMs <= 0) throw new PatternTimeout(`the schema's patterns took over ${PATTERN_BUDGET_MS} ms to check`);
+  const current = (patternWorker ??= startWorker());
+  if (!current.ready) {
+    if (!awaitAnswer(current, PATTERN_WORKER_START_MS)?.ready) {
+      stopWorker(current);
+      throw new PatternTimeout("the pattern checker did not start");
+    }
+    current.ready = true;
+  }
+  Atomics.store(current.signal, 0, 0);
+  const started = performance.now();
+  current.port.postMessage({ pattern, flags, text });
+  const answer = awaitAnswer(current, budgetLeftMs);
+  budgetLeftMs -= performance.now() - started;
+  if (!answer) {
+    // Still backtracking: the worker is ended (a new one serves the next check).
+    stopWorker(current);
+    patternWorker = startWorker();
+    throw new PatternTimeout(`the schema's patterns took over ${PATTERN_BUDGET_MS} ms to check`);
+  }
+  if (typeof answer.error === "string") throw new Error(answer.error);
+  return answer.matched === true;
+}
+
+/** ajv's code.regExp: the pattern is checked here (a bad one fails the compile), tested in the worker. */
+function patternRegExp(pattern: string, flags: string): { test: (text: string) => boolean } {
+  new RegExp(pattern, flags);
+  return { test: (text: string) => testPattern(pattern, flags, String(text)) };
+}
+patternRegExp.code = "caplo pattern worker";
+
+const options = { allErrors: true, strict: false, validateFormats: true, code: { regExp: patternRegExp } };
 const draft07 = new Ajv07(options);
 const draft2020 = new Ajv2020(options);
 addFormats(draft07);
@@ -57,6 +157,12 @@ export function validateAgainst(schema: Record<string, unknown>, value: unknown)
   } catch (error) {
     return [{ code: "schema_invalid", path: "/", message: `the tool's schema cannot be compiled: ${(error as Error).message}` }];
   }
-  if (validate(value)) return [];
+  budgetLeftMs = PATTERN_BUDGET_MS;
+  try {
+    if (validate(value)) return [];
+  } catch (error) {
+    if (error instanceof PatternTimeout) return [{ code: "pattern_timeout", path: "/", message: `the value could not be checked: ${error.message}, so it is refused` }];
+    throw error;
+  }
   return (validate.errors ?? []).map(describe);
 }
