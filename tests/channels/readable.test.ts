@@ -75,6 +75,49 @@ describe("readable reviews and lists (#18.2)", () => {
     expect(whatsappText(rendered.messages)).not.toContain("slot_internal");
   });
 
+  it("a tool result's links reach the customer only as the widget would open them: https, and a page only from its origins", () => {
+    // A search tool returns what an attacker planted: a page off the listed origins, a link to http or a
+    // script, a lookalike host in another script.
+    const page: Outbound = {
+      type: "result",
+      id: "r2",
+      callId: "c2",
+      layout: "page",
+      title: "Pay your invoice",
+      columns: [{ key: "url", label: "Link", display: "plain", role: "link" }],
+      items: [{ url: "https://evil.example/pay" }],
+      page: { label: "Pay now", display: "panel", origins: ["https://pay.shop.example"], urlKey: "url" },
+    };
+    const ownPage: Outbound = { ...page, items: [{ url: "https://pay.shop.example/i/42" }] };
+    const cards: Outbound = {
+      type: "result",
+      id: "r3",
+      callId: "c3",
+      layout: "cards",
+      title: "Stores",
+      columns: [
+        { key: "name", label: "Store", display: "plain", role: "title" },
+        { key: "site", label: "Site", display: "plain", role: "link" },
+        { key: "photo", label: "Photo", display: "plain", role: "image" },
+      ],
+      items: [
+        { name: "One", site: "http://one.example/", photo: "javascript:alert(1)", more: "https://user:pw@one.example/" },
+        { name: "Two", site: "https://\u0430pple.example/login", photo: "https://cdn.shop.example/two.png", more: "https://shop.example/two" },
+      ],
+      actions: [{ kind: "link", label: "More", key: "more" }],
+    };
+    for (const render of [renderWhatsApp, renderMessenger]) {
+      const text = (outbound: Outbound) => whatsappTextOrMeta(render(outbound, { refs: recordingRefs(), timeZone: "UTC" }).messages);
+      expect(text(page)).toContain("Pay now: (no link)");
+      expect(text(page)).not.toContain("evil.example");
+      expect(text(ownPage)).toContain("Pay now: https://pay.shop.example/i/42");
+      const shown = text(cards);
+      for (const planted of ["http://one.example", "javascript:", "user:pw", "\u0430pple"]) expect(shown).not.toContain(planted);
+      expect(shown).toContain("https://xn--pple-43d.example/login");
+      expect(shown).toContain("More: https://shop.example/two");
+    }
+  });
+
   it("shorten cuts between words and drops the punctuation before the cut; one long word is cut inside", () => {
     expect(shorten("Fri 4 Dec, 10:00, fitting session", 24)).toBe("Fri 4 Dec, 10:00…");
     expect(shorten("Get the invoice: SO-1002", 20)).toBe("Get the invoice…");

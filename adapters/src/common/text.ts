@@ -111,12 +111,29 @@ export function timeInWords(value: string, timeZone = "UTC"): string {
   return value;
 }
 
-/** A value as shown: last4 values are masked with bullets, money with its currency, times in words. */
+/**
+ * A tool result's URL as a messaging customer may be sent it: https only, with no user part, no white space
+ * or control characters, its host as the platform will open it (xn-- for a host in another script); else
+ * null. The widget shows only such links; a message's text turns whatever it holds into a link.
+ */
+export function httpsUrl(raw: unknown): string | null {
+  if (typeof raw !== "string" || raw.length > 2048 || /[\u0000-\u0020\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/.test(raw)) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  return url.protocol === "https:" && !url.username && !url.password ? url.href : null;
+}
+
+/** A value as shown: last4 values are masked with bullets, money with its currency, times in words, links only https. */
 export function cellText(column: ResultColumn, item: Record<string, unknown>, timeZone?: string): string {
   const raw = item[column.key];
   if (raw === null || raw === undefined || raw === "") return "";
   const value = String(raw);
   if (column.display === "last4") return `••••${value}`;
+  if (column.role === "link" || column.role === "image") return httpsUrl(value) ?? "";
   if (column.role === "time") return timeInWords(value, timeZone);
   if (column.role === "money") {
     const code = column.currency?.code ?? (column.currency?.key ? String(item[column.currency.key] ?? "") : "");
@@ -194,7 +211,10 @@ export function resultText(result: OutboundOf<"result">, timeZone?: string): str
   const items = result.items;
   const linkActions = (result.actions ?? []).filter((a) => a.kind === "link" && a.key);
   const links = (item: Record<string, unknown>) =>
-    linkActions.map((a) => (item[a.key!] ? `${a.label}: ${String(item[a.key!])}` : "")).filter(Boolean);
+    linkActions.map((a) => {
+      const url = httpsUrl(item[a.key!]);
+      return url ? `${a.label}: ${url}` : "";
+    }).filter(Boolean);
   switch (result.layout) {
     case "list":
     case "choices":
@@ -250,9 +270,11 @@ export function resultText(result: OutboundOf<"result">, timeZone?: string): str
       break;
     case "page": {
       const item = items[0] ?? {};
+      // Only a page from one of the listed origins, as the widget opens it.
       const key = result.page?.urlKey;
-      const url = key ? item[key] : undefined;
-      lines.push(`${result.page?.label ?? "Open"}: ${url ? String(url) : "(no link)"}`);
+      const url = key ? httpsUrl(item[key]) : null;
+      const listed = url !== null && (result.page?.origins ?? []).includes(new URL(url).origin);
+      lines.push(`${result.page?.label ?? "Open"}: ${listed ? url : "(no link)"}`);
       break;
     }
   }
