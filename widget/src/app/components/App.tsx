@@ -395,9 +395,15 @@ function labelsOf(used: Record<string, string>): Record<string, string> {
   return labels;
 }
 
-/** The names results showed for ids: each item's title, by every other string value of the item (`key\u0000value`). */
-function namesOf(entries: ConversationState["entries"]): Record<string, string> {
-  const names: Record<string, string> = {};
+/**
+ * The names results showed for ids: each item's title, by every other string value of the item (`key\u0000value`).
+ * A card shows the name in place of the value that runs, so a name must stand for one value only: a value
+ * results named two ways is shown as it is, and a name shown for several values of a key (two items titled
+ * alike, one of them planted) is shown with its value, "Sat 15:00 (slot_9)".
+ */
+export function namesOf(entries: ConversationState["entries"]): Record<string, string> {
+  const found = new Map<string, string | null>();
+  const valuesOf = new Map<string, Set<string>>();
   for (const { message: m } of entries) {
     if (m.type !== "result") continue;
     const title = titleColumn(m.columns);
@@ -407,9 +413,22 @@ function namesOf(entries: ConversationState["entries"]): Record<string, string> 
       if (typeof name !== "string" || !name) continue;
       for (const column of m.columns) {
         const value = item[column.key];
-        if (column !== title && column.display === "plain" && typeof value === "string" && value) names[`${column.key}\u0000${value}`] = name;
+        if (column === title || column.display !== "plain" || typeof value !== "string" || !value) continue;
+        const key = `${column.key}\u0000${value}`;
+        const earlier = found.get(key);
+        found.set(key, earlier === undefined || earlier === name ? name : null);
+        const alike = `${column.key}\u0000${name}`;
+        valuesOf.set(alike, (valuesOf.get(alike) ?? new Set()).add(value));
       }
     }
+  }
+  const names: Record<string, string> = {};
+  for (const [key, name] of found) {
+    if (name === null) continue;
+    const cut = key.indexOf("\u0000");
+    const column = key.slice(0, cut);
+    const value = key.slice(cut + 1);
+    names[key] = valuesOf.get(`${column}\u0000${name}`)!.size > 1 ? `${name} (${value})` : name;
   }
   return names;
 }

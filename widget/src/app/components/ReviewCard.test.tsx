@@ -1,9 +1,10 @@
 // @vitest-environment happy-dom
 import { cleanup, fireEvent, screen } from "@testing-library/preact";
 import { describe, expect, test } from "vitest";
-import type { OutboundOf } from "@caplo/shared";
+import type { Outbound, OutboundOf } from "@caplo/shared";
 import type { ReviewView } from "../conversation.ts";
 import { outbound, renderInWidget } from "../testing.tsx";
+import { namesOf } from "./App.tsx";
 import { ReviewCard } from "./ReviewCard.tsx";
 
 const review = outbound({
@@ -190,5 +191,54 @@ describe("review card", () => {
     const { container } = renderInWidget(<ReviewCard view={view({ review: hostile })} autoFocus={false} />);
     expect(container.querySelector("img, b, script")).toBeNull();
     expect(container.textContent).toContain("<script>alert(1)</script>");
+  });
+});
+
+describe("review card: names results showed for the proposed value", () => {
+  const slots = (id: string, items: Record<string, string>[]) =>
+    outbound({
+      type: "result",
+      id,
+      callId: `c-${id}`,
+      layout: "choices",
+      title: "Free times",
+      columns: [
+        { key: "label", label: "Time", display: "plain", role: "title" },
+        { key: "slotId", label: "Slot", display: "plain" },
+      ],
+      items,
+      actions: [{ kind: "reply", label: "Book", template: "Book {slotId}" }],
+    });
+  const booking = (slotId: string) =>
+    outbound({
+      type: "review",
+      id: "m9",
+      proposalId: "p9",
+      tool: "shop/book",
+      title: "Book a fitting",
+      state: "proposed",
+      fields: [{ path: "/slotId", label: "Time", display: "plain", value: slotId, editable: false }],
+    }) as OutboundOf<"review">;
+  const shown = (entries: Outbound[], slotId: string) => {
+    const names = namesOf(entries.map((message, i) => ({ seq: i + 1, at: "2026-12-05T00:00:00Z", message })));
+    renderInWidget(<ReviewCard view={{ review: booking(slotId), state: "proposed", outcomes: [] }} autoFocus={false} />, { names });
+    const text = document.querySelector("dd")!.textContent;
+    cleanup();
+    return text;
+  };
+
+  test("a name stands for one value: two items titled alike show their value, a value named two ways shows as it is", () => {
+    // The shop's own slot and one planted (a second listing, a later result) under the same title.
+    const alike = slots("r1", [
+      { label: "Sat 5 Dec, 15:00", slotId: "slot_1" },
+      { label: "Sat 5 Dec, 15:00", slotId: "slot_evil" },
+    ]);
+    expect(shown([alike], "slot_evil")).toBe("Sat 5 Dec, 15:00 (slot_evil)");
+    expect(shown([alike], "slot_1")).toBe("Sat 5 Dec, 15:00 (slot_1)");
+    const renamed = [slots("r1", [{ label: "Sat 5 Dec, 15:00", slotId: "slot_2" }]), slots("r2", [{ label: "Mon 7 Dec, 09:00", slotId: "slot_2" }])];
+    expect(shown(renamed, "slot_2")).toBe("slot_2");
+    // One name for one value, even when shown again: the name.
+    const again = slots("r3", [{ label: "Sun 6 Dec, 10:00", slotId: "slot_3" }]);
+    expect(shown([again, again], "slot_3")).toBe("Sun 6 Dec, 10:00");
   });
 });
