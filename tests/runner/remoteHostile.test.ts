@@ -57,15 +57,38 @@ function backtrackingServer(): Server {
   return server;
 }
 
+/**
+ * Tools whose outputSchemas share an `$id` (a generator's fixed one) with different content: each is
+ * checked against its own schema (the runner's ajv kept the first $id, and the second could never compile).
+ */
+function sharedIdServer(): Server {
+  const server = new Server({ name: "ids", version: "1.0.0" }, { capabilities: { tools: {} } });
+  const output = (field: string) => ({ $id: "https://example.test/result.json", type: "object", properties: { [field]: { type: "string" } }, required: [field] });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: [
+      { name: "get_order", description: "An order", inputSchema: { type: "object" }, outputSchema: output("order") },
+      { name: "get_invoice", description: "An invoice", inputSchema: { type: "object" }, outputSchema: output("invoice") },
+    ],
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const field = request.params.name === "get_order" ? "order" : "invoice";
+    return { content: [{ type: "text", text: `${field} 1` }], structuredContent: { [field]: "1" } };
+  });
+  return server;
+}
+
 let mcp: LoopbackServer;
 let hosts: LoopbackServer;
+let ids: LoopbackServer;
 beforeAll(async () => {
   mcp = await listenOnLoopback(sseHandler(buildServer), "/sse");
   hosts = await listenOnLoopback((req, res) => serveStreamable(backtrackingServer(), req, res));
+  ids = await listenOnLoopback((req, res) => serveStreamable(sharedIdServer(), req, res));
 });
 afterAll(async () => {
   await mcp?.close();
   await hosts?.close();
+  await ids?.close();
 });
 
 describe("a server flooding tools/list_changed", () => {
@@ -120,6 +143,27 @@ describe("a reviewed schema whose pattern backtracks", () => {
     expect(good).toMatchObject({ isError: false, structuredContent: { host: "shop-1" } });
     const bad = await call("-x", "h3");
     expect(bad.modelText).toContain("must match pattern");
+    await runner.close();
+  });
+});
+
+describe("outputSchemas the listing does not compile", () => {
+  it("two tools whose outputSchemas share an $id are listed, reviewed and called, again and again", async () => {
+    const connected = await connectRemote({ url: ids.url, ...local });
+    if (!connected.ok) throw new Error(connected.error.message);
+    const tools = await listRemoteTools(connected.client);
+    await connected.client.close();
+    expect(tools.map((tool) => tool.name)).toEqual(["get_order", "get_invoice"]);
+    const review = newReview("ids", ids.url, tools, undefined, "streamable-http");
+    review.tools = review.tools.map((tool) => ({ ...tool, effect: "read" as const }));
+    const published = publishRemote(review, tools);
+    if (!published.ok) throw new Error("publish failed");
+    const runner = new CaploToolRunner({});
+    await runner.addTarget(remoteTarget(published.version, local));
+    for (const [tool, index] of [["get_order", 1], ["get_invoice", 2], ["get_order", 3]] as const) {
+      const result = await runner.call({ packageVersionId: published.version.id, tool, args: {}, context: { invocationId: `i${index}`, secrets: {} } });
+      expect(result).toMatchObject({ isError: false, structuredContent: { [tool === "get_order" ? "order" : "invoice"]: "1" } });
+    }
     await runner.close();
   });
 });

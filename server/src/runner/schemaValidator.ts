@@ -6,6 +6,9 @@ import type { ErrorObject, ValidateFunction } from "ajv";
 
 type AjvInstance = {
   compile: (schema: object) => ValidateFunction;
+  /** The schemas and references the instance holds by id (a compiled schema's $id and nested $ids). */
+  schemas: Record<string, unknown>;
+  refs: Record<string, unknown>;
 };
 type AjvConstructor = new (options: Record<string, unknown>) => AjvInstance;
 
@@ -123,13 +126,32 @@ addFormats(draft2020);
 
 const cache = new Map<string, ValidateFunction>();
 
+/**
+ * Compiles a schema without leaving it in the instance: every tool's schemas, of every workspace, compile
+ * in the same two instances, and ajv keeps each schema's `$id` (and nested ones) there. A second schema
+ * with an $id already held could not compile at all (a remote server listing one with another tool's $id
+ * broke that tool's every call, for the life of the process), and a `$ref` to an absolute URI resolved to
+ * whichever tool's schema had claimed it. The ids a compile added are removed again, so a schema sees
+ * only itself and the meta-schemas.
+ */
+function compileAlone(dialect: AjvInstance, schema: object): ValidateFunction {
+  const schemas = new Set(Object.keys(dialect.schemas));
+  const refs = new Set(Object.keys(dialect.refs));
+  try {
+    return dialect.compile(schema);
+  } finally {
+    for (const id of Object.keys(dialect.schemas)) if (!schemas.has(id)) delete dialect.schemas[id];
+    for (const id of Object.keys(dialect.refs)) if (!refs.has(id)) delete dialect.refs[id];
+  }
+}
+
 function compile(schema: Record<string, unknown>): ValidateFunction {
   const key = JSON.stringify(schema);
   let validate = cache.get(key);
   if (!validate) {
     const dialect = typeof schema.$schema === "string" && schema.$schema.includes("2020-12") ? draft2020 : draft07;
     const { $schema: _ignored, ...rest } = schema;
-    validate = dialect.compile(dialect === draft2020 ? schema : rest);
+    validate = compileAlone(dialect, dialect === draft2020 ? schema : rest);
     cache.set(key, validate);
   }
   return validate;
