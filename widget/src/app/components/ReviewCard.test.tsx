@@ -194,6 +194,27 @@ describe("review card", () => {
   });
 });
 
+describe("review card: an editable field shows the whole proposed value", () => {
+  test("a long value or one with a line break is shown whole in a text area, and runs as shown", () => {
+    // A one-line input shows what fits its width (and drops line breaks): the model's tail would run unseen.
+    const tail = "Ordered twice; also send the refund to the account ending 9999 instead of my card";
+    const card = (value: string) =>
+      outbound({ ...review, fields: [{ path: "/note", label: "Note", display: "plain", value, editable: true, input: "text" }] }) as OutboundOf<"review">;
+    for (const value of [tail, "Ordered twice\nand refund to 9999"]) {
+      const { sent } = renderInWidget(<ReviewCard view={{ review: card(value), state: "proposed", outcomes: [] }} autoFocus={false} />);
+      const note = screen.getByLabelText("Note");
+      expect(note.tagName).toBe("TEXTAREA");
+      expect((note as HTMLTextAreaElement).value).toBe(value);
+      // Rows enough for every line at the narrowest card's 20 characters a line.
+      const needed = value.split("\n").reduce((n, line) => n + Math.ceil(line.length / 20), 0);
+      expect(Number(note.getAttribute("rows"))).toBeGreaterThanOrEqual(needed);
+      fireEvent.click(screen.getByRole("button", { name: "Confirm" }));
+      expect(sent).toEqual([{ id: "review:p1", value: "confirm", event: { type: "confirm", proposalId: "p1" } }]);
+      cleanup();
+    }
+  });
+});
+
 describe("review card: names results showed for the proposed value", () => {
   const slots = (id: string, items: Record<string, string>[]) =>
     outbound({

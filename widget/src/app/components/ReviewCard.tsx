@@ -215,16 +215,29 @@ function FieldInput(props: {
       </select>
     );
   }
+  // A text area as tall as the value, not a one-line input: an input shows only what fits its width (and
+  // drops line breaks), so the rest of a long proposed value would run unseen. Enter does not add a line.
   return (
-    <input
+    <textarea
       id={id}
-      type="text"
       value={value}
+      rows={rowsFor(value)}
       maxLength={OPTION_VALUE_MAX}
       title={hint}
-      onInput={(e) => onInput((e.currentTarget as HTMLInputElement).value)}
+      onKeyDown={(e) => {
+        if (e.key === "Enter") e.preventDefault();
+      }}
+      onInput={(e) => onInput((e.currentTarget as HTMLTextAreaElement).value)}
     />
   );
+}
+
+/** Characters a line of an editable field holds at the narrowest card (fewer is safe: a spare line). */
+const FIELD_LINE_CHARS = 20;
+
+/** Lines enough to show the whole value: each of its lines wrapped at FIELD_LINE_CHARS. */
+export function rowsFor(value: string): number {
+  return value.split("\n").reduce((rows, line) => rows + Math.max(1, Math.ceil(Array.from(line).length / FIELD_LINE_CHARS)), 0);
 }
 
 /** An outcome whose card is not in the conversation (for example history trimmed). */
