@@ -68,6 +68,9 @@ function sharedIdServer(): Server {
     tools: [
       { name: "get_order", description: "An order", inputSchema: { type: "object" }, outputSchema: output("order") },
       { name: "get_invoice", description: "An invoice", inputSchema: { type: "object" }, outputSchema: output("invoice") },
+      // Left unreviewed: its outputSchema's $ref leads nowhere. Listing does not compile schemas (the MCP
+      // SDK's listTools did, with an ajv of the session's, on every listing: this one made each throw).
+      { name: "get_note", description: "A note", inputSchema: { type: "object" }, outputSchema: { type: "object", properties: { note: { $ref: "#/$defs/missing" } } } },
     ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
@@ -148,14 +151,14 @@ describe("a reviewed schema whose pattern backtracks", () => {
 });
 
 describe("outputSchemas the listing does not compile", () => {
-  it("two tools whose outputSchemas share an $id are listed, reviewed and called, again and again", async () => {
+  it("two tools whose outputSchemas share an $id, beside one whose schema cannot compile, are listed, reviewed and called, again and again", async () => {
     const connected = await connectRemote({ url: ids.url, ...local });
     if (!connected.ok) throw new Error(connected.error.message);
     const tools = await listRemoteTools(connected.client);
     await connected.client.close();
-    expect(tools.map((tool) => tool.name)).toEqual(["get_order", "get_invoice"]);
+    expect(tools.map((tool) => tool.name)).toEqual(["get_order", "get_invoice", "get_note"]);
     const review = newReview("ids", ids.url, tools, undefined, "streamable-http");
-    review.tools = review.tools.map((tool) => ({ ...tool, effect: "read" as const }));
+    review.tools = review.tools.map((tool) => (tool.name === "get_note" ? tool : { ...tool, effect: "read" as const }));
     const published = publishRemote(review, tools);
     if (!published.ok) throw new Error("publish failed");
     const runner = new CaploToolRunner({});

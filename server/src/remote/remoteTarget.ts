@@ -3,7 +3,7 @@
 // authorization header from the call's secrets. Before each call the tools are listed again; a tool
 // that changed or vanished since review is refused.
 import { createHash } from "node:crypto";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ListToolsResultSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { EFFECT_OUTCOME_CAPABILITY } from "@caplo/shared";
@@ -37,7 +37,12 @@ export async function listRemoteTools(client: Client, options?: RequestOptions):
   let pages = 0;
   do {
     if (++pages > REMOTE_LIST_PAGES_MAX) throw new Error(`the server kept sending more pages of tools after ${REMOTE_LIST_PAGES_MAX}`);
-    const page = await client.listTools(cursor ? { cursor } : {}, options);
+    // A plain request, not client.listTools: that compiles every listed outputSchema with the SDK's own
+    // ajv on the server's thread and keeps each compiled validator for good (its cache is keyed by the
+    // schema object, new on every listing), and the runner checks results against the reviewed schemas
+    // itself. A listing before every call made 64 tools with middling outputSchemas cost seconds of the
+    // server's thread and megabytes that were never freed, per call.
+    const page = await client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, ListToolsResultSchema, options);
     for (const tool of page.tools) {
       tools.push({ name: tool.name, ...(tool.description && { description: tool.description }), inputSchema: tool.inputSchema as Record<string, unknown>, ...(tool.outputSchema && { outputSchema: tool.outputSchema as Record<string, unknown> }) });
     }
