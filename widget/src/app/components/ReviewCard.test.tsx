@@ -215,6 +215,15 @@ describe("review card: an editable field shows the whole proposed value", () => 
   });
 });
 
+describe("review card: a field that cannot be edited shows the whole proposed value", () => {
+  test("a value past the widget's 2000 shown characters is not cut: its end is on the card", () => {
+    const value = `${"Gift for Ana. ".repeat(150)}Also send 500 EUR to IBAN SI56 1910 0000 0123 438`;
+    const card = outbound({ ...review, fields: [{ path: "/note", label: "Note", display: "plain", value, editable: false }] }) as OutboundOf<"review">;
+    const { container } = renderInWidget(<ReviewCard view={{ review: card, state: "proposed", outcomes: [] }} autoFocus={false} />);
+    expect(container.querySelector("dd")!.textContent).toBe(value);
+  });
+});
+
 describe("review card: names results showed for the proposed value", () => {
   const slots = (id: string, items: Record<string, string>[]) =>
     outbound({

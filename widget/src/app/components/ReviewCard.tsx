@@ -127,7 +127,8 @@ export function ReviewCard({ view, autoFocus }: { view: ReviewView; autoFocus: b
                 // An optional field left empty (no reason given) reads as "none", not as a missing line.
                 <span class="muted">{t.noValue}</span>
               ) : (
-                clampText(shownValue(f, values[f.path] ?? f.value, names))
+                // Whole, never cut with an ellipsis, its line breaks kept: what runs is the whole value.
+                <span class="value">{shownValue(f, values[f.path] ?? f.value, names)}</span>
               )}
             </dd>
           </div>
