@@ -5,7 +5,8 @@ import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { connectRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
+import { connectRemote, listRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
+import { LISTED_TOOLS_MAX, LISTING_BYTES_MAX } from "../../server/src/remote/remoteTarget.ts";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
 import { listenOnLoopback, serveStreamable, sseHandler, type LoopbackServer } from "./support/mcpServer.ts";
 
@@ -168,5 +169,40 @@ describe("outputSchemas the listing does not compile", () => {
       expect(result).toMatchObject({ isError: false, structuredContent: { [tool === "get_order" ? "order" : "invoice"]: "1" } });
     }
     await runner.close();
+  });
+});
+
+describe("a listing over the bounds", () => {
+  it("a tool description of 5 MiB is refused at listing, not reviewed into a version no one can load", async () => {
+    const huge = await listenOnLoopback((req, res) => {
+      const server = new Server({ name: "huge", version: "1.0.0" }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: "get_manual", description: "x".repeat(5 * 1024 * 1024), inputSchema: { type: "object" } }] }));
+      return serveStreamable(server, req, res);
+    });
+    try {
+      const listing = await listRemote({ url: huge.url, ...local });
+      expect(listing).toMatchObject({ ok: false, error: { code: "remote_list_failed", message: expect.stringContaining(`tools/list is over ${LISTING_BYTES_MAX} bytes`) } });
+    } finally {
+      await huge.close();
+    }
+  });
+  it("a server paging out tools without end stops at the tool bound, before its 50th page", async () => {
+    let pages = 0;
+    const many = await listenOnLoopback((req, res) => {
+      const server = new Server({ name: "many", version: "1.0.0" }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+        pages += 1;
+        const from = Number(request.params?.cursor ?? 0);
+        return { tools: Array.from({ length: 200 }, (_, index) => ({ name: `tool_${from + index}`, inputSchema: { type: "object" as const } })), nextCursor: String(from + 200) };
+      });
+      return serveStreamable(server, req, res);
+    });
+    try {
+      const listing = await listRemote({ url: many.url, ...local });
+      expect(listing).toMatchObject({ ok: false, error: { code: "remote_list_failed", message: expect.stringContaining(`over ${LISTED_TOOLS_MAX} tools`) } });
+      expect(pages).toBe(Math.ceil((LISTED_TOOLS_MAX + 1) / 200));
+    } finally {
+      await many.close();
+    }
   });
 });

@@ -28,6 +28,10 @@ export type RemoteTargetOptions = {
   onDrift?: (drift: Drift) => void;
 };
 
+/** A listing's bytes (its tools as JSON) and tools at most, as for a package's (build/toolListing.ts). */
+export const LISTING_BYTES_MAX = 4 * 1024 * 1024;
+export const LISTED_TOOLS_MAX = 1000;
+
 /** Pages of tools/list followed at most: a server that keeps sending a next cursor is not listed forever. */
 export const REMOTE_LIST_PAGES_MAX = 50;
 
@@ -35,6 +39,7 @@ export async function listRemoteTools(client: Client, options?: RequestOptions):
   const tools: ListedTool[] = [];
   let cursor: string | undefined;
   let pages = 0;
+  let bytes = 0;
   do {
     if (++pages > REMOTE_LIST_PAGES_MAX) throw new Error(`the server kept sending more pages of tools after ${REMOTE_LIST_PAGES_MAX}`);
     // A plain request, not client.listTools: that compiles every listed outputSchema with the SDK's own
@@ -46,6 +51,11 @@ export async function listRemoteTools(client: Client, options?: RequestOptions):
     for (const tool of page.tools) {
       tools.push({ name: tool.name, ...(tool.description && { description: tool.description }), inputSchema: tool.inputSchema as Record<string, unknown>, ...(tool.outputSchema && { outputSchema: tool.outputSchema as Record<string, unknown> }) });
     }
+    // The bounds of a package's listing: a version over them could not be kept (its file is read up to
+    // 4 MiB) nor sent to the model, and every call lists again.
+    bytes += Buffer.byteLength(JSON.stringify(page.tools));
+    if (bytes > LISTING_BYTES_MAX) throw new Error(`the server's tools/list is over ${LISTING_BYTES_MAX} bytes`);
+    if (tools.length > LISTED_TOOLS_MAX) throw new Error(`the server lists over ${LISTED_TOOLS_MAX} tools`);
     cursor = page.nextCursor;
   } while (cursor);
   return tools;
