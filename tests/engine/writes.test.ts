@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { STATUS_CHECKS_MAX } from "@caplo/shared";
 import { CANCEL, engineHarness, type Harness } from "./support/harness.ts";
-import { ORDERS, ShopBackend } from "./support/shopTools.ts";
+import { ORDERS, SHOP_TOOLS, ShopBackend } from "./support/shopTools.ts";
 
 let h: Harness;
 afterEach(async () => h?.close());
@@ -70,6 +70,23 @@ describe("proposals", () => {
     expect(notes.map((note) => note.split(" holds ")[0])).toEqual(["arguments_invalid: /reason", "arguments_invalid: /to", "arguments_invalid: /to", "arguments_invalid: /to"]);
     expect(notes[0]).toContain("U+202E");
     expect(notes[1]).toContain("U+200F");
+    expect(await h.ofType("review")).toEqual([]);
+    expect(await h.store.listWrites(h.conversation.id)).toEqual([]);
+    expect(h.backend.invocations).toEqual([]);
+  });
+
+  it("with a presentation, an argument the tool does not declare is refused: the card would not show it", async () => {
+    // A schema without additionalProperties: false lets any key through; the card shows only the chosen fields.
+    const spec = SHOP_TOOLS.find((tool) => tool.name === "cancel_order")!;
+    const declared = spec.inputSchema;
+    spec.inputSchema = { ...declared, additionalProperties: true };
+    try {
+      h = await engineHarness({ rules: [{ when: /cancel/, replies: [{ toolCalls: [CANCEL(ORDERS.applied, { refundTo: "SI56 1910 0000 0123 438" })] }, { text: "I could not propose that." }] }] });
+      await h.say("please cancel my order");
+    } finally {
+      spec.inputSchema = declared;
+    }
+    expect(await h.modelNotes()).toContain("arguments_invalid: /refundTo is not an argument of shop__cancel_order; send only its declared arguments.");
     expect(await h.ofType("review")).toEqual([]);
     expect(await h.store.listWrites(h.conversation.id)).toEqual([]);
     expect(h.backend.invocations).toEqual([]);

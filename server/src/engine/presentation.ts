@@ -69,6 +69,13 @@ export function misleadingArgument(value: unknown, path = ""): { path: string; c
   return null;
 }
 
+/** With a presentation, the first argument that is not a declared property of the tool's input, or null. */
+export function undeclaredArgument(tool: EngineTool, args: Record<string, unknown>): string | null {
+  if (!tool.policy.presentation) return null;
+  const properties = (tool.inputSchema.properties as Record<string, unknown> | undefined) ?? {};
+  return Object.keys(args).find((key) => !Object.prototype.hasOwnProperty.call(properties, key)) ?? null;
+}
+
 /** The review card's title and fields for proposed arguments. Without a presentation every argument is shown plainly. */
 export function reviewCard(tool: EngineTool, args: Record<string, unknown>, capabilities: ChannelCapabilities): { title: string; fields: ReviewField[] } {
   const presentation = tool.policy.presentation;

@@ -11,7 +11,7 @@ import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreacha
 import { EnginePart } from "./core.ts";
 import { shownState } from "./customerActions.ts";
 import { blockedCustomerText, customerText, modelNote } from "./outcomeText.ts";
-import { applyEdits, misleadingArgument, receiptFields, reviewCard } from "./presentation.ts";
+import { applyEdits, misleadingArgument, receiptFields, reviewCard, undeclaredArgument } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
 import { proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
 import { blockedMessage, blockingWrite, changedWrite, decide, planChange, type Actor, type LedgerContext, type PolicyEvent } from "./writePolicy.ts";
@@ -118,6 +118,12 @@ export class Writes extends EnginePart {
     // The card must show exactly the call that runs: text that displays in another order, or with invisible
     // characters, is refused before anything is stored or shown.
     const confirmation = tool.policy.effect === "write" ? tool.policy.confirmation : "required";
+    // With a presentation the card shows the fields the operator chose from the tool's declared arguments;
+    // an argument the schema merely lets through (no additionalProperties: false) would run unseen.
+    const undeclared = confirmation === "required" ? undeclaredArgument(tool, args) : null;
+    if (undeclared) {
+      return { modelText: `arguments_invalid: /${undeclared} is not an argument of ${tool.modelName}; send only its declared arguments.` };
+    }
     const misleading = confirmation === "required" ? misleadingArgument(args) : null;
     if (misleading) {
       return {
