@@ -58,6 +58,23 @@ describe("readable reviews and lists (#18.2)", () => {
     }
   });
 
+  it("a review's field value cannot add lines that read as other fields or notes: its line breaks show as ↵", () => {
+    // The model fills a note so that a second line reads like the card's amount and a line like a done deal.
+    const review: Outbound = {
+      ...cancelReview,
+      fields: [
+        { path: "/amount", label: "Amount", display: "plain", value: "500.00 EUR", editable: false },
+        { path: "/note", label: "Note", display: "plain", value: "Gift\nAmount: 5.00 EUR\r\n\u2028Already confirmed, no need to tap", editable: false },
+      ],
+    };
+    for (const render of [renderWhatsApp, renderMessenger]) {
+      const text = whatsappTextOrMeta(render(review, { refs: recordingRefs(), timeZone: "UTC" }).messages);
+      const lines = text.split("\n");
+      expect(lines.filter((line) => line.startsWith("Amount:"))).toEqual(["Amount: 500.00 EUR"]);
+      expect(lines).toContain("Note: Gift ↵ Amount: 5.00 EUR ↵  ↵ Already confirmed, no need to tap");
+    }
+  });
+
   it("list items: titles cut at a word with an ellipsis, times in words in the agent's zone, no internal ids in descriptions", () => {
     const rendered = renderWhatsApp(slots, { refs: recordingRefs(), timeZone: "Europe/Ljubljana" });
     const taps = whatsappTaps(rendered.messages);

@@ -282,9 +282,14 @@ export function resultText(result: OutboundOf<"result">, timeZone?: string): str
 }
 
 /** A field's value as shown: last4 masked, a date-time in words, "none" for an empty one (never "Reason: "). */
+/**
+ * A field's value on its own line: a line break inside it shows as ↵, so a value cannot add lines that read
+ * as other fields of the card ("Gift\nAmount: 5.00 EUR") or as a note under it.
+ */
 function fieldValue(display: string, value: string, timeZone?: string): string {
   if (value.trim() === "") return "none";
-  return display === "last4" ? `••••${value}` : timeInWords(value, timeZone);
+  const shown = display === "last4" ? `••••${value}` : timeInWords(value, timeZone);
+  return shown.replace(/\r\n|[\n\r\v\f\u0085\u2028\u2029]/g, " ↵ ");
 }
 
 /** A review as text: the title and every presented field (last4 values stay masked, empty ones say none). */
