@@ -75,6 +75,25 @@ describe("readable reviews and lists (#18.2)", () => {
     }
   });
 
+  it("a receipt's value (the tool's) cannot add lines that read as other receipt fields: its line breaks show as ↵", () => {
+    const outcome: Outbound = {
+      type: "outcome",
+      id: "o1",
+      proposalId: "p1",
+      state: "applied",
+      message: "Your order is cancelled.",
+      receipt: [
+        { label: "Refund", value: "5.00 EUR" },
+        { label: "Status", value: "cancelled\nRefund: 500.00 EUR" },
+      ],
+    };
+    for (const render of [renderWhatsApp, renderMessenger]) {
+      const lines = whatsappTextOrMeta(render(outcome, { refs: recordingRefs(), timeZone: "UTC" }).messages).split("\n");
+      expect(lines.filter((line) => line.startsWith("Refund:"))).toEqual(["Refund: 5.00 EUR"]);
+      expect(lines).toContain("Status: cancelled ↵ Refund: 500.00 EUR");
+    }
+  });
+
   it("list items: titles cut at a word with an ellipsis, times in words in the agent's zone, no internal ids in descriptions", () => {
     const rendered = renderWhatsApp(slots, { refs: recordingRefs(), timeZone: "Europe/Ljubljana" });
     const taps = whatsappTaps(rendered.messages);

@@ -288,8 +288,12 @@ export function resultText(result: OutboundOf<"result">, timeZone?: string): str
  */
 function fieldValue(display: string, value: string, timeZone?: string): string {
   if (value.trim() === "") return "none";
-  const shown = display === "last4" ? `••••${value}` : timeInWords(value, timeZone);
-  return shown.replace(/\r\n|[\n\r\v\f\u0085\u2028\u2029]/g, " ↵ ");
+  return ownLine(display === "last4" ? `••••${value}` : timeInWords(value, timeZone));
+}
+
+/** A card's or receipt's value kept on its line: each line break in it shown as ↵. */
+function ownLine(value: string): string {
+  return value.replace(/\r\n|[\n\r\v\f\u0085\u2028\u2029]/g, " ↵ ");
 }
 
 /** A review as text: the title and every presented field (last4 values stay masked, empty ones say none). */
@@ -319,8 +323,8 @@ export function reviewStateText(review: OutboundOf<"review">, timeZone?: string)
 
 export function outcomeText(outcome: OutboundOf<"outcome">, timeZone?: string): string {
   const lines = [outcome.message];
-  // A receipt field with no value is left out.
-  for (const field of outcome.receipt ?? []) if (field.value.trim() !== "") lines.push(`${field.label}: ${timeInWords(field.value, timeZone)}`);
+  // A receipt field with no value is left out; a value (the tool's) cannot add lines that read as other fields.
+  for (const field of outcome.receipt ?? []) if (field.value.trim() !== "") lines.push(`${field.label}: ${ownLine(timeInWords(field.value, timeZone))}`);
   return lines.join("\n");
 }
 
