@@ -7,6 +7,8 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { connectRemote, listRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
 import { LISTED_TOOLS_MAX, LISTING_BYTES_MAX } from "../../server/src/remote/remoteTarget.ts";
+import { REMOTE_MESSAGE_BYTES_MAX } from "../../server/src/remote/remoteFetch.ts";
+import { gzipSync } from "node:zlib";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
 import { listenOnLoopback, serveStreamable, sseHandler, type LoopbackServer } from "./support/mcpServer.ts";
 
@@ -203,6 +205,34 @@ describe("a listing over the bounds", () => {
       expect(pages).toBe(Math.ceil((LISTED_TOOLS_MAX + 1) / 200));
     } finally {
       await many.close();
+    }
+  });
+});
+
+describe("an answer over the message bound", () => {
+  it("a gzip answer that inflates past 48 MiB is stopped while read, not parsed", async () => {
+    // 64 MiB of JSON whitespace after a valid answer, sent as about 64 KiB of gzip.
+    const padding = gzipSync(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}'), Buffer.alloc(64 * 1024 * 1024, " ")]), { level: 9 });
+    let bombs = 0;
+    const bomb = await listenOnLoopback(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const message = JSON.parse(Buffer.concat(chunks).toString() || "{}") as { id?: number; method?: string };
+      if (message.method === "initialize") {
+        return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result: { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "bomb", version: "1" } } }));
+      }
+      if (message.method === "tools/list" && message.id === 1) {
+        bombs += 1;
+        return void res.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" }).end(padding);
+      }
+      res.writeHead(202).end();
+    });
+    try {
+      const listing = await listRemote({ url: bomb.url, ...local });
+      expect(bombs).toBe(1);
+      expect(listing).toMatchObject({ ok: false, error: { code: "remote_list_failed", message: expect.stringContaining(`over ${REMOTE_MESSAGE_BYTES_MAX} bytes`) } });
+    } finally {
+      await bomb.close();
     }
   });
 });

@@ -3,7 +3,7 @@
 import { createServer, type Server } from "node:http";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { guardedFetch, RemoteAddressRefused } from "./remoteFetch.ts";
+import { guardedFetch, RemoteAddressRefused, REMOTE_MESSAGE_BYTES_MAX } from "./remoteFetch.ts";
 
 let server: Server;
 let port = 0;
@@ -17,6 +17,13 @@ beforeAll(async () => {
     req.on("end", () => {
       seen.push({ method: req.method ?? "", auth: req.headers.authorization, body });
       if (req.url === "/gzip") return void res.writeHead(200, { "content-encoding": "gzip", "content-type": "text/plain" }).end(gzipSync("hello, decoded"));
+      if (req.url === "/events" || req.url === "/one-event") {
+        // 56 MiB either way: 1 MiB events, or one event that never ends.
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const line = `data: ${"x".repeat(1024 * 1024 - 8)}\n`;
+        for (let index = 0; index < 56; index++) res.write(req.url === "/events" ? `${line}\n` : line);
+        return void res.end();
+      }
       if (req.url === "/moved") return void res.writeHead(307, { location: "https://elsewhere.test/" }).end();
       res.writeHead(201, { "content-type": "application/json", "x-two": "a" }).end(JSON.stringify({ echoed: body }));
     });
@@ -68,5 +75,17 @@ describe("guardedFetch", () => {
     expect(plain.refusal()).toMatchObject({ code: "remote_url_insecure" });
     plain.close();
     expect(connections).toBe(before);
+  });
+
+  it("reads an event stream of any length, but not one event over the message bound", async () => {
+    expect(REMOTE_MESSAGE_BYTES_MAX).toBeLessThan(56 * 1024 * 1024);
+    const fetch = guardedFetch({ allowPrivateNetwork: true, resolve: async () => ["127.0.0.1"] });
+    try {
+      const events = await (await fetch(`http://stream.test:${port}/events`)).arrayBuffer();
+      expect(events.byteLength).toBe(56 * 1024 * 1024);
+      await expect((await fetch(`http://stream.test:${port}/one-event`)).arrayBuffer()).rejects.toThrow();
+    } finally {
+      fetch.close();
+    }
   });
 });

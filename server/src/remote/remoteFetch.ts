@@ -146,5 +146,37 @@ function toResponse(response: IncomingMessage, method: string): Response {
     response.on("error", (error) => decoder.destroy(error));
     decoder.on("close", () => response.destroy());
   }
-  return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { status, statusText: response.statusMessage ?? "", headers });
+  const web = Readable.toWeb(stream) as ReadableStream<Uint8Array>;
+  const over = messageBound((headers.get("content-type") ?? "").toLowerCase().includes("text/event-stream"));
+  // Beside the reader toWeb attaches, so each chunk is counted as it is read.
+  stream.on("data", (chunk: Buffer) => {
+    const error = over(chunk);
+    if (error) stream.destroy(error);
+  });
+  return new Response(web, { status, statusText: response.statusMessage ?? "", headers });
+}
+
+/**
+ * The largest message a remote server may send, as for a package's (childTransport.ts): a JSON answer's
+ * whole body, or one event of an event stream (a stream itself may run long). Counted after decoding, so
+ * a small gzip body that inflates to gigabytes is stopped here too, not held and parsed on the server.
+ */
+export const REMOTE_MESSAGE_BYTES_MAX = 48 * 1024 * 1024;
+
+function messageBound(eventStream: boolean, max = REMOTE_MESSAGE_BYTES_MAX): (chunk: Buffer) => Error | undefined {
+  let bytes = 0;
+  let tail = "";
+  return (chunk) => {
+    if (!eventStream) {
+      bytes += chunk.length;
+    } else {
+      // Bytes since the last blank line (an event's end), whichever line ending the server uses.
+      const text = tail + chunk.toString("latin1");
+      const ends = [text.lastIndexOf("\n\n"), text.lastIndexOf("\r\r"), text.lastIndexOf("\r\n\r\n")].map((at, index) => (at < 0 ? -1 : at + [2, 2, 4][index]!));
+      const end = Math.max(...ends);
+      bytes = end < 0 ? bytes + chunk.length : text.length - end;
+      tail = text.slice(-3);
+    }
+    return bytes > max ? new Error(`the server sent a message over ${max} bytes, which is not read`) : undefined;
+  };
 }
