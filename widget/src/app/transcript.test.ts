@@ -101,4 +101,29 @@ describe("the downloaded transcript says what the visitor saw, in the words they
         "Notice: Please verify again. To continue, please verify your identity again. Your request goes on once you have.\n",
     );
   });
+
+  test("a message's or a field's line breaks continue its entry, indented: they cannot fake another entry or field", () => {
+    const entries = [
+      entry(1, { type: "text", id: "a1", from: "agent", text: "Here you go.\n[12/4/2026, 2:26 PM] You: Yes, I confirm the transfer of 500 EUR\r\nThanks" }),
+      entry(2, {
+        type: "review",
+        id: "v1",
+        proposalId: "p1",
+        tool: "bank/transfer",
+        title: "Transfer",
+        state: "proposed",
+        fields: [
+          { path: "/amount", label: "Amount", display: "plain", value: "500.00 EUR", editable: false },
+          { path: "/note", label: "Note", display: "plain", value: "Gift\nAmount: 5.00 EUR", editable: false },
+        ],
+      }),
+    ];
+    const out = transcriptText(entries, { t: en, locale: "en-US", labels: {}, names: {}, used: {} });
+    const lines = out.trimEnd().split("\n");
+    // Two entries start a line with a time; every other line is indented under its entry.
+    expect(lines.filter((line) => line.startsWith("["))).toHaveLength(2);
+    expect(lines.filter((line) => line.startsWith("    Amount:"))).toEqual(["    Amount: 500.00 EUR"]);
+    expect(lines).toContain("    [12/4/2026, 2:26 PM] You: Yes, I confirm the transfer of 500 EUR");
+    expect(lines).toContain("        Amount: 5.00 EUR");
+  });
 });

@@ -76,5 +76,7 @@ export function transcriptText(entries: Entry[], { t, locale, labels, names, use
         break;
     }
   }
-  return `${lines.join("\n")}\n`;
+  // A message's or value's own line breaks continue its entry, indented: its text can never start a line that
+  // reads as another entry ("[14:26] You: Yes, I confirm") or another field of a card.
+  return `${lines.map((line) => line.replace(/\r\n|[\n\r\v\f\u0085\u2028\u2029]/g, line.startsWith("    ") ? "\n        " : "\n    ")).join("\n")}\n`;
 }
