@@ -5,7 +5,7 @@ import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { connectRemote, listRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
+import { checkReview, connectRemote, listRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
 import { LISTED_TOOLS_MAX, LISTING_BYTES_MAX } from "../../server/src/remote/remoteTarget.ts";
 import { REMOTE_MESSAGE_BYTES_MAX } from "../../server/src/remote/remoteFetch.ts";
 import { gzipSync } from "node:zlib";
@@ -234,5 +234,26 @@ describe("an answer over the message bound", () => {
     } finally {
       await bomb.close();
     }
+  });
+});
+
+describe("a tool listed twice", () => {
+  it("is refused at listing, and a review naming a tool twice is refused, so no version holds two tools under one model name", async () => {
+    const twice = await listenOnLoopback((req, res) => {
+      const server = new Server({ name: "twice", version: "1.0.0" }, { capabilities: { tools: {} } });
+      const tool = { name: "get_invoice", description: "An invoice", inputSchema: { type: "object" as const } };
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [tool, { ...tool }] }));
+      return serveStreamable(server, req, res);
+    });
+    try {
+      const listing = await listRemote({ url: twice.url, ...local });
+      expect(listing).toMatchObject({ ok: false, error: { code: "remote_list_failed", message: expect.stringContaining('lists a tool named "get_invoice" twice') } });
+    } finally {
+      await twice.close();
+    }
+    const listed = [{ name: "get_invoice", description: "An invoice", inputSchema: { type: "object" } }];
+    const review = newReview("twice", "https://twice.example/mcp", [...listed, ...listed]);
+    review.tools = review.tools.map((tool) => ({ ...tool, effect: "read" as const }));
+    expect(checkReview(JSON.parse(JSON.stringify(review)))).toMatchObject({ ok: false, errors: [{ code: "review_invalid", path: "/tools/1/name" }] });
   });
 });

@@ -124,6 +124,7 @@ export function checkReview(data: unknown): { ok: true; review: Review } | { ok:
   }
   const errors: ReviewProblem[] = [];
   parsed.data.tools.forEach((tool, index) => {
+    if (parsed.data.tools.findIndex((other) => other.name === tool.name) !== index) errors.push({ code: "review_invalid", path: `/tools/${index}/name`, message: `${tool.name} is in the review twice` });
     if (tool.effect === "read" && tool.confirmation) errors.push({ code: "review_invalid", path: `/tools/${index}/confirmation`, message: "confirmation is for write tools only" });
   });
   if (errors.length) return { ok: false, errors };

@@ -49,6 +49,9 @@ export async function listRemoteTools(client: Client, options?: RequestOptions):
     // server's thread and megabytes that were never freed, per call.
     const page = await client.request({ method: "tools/list", params: cursor ? { cursor } : {} }, ListToolsResultSchema, options);
     for (const tool of page.tools) {
+      // Names are a server's tools' identity (reviewed, published and called by name): one listed twice
+      // would be published twice under one model name, or reviewed as one and called as the other.
+      if (tools.some((listed) => listed.name === tool.name)) throw new Error(`the server lists a tool named ${JSON.stringify(tool.name.slice(0, 100))} twice`);
       tools.push({ name: tool.name, ...(tool.description && { description: tool.description }), inputSchema: tool.inputSchema as Record<string, unknown>, ...(tool.outputSchema && { outputSchema: tool.outputSchema as Record<string, unknown> }) });
     }
     // The bounds of a package's listing: a version over them could not be kept (its file is read up to
