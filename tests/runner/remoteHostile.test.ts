@@ -5,7 +5,7 @@ import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import { checkReview, connectRemote, listRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
+import { checkReview, connectRemote, driftOf, listRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
 import { LISTED_TOOLS_MAX, LISTING_BYTES_MAX } from "../../server/src/remote/remoteTarget.ts";
 import { REMOTE_MESSAGE_BYTES_MAX } from "../../server/src/remote/remoteFetch.ts";
 import { gzipSync } from "node:zlib";
@@ -255,5 +255,28 @@ describe("a tool listed twice", () => {
     const review = newReview("twice", "https://twice.example/mcp", [...listed, ...listed]);
     review.tools = review.tools.map((tool) => ({ ...tool, effect: "read" as const }));
     expect(checkReview(JSON.parse(JSON.stringify(review)))).toMatchObject({ ok: false, errors: [{ code: "review_invalid", path: "/tools/1/name" }] });
+  });
+});
+
+describe("tool names Caplo's model names cannot hold", () => {
+  it("stay unreviewed and unpublished, without holding back the server's other tools", async () => {
+    const listed = [
+      { name: "getOrder", description: "camelCase, as many servers name tools", inputSchema: { type: "object" } },
+      { name: "get-refund", description: "dashed", inputSchema: { type: "object" } },
+      { name: "get_invoice", description: "An invoice", inputSchema: { type: "object" } },
+    ];
+    const review = newReview("shop", "https://shop.example/mcp", listed);
+    review.tools = review.tools.map((tool) => (tool.name === "get_invoice" ? { ...tool, effect: "read" as const } : tool));
+    // The review as listed, decided for the one tool that can be published, round-trips as the console sends it.
+    const checked = checkReview(JSON.parse(JSON.stringify(review)));
+    if (!checked.ok) throw new Error(JSON.stringify(checked.errors));
+    const published = publishRemote(checked.review, listed);
+    if (!published.ok) throw new Error(JSON.stringify(published.errors));
+    expect(published.version.tools.map((tool) => tool.modelName)).toEqual(["shop__get_invoice"]);
+    expect(published.version.unpublished).toEqual(["getOrder", "get-refund"]);
+    expect(driftOf(published.version, listed)).toEqual({ added: [], removed: [], changed: [] });
+    // Reviewed as a read, such a name is refused by code, at its place.
+    const camel = { ...review, tools: review.tools.map((tool) => (tool.name === "getOrder" ? { ...tool, effect: "read" as const } : tool)) };
+    expect(checkReview(JSON.parse(JSON.stringify(camel)))).toMatchObject({ ok: false, errors: [{ code: "tool_name_invalid", path: "/tools/0/name" }] });
   });
 });

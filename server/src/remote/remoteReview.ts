@@ -25,7 +25,8 @@ export function schemaHash(tool: ListedTool): string {
 }
 
 const reviewedToolSchema = z.strictObject({
-  name: toolNameSchema,
+  /** The name as the server lists it; one that cannot reach the model (TOOL_NAME_PATTERN) stays unreviewed. */
+  name: z.string().min(1),
   description: z.string().optional(),
   schemaHash: z.string().regex(/^sha256:[0-9a-f]{64}$/),
   /** unreviewed until the owner decides; only read and write tools are published. */
@@ -124,6 +125,9 @@ export function checkReview(data: unknown): { ok: true; review: Review } | { ok:
   }
   const errors: ReviewProblem[] = [];
   parsed.data.tools.forEach((tool, index) => {
+    if (tool.effect !== "unreviewed" && !toolNameSchema.safeParse(tool.name).success) {
+      errors.push({ code: "tool_name_invalid", path: `/tools/${index}/name`, message: `${tool.name} cannot be published: a tool the model calls is named with lowercase letters, digits and underscores, starting with a letter, at most 48 characters; leave it unreviewed` });
+    }
     if (parsed.data.tools.findIndex((other) => other.name === tool.name) !== index) errors.push({ code: "review_invalid", path: `/tools/${index}/name`, message: `${tool.name} is in the review twice` });
     if (tool.effect === "read" && tool.confirmation) errors.push({ code: "review_invalid", path: `/tools/${index}/confirmation`, message: "confirmation is for write tools only" });
   });
