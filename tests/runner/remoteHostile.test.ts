@@ -280,3 +280,44 @@ describe("tool names Caplo's model names cannot hold", () => {
     expect(checkReview(JSON.parse(JSON.stringify(camel)))).toMatchObject({ ok: false, errors: [{ code: "tool_name_invalid", path: "/tools/0/name" }] });
   });
 });
+
+describe("a listing that pages slowly", () => {
+  it("is bounded as a whole by the call's timeout, not page by page", async () => {
+    let paging = false;
+    let pages = 0;
+    const slow = await listenOnLoopback((req, res) => {
+      const server = new Server({ name: "slow", version: "1.0.0" }, { capabilities: { tools: {} } });
+      server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+        const tools = [{ name: "get_order", description: "An order", inputSchema: { type: "object" as const } }];
+        if (!paging) return { tools };
+        pages += 1;
+        // Each page well inside the call's one second, and always another one after it.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return { tools: request.params?.cursor ? [] : tools, nextCursor: String(pages) };
+      });
+      server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: "text", text: "order 1" }] }));
+      return serveStreamable(server, req, res);
+    });
+    try {
+      const connected = await connectRemote({ url: slow.url, ...local });
+      if (!connected.ok) throw new Error(connected.error.message);
+      const tools = await listRemoteTools(connected.client);
+      await connected.client.close();
+      const review = newReview("slow", slow.url, tools, undefined, "streamable-http");
+      review.tools = review.tools.map((tool) => ({ ...tool, effect: "read" as const, timeoutSeconds: 1 }));
+      const published = publishRemote(review, tools);
+      if (!published.ok) throw new Error("publish failed");
+      const runner = new CaploToolRunner({});
+      await runner.addTarget(remoteTarget(published.version, local));
+      paging = true;
+      const result = await runner.call({ packageVersionId: published.version.id, tool: "get_order", args: {}, context: { invocationId: "s1", secrets: {} } });
+      expect(result.isError).toBe(true);
+      expect(result.modelText).toContain("could not list its tools");
+      // Without the bound it read all 50 pages (15 s) before refusing.
+      expect(pages).toBeLessThan(10);
+      await runner.close();
+    } finally {
+      await slow.close();
+    }
+  });
+});

@@ -167,7 +167,9 @@ export function remoteTarget(version: RemoteVersion, options: RemoteTargetOption
       return session;
     },
     beforeCall: async (session, tool, timeoutMs) => {
-      const drift = noteDrift(await listRemoteTools(session.client, { timeout: timeoutMs }));
+      // The call's timeout bounds the whole listing, not each page of it: a server sending page after page
+      // just inside the timeout held the call for up to 50 timeouts before it was even sent.
+      const drift = noteDrift(await listRemoteTools(session.client, { timeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) }));
       if (drift.changed.includes(tool)) {
         return `remote_tool_changed: the server changed ${tool} (its description or schemas) since it was reviewed, so it is not called until it is reviewed again and a new version is published.`;
       }
