@@ -111,11 +111,103 @@ function testPattern(pattern: string, flags: string, text: string): boolean {
   return answer.matched === true;
 }
 
-/** ajv's code.regExp: the pattern is checked here (a bad one fails the compile), tested in the worker. */
-function patternRegExp(pattern: string, flags: string): { test: (text: string) => boolean } {
-  new RegExp(pattern, flags);
-  return { test: (text: string) => testPattern(pattern, flags, String(text)) };
+/**
+ * The backtracking a pattern may do on the server's own thread: a text is tested there when (n + 1)^(q + 1)
+ * stays under this, for a text of n characters and a pattern of q variable repetitions that repeats no group
+ * and refers back to none (so it backtracks at most polynomially: each repetition picks how far it reaches,
+ * from each start). `^SO-[0-9]{4}$` (q = 0) is tested there on any text under 100,000 characters,
+ * `^[a-z0-9_]+$` (q = 1) up to 315; everything else goes to the worker. A hop to the worker costs some
+ * 30 µs of CPU (bench/README), against under 1 µs here.
+ */
+const INLINE_STEPS_MAX = 100_000;
+
+/**
+ * How many variable repetitions (`*`, `+`, `?`, `{m,}`, `{m,n}` with n > m) a pattern holds, or undefined
+ * when it repeats a group or refers back to one (those can backtrack exponentially on a short text).
+ * Read as the `u` flag reads it; anything it cannot be sure of counts as undefined.
+ */
+export function patternRepetitions(pattern: string): number | undefined {
+  let count = 0;
+  // What came before: a group's opening, its closing, a repetition, or anything else.
+  let previous: "open" | "close" | "repetition" | "atom" = "atom";
+  for (let at = 0; at < pattern.length; at++) {
+    const char = pattern[at]!;
+    if (char === "\\") {
+      const next = pattern[at + 1];
+      if (next === undefined) return undefined;
+      if (/[1-9]/.test(next) || next === "k") return undefined; // a backreference
+      at++;
+      if ((next === "p" || next === "P" || next === "u") && pattern[at + 1] === "{") {
+        const close = pattern.indexOf("}", at + 1);
+        if (close < 0) return undefined;
+        at = close;
+      }
+      previous = "atom";
+      continue;
+    }
+    if (char === "[") {
+      // A class is one atom: skip to its end (escapes inside included).
+      let end = at + 1;
+      while (end < pattern.length && pattern[end] !== "]") end += pattern[end] === "\\" ? 2 : 1;
+      if (end >= pattern.length) return undefined;
+      at = end;
+      previous = "atom";
+      continue;
+    }
+    if (char === "(") {
+      previous = "open";
+      continue;
+    }
+    if (char === ")") {
+      previous = "close";
+      continue;
+    }
+    if (char === "*" || char === "+" || char === "?" || char === "{") {
+      if (char === "?" && (previous === "open" || previous === "repetition")) {
+        previous = "atom"; // a group's kind (?: ?= ?<name>), or a lazy repetition
+        continue;
+      }
+      let variable = true;
+      if (char === "{") {
+        const bounds = /^\{(\d+)(,(\d*))?\}/.exec(pattern.slice(at));
+        if (!bounds) return undefined;
+        variable = bounds[2] !== undefined && (bounds[3] === "" || Number(bounds[3]) > Number(bounds[1]));
+        at += bounds[0].length - 1;
+      }
+      if (previous === "close") return undefined; // a repeated group
+      if (variable) count++;
+      previous = "repetition";
+      continue;
+    }
+    previous = "atom";
+  }
+  return count;
 }
+
+/** ajv's code.regExp: the pattern is checked here (a bad one fails the compile), tested on this thread when its backtracking is bounded small for the text (INLINE_STEPS_MAX), else in the worker. */
+function patternRegExp(pattern: string, flags: string): { test: (text: string) => boolean; toString: () => string } {
+  const regExp = new RegExp(pattern, flags);
+  const repetitions = patternRepetitions(pattern);
+  // The longest text tested here: (n + 1)^(q + 1) <= INLINE_STEPS_MAX.
+  const inlineMax = repetitions === undefined ? -1 : Math.floor(INLINE_STEPS_MAX ** (1 / (repetitions + 1))) - 1;
+  return {
+    // ajv keeps one compiled pattern per toString() in its instance, for every schema it compiles: a RegExp's
+    // own spelling, so two patterns never share (Object's "[object Object]" made every pattern the first).
+    toString: () => regExp.toString(),
+    test: (value: string) => {
+      const text = String(value);
+      if (text.length <= inlineMax) {
+        patternChecks.inline++;
+        return regExp.test(text);
+      }
+      patternChecks.worker++;
+      return testPattern(pattern, flags, text);
+    },
+  };
+}
+
+/** How many pattern tests ran on this thread and in the worker (for tests). */
+export const patternChecks = { inline: 0, worker: 0 };
 patternRegExp.code = "caplo pattern worker";
 
 const options = { allErrors: true, strict: false, validateFormats: true, code: { regExp: patternRegExp } };
