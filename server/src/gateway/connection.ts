@@ -188,11 +188,15 @@ export class Connection {
       socket.off("drain", resume);
       this.holding = undefined;
       this.ws.close(1013, "too slow; resume from the last event");
+      // Read again, so the client's closing frame is read and the socket let go as soon as it answers (paused,
+      // it waited out the library's 30 s close timeout); what it sent before is dropped unread (receive).
+      this.ws.resume();
     }, this.deps.limits.stallTimeoutMs);
     this.holding.unref();
   }
 
   private async receive(data: Buffer | Buffer[] | ArrayBuffer, isBinary: boolean): Promise<void> {
+    if (this.ws.readyState !== this.ws.OPEN) return; // closing: nothing more is acted on or answered
     this.holdReading();
     const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
     // A dropped or refused frame is still answered with its ref, so the client knows which action failed
