@@ -14,6 +14,9 @@ import { CALL_LOG_BYTES_MAX, CALL_LOG_LINES_MAX, LOG_DATA_BYTES_MAX } from "../.
 import { spawnSandboxed } from "../../server/src/runner/sandbox.ts";
 import { IDLE_BYTES_MAX, MESSAGE_BYTES_MAX, REQUEST_EXTRA_BYTES } from "../../server/src/runner/childTransport.ts";
 import { IDLE_CPU_WINDOW_MS } from "../../server/src/runner/packageProcess.ts";
+
+/** The runner's look at a process's CPU between calls, shortened from IDLE_CPU_WINDOW_MS so the test waits seconds, not tens. */
+const IDLE_WINDOW_MS = Math.min(IDLE_CPU_WINDOW_MS, 2000);
 import { parseServeArgs } from "../../server/src/cli/serve.ts";
 import { PACKAGES_DIR, TEST_HOST, testVersion } from "./testPackages.ts";
 
@@ -78,7 +81,7 @@ beforeAll(async () => {
     [["sqlite_import", { path: CONTROL_DB }], ["exec_argv"], ["argv_paths"], ["report"], ["proc_fds"], ["proc1_environ"], ["binding_fs"], ["v8_flags"], ["read_proc_environ"], ["read_runner", { path: hardLink }]],
     ["--max-old-space-size=200"],
   );
-  runner = new CaploToolRunner({ hostModule: TEST_HOST, egressResolve: `allowed.test=127.0.0.1:${port},refused.test=127.0.0.1:${closedPort}` });
+  runner = new CaploToolRunner({ hostModule: TEST_HOST, egressResolve: `allowed.test=127.0.0.1:${port},refused.test=127.0.0.1:${closedPort}`, idleCpuWindowMs: IDLE_WINDOW_MS });
   await runner.load(version);
 }, 60_000);
 
@@ -207,7 +210,7 @@ describe("writing to the runner after the call has answered", () => {
     const starts = runner.starts(version.id);
     expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
     // Idle over two of the watch's windows: nothing to stop.
-    await new Promise((resolve) => setTimeout(resolve, 2 * IDLE_CPU_WINDOW_MS + 1000));
+    await new Promise((resolve) => setTimeout(resolve, 2 * IDLE_WINDOW_MS + 500));
     expect(await attempt("wasm")).toEqual({ ok: true, value: "compiled" });
     expect(runner.starts(version.id)).toBe(starts);
 

@@ -35,6 +35,8 @@ export type ProcessOptions = {
   startTimeoutMs: number;
   /** Largest single message accepted from the package (default MESSAGE_BYTES_MAX); over it the process is killed. */
   messageBytesMax?: number;
+  /** How long each look at the process's CPU between calls lasts (default IDLE_CPU_WINDOW_MS). */
+  idleCpuWindowMs?: number;
 };
 
 /** A package process that could not start: why, and the SDK host's own report when it gave one. */
@@ -170,7 +172,7 @@ export class PackageProcess {
       throw new ProcessStartError(`package ${this.options.label} did not start within ${this.options.startTimeoutMs} ms (${(error as Error).message}): ${this.stderr.trim().slice(-1000)}`);
     });
     await Promise.race([connected, exitedEarly]);
-    this.idleWatch = setInterval(() => this.lookWhileIdle(transport), IDLE_CPU_WINDOW_MS);
+    this.idleWatch = setInterval(() => this.lookWhileIdle(transport), this.options.idleCpuWindowMs ?? IDLE_CPU_WINDOW_MS);
     this.idleWatch.unref();
   }
 

@@ -86,6 +86,8 @@ export type RunnerOptions = {
   /** false: no control groups even where they work (the V8 heap cap only; CAPLO_CGROUPS=off). Default: use them. */
   cgroups?: boolean;
   startTimeoutMs?: number;
+  /** How long each look of a process's CPU between calls lasts (IDLE_CPU_WINDOW_MS, 5 s; tests shorten it). */
+  idleCpuWindowMs?: number;
   /** Operator's host→address map, CAPLO_EGRESS_RESOLVE syntax (the caller passes the setting). */
   egressResolve?: string;
   /**
@@ -240,6 +242,7 @@ export class CaploToolRunner implements ToolRunner {
       ...(this.extraCaCerts && { extraCaCerts: this.extraCaCerts }),
       ...(this.isolation.processMemoryMb !== undefined && { processMemoryMb: this.isolation.processMemoryMb, pidsMax: this.options.pidsMax ?? 128 }),
       startTimeoutMs: this.options.startTimeoutMs ?? 30_000,
+      ...(this.options.idleCpuWindowMs !== undefined && { idleCpuWindowMs: this.options.idleCpuWindowMs }),
     });
     // One warm process per version and workspace: a package that keeps a call's secret or customer in
     // memory never carries it into another workspace's call (the default workspace keeps the bare id).
