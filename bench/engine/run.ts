@@ -7,7 +7,7 @@
 //   npx tsx bench/engine/run.ts history     # server CPU per read turn at 10 vs 2,000 stored events, interleaved
 //   npx tsx bench/engine/run.ts all
 //   options: --warmup 4000 --rounds 4 --verbose (counts: the statements behind the figures)
-//            --against DIR (cpu, history: also run the caplo serve of another checkout, e.g. the commit before a
+//            --against DIR (cpu only: also run the caplo serve of another checkout, e.g. the commit before a
 //            change, interleaved with this one and the reference: before/after figures from one run)
 //            --turn chat (cpu, throughput, history: turns the model answers without a tool, the reference's
 //            own work: the read turn's figure less its tool call)
