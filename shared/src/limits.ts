@@ -165,3 +165,13 @@ export const MAX_AUTH_AGE_SECONDS_MIN = 0;
 export const MAX_AUTH_AGE_SECONDS_MAX = 86_400;
 /** Results over 256 KiB fail. */
 export const RESULT_BYTES_MAX = 256 * 1024;
+
+/**
+ * Characters that make text show other than it is, as a regex character class's body: bidirectional
+ * embeddings, overrides, isolates and marks (U+202E shows "1234" as "4321"; a right-to-left mark can swap two
+ * groups of digits) and invisible spaces and joiners between letters (U+200B, U+2060, U+FEFF). A proposed
+ * write's arguments may not hold them (the card would show another call than the one that runs), nor may a
+ * link sent to a messaging customer. U+200D, the joiner inside emoji, is not one of them.
+ */
+export const MISLEADING_CHARACTERS = "\\u061c\\u200b\\u200e\\u200f\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff";
+export const MISLEADING_CHARACTER = new RegExp(`[${MISLEADING_CHARACTERS}]`);

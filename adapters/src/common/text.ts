@@ -1,6 +1,7 @@
 // Plain-text rendering shared by every messaging channel: shortening labels visibly, splitting long text,
 // and turning reviews, outcomes and result layouts into readable text that is never silently dropped.
 import { ELLIPSIS } from "@caplo/shared/channels";
+import { MISLEADING_CHARACTERS } from "@caplo/shared/limits";
 import type { OutboundOf, ResultColumn } from "@caplo/shared/messages";
 
 /**
@@ -111,13 +112,16 @@ export function timeInWords(value: string, timeZone = "UTC"): string {
   return value;
 }
 
+/** What no URL sent to a messaging customer holds: white space, control characters, joiners, MISLEADING_CHARACTERS. */
+const UNSENDABLE_IN_URL = new RegExp(`[\\u0000-\\u0020\\u007f-\\u009f\\u200c\\u200d${MISLEADING_CHARACTERS}]`);
+
 /**
  * A tool result's URL as a messaging customer may be sent it: https only, with no user part, no white space
  * or control characters, its host as the platform will open it (xn-- for a host in another script); else
  * null. The widget shows only such links; a message's text turns whatever it holds into a link.
  */
 export function httpsUrl(raw: unknown): string | null {
-  if (typeof raw !== "string" || raw.length > 2048 || /[\u0000-\u0020\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/.test(raw)) return null;
+  if (typeof raw !== "string" || raw.length > 2048 || UNSENDABLE_IN_URL.test(raw)) return null;
   let url: URL;
   try {
     url = new URL(raw);

@@ -6,6 +6,7 @@ import {
   COLUMNS_MAX,
   COLUMNS_MAX_WIDE,
   LAYOUT_ITEMS_MAX,
+  MISLEADING_CHARACTER,
   WIDE_COLUMN_LAYOUTS,
   forbiddenKeyPath,
   type ChannelCapabilities,
@@ -42,17 +43,9 @@ function isStringProperty(tool: EngineTool, key: string): boolean {
   return type === "string" || (Array.isArray(type) && type.includes("string"));
 }
 
-/**
- * Characters that make text show other than it is: bidirectional embeddings, overrides, isolates and marks
- * (U+202E shows "1234" as "4321"; a right-to-left mark can swap two groups of digits) and invisible spaces
- * and joiners between letters (U+200B, U+2060, U+FEFF). In a proposed write's arguments they would make the
- * review card show another call than the one that runs.
- */
-const MISLEADING = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/;
-
-/** The first argument (a key or a string anywhere in the arguments) holding a misleading character, or null. */
+/** The first argument (a key or a string anywhere in the arguments) holding a MISLEADING_CHARACTER (the review card would show another call than the one that runs), or null. */
 export function misleadingArgument(value: unknown, path = ""): { path: string; codePoint: string } | null {
-  const found = (text: string) => text.match(MISLEADING)?.[0];
+  const found = (text: string) => text.match(MISLEADING_CHARACTER)?.[0];
   const point = (char: string) => `U+${char.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
   if (typeof value === "string") {
     const char = found(value);
