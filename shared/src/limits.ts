@@ -175,3 +175,7 @@ export const RESULT_BYTES_MAX = 256 * 1024;
  */
 export const MISLEADING_CHARACTERS = "\\u061c\\u200b\\u200e\\u200f\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff";
 export const MISLEADING_CHARACTER = new RegExp(`[${MISLEADING_CHARACTERS}]`);
+
+/** A tool listing's bounds, a package's at build and a remote MCP server's at review and before each call: its tools as JSON, and its tools. */
+export const LISTING_BYTES_MAX = 4 * 1024 * 1024;
+export const LISTED_TOOLS_MAX = 1000;

@@ -5,6 +5,7 @@
 // What comes back is the package's word: untrusted data, validated by the MCP SDK's schemas here and by
 // checkPackage after.
 import { statSync } from "node:fs";
+import { LISTED_TOOLS_MAX, LISTING_BYTES_MAX } from "@caplo/shared";
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { ensureHostBundle } from "../runner/hostBundle.ts";
 import { memoryLimitKind } from "../runner/cgroup.ts";
@@ -35,10 +36,8 @@ export type ListingOptions = {
   cgroups?: boolean;
 };
 
-/** Largest tools/list answer the build accepts: one message, and every page together. */
-export const LISTING_BYTES_MAX = 4 * 1024 * 1024;
-/** Tools and pages a listing may have. */
-export const LISTED_TOOLS_MAX = 1000;
+/** Largest tools/list answer the build accepts (one message, and every page together), and its tools: shared with remote listings. */
+export { LISTED_TOOLS_MAX, LISTING_BYTES_MAX };
 const LISTING_PAGES_MAX = 100;
 
 export async function listTools(packageDir: string, options: ListingOptions = {}): Promise<ListedTools | ListingFailure> {

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { ListToolsResultSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { EFFECT_OUTCOME_CAPABILITY } from "@caplo/shared";
+import { EFFECT_OUTCOME_CAPABILITY, LISTED_TOOLS_MAX, LISTING_BYTES_MAX } from "@caplo/shared";
 import type { CallRoute } from "../runner/routedClient.ts";
 import type { Session, Target, TargetKind } from "../runner/target.ts";
 import { isRemoteVersionId, loadPinnedRemote } from "./remotePin.ts";
@@ -28,9 +28,8 @@ export type RemoteTargetOptions = {
   onDrift?: (drift: Drift) => void;
 };
 
-/** A listing's bytes (its tools as JSON) and tools at most, as for a package's (build/toolListing.ts). */
-export const LISTING_BYTES_MAX = 4 * 1024 * 1024;
-export const LISTED_TOOLS_MAX = 1000;
+/** A listing's bytes (its tools as JSON) and tools at most, as for a package's (shared limits). */
+export { LISTED_TOOLS_MAX, LISTING_BYTES_MAX };
 
 /** Pages of tools/list followed at most: a server that keeps sending a next cursor is not listed forever. */
 export const REMOTE_LIST_PAGES_MAX = 50;
