@@ -1,5 +1,6 @@
 // `caplo serve`: options from flags and environment, and a real start serving a published release on a
 // SQLite file, answering a WebSocket customer with the scripted model.
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -123,6 +124,34 @@ describe("start", () => {
     if (!bad.ok) throw new Error(bad.error.message);
     expect(await startServe({ ...bad.options, runner }, () => undefined)).toMatchObject({ ok: false, error: { code: "channel_config_invalid", path: "CAPLO_META_APP_SECRET" } });
   });
+
+  it("Ctrl-C while it starts (after the first line it prints) lets the start finish and stops it cleanly, exit 0", async () => {
+    // Before, the handlers came only once the server listened: a Ctrl-C before then, or in the moment between
+    // "listening" and the handlers, ended the process by the signal's default, with no close (exit by SIGINT).
+    const config = parseAgentConfig({ apiVersion: "v1", kind: "Agent", name: "quitter", instructions: "Be brief.", origins: ["https://site.example"], channels: { web: {} } });
+    if (!config.ok) throw new Error(JSON.stringify(config.issues));
+    const release = createRelease(config.agent, [], new Date("2026-01-01T00:00:00Z"));
+    if (!release.ok) throw new Error(JSON.stringify(release.issues));
+    await new FileReleaseStore(join(dir, "quit-releases")).put(release.release);
+    const cli = join(import.meta.dirname, "..", "..", "..", "bin", "caplo.mjs");
+    const child = spawn(process.execPath, [cli, "serve", "--port", "0", "--agent", "quitter", "--db", join(dir, "quit.db"), "--releases", join(dir, "quit-releases")], { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    let signalled = false;
+    const exited = new Promise<[number | null, string | null]>((done) => child.once("exit", (code, signal) => done([code, signal])));
+    const onOutput = (chunk: Buffer) => {
+      output += chunk.toString();
+      // The first line comes from inside the start (the sandbox's note), before anything listens.
+      if (!signalled && output.includes("\n")) {
+        signalled = true;
+        child.kill("SIGINT");
+      }
+    };
+    child.stdout.on("data", onOutput);
+    child.stderr.on("data", onOutput);
+    const [code, signal] = await exited;
+    expect({ code, signal }, output).toEqual({ code: 0, signal: null });
+    expect(signalled).toBe(true);
+  }, 30_000);
 
   it("an agent without a published release is a clear error", async () => {
     const parsed = parseServeArgs(["--agent", "ghost", "--releases", join(dir, "none"), "--db", join(dir, "x.db")], {});

@@ -90,6 +90,9 @@ export function parseServeArgs(args: string[], env: Record<string, string | unde
   };
 }
 
+/** A second Ctrl-C this long after the first, while the server still starts, ends the process at once. */
+const FORCE_AFTER_MS = 1000;
+
 export async function run(args: string[]): Promise<number> {
   const parsed = parseServeArgs(args, process.env);
   if (!parsed.ok) {
@@ -97,23 +100,35 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
   if (parsed.options.checkChannels) return checkChannels(parsed.options);
+  // The handlers are in place before the server says it listens, so Ctrl-C at any moment after that line stops
+  // it cleanly (without one, a signal ends the process at once, with no close). They stay until the server is
+  // closed: Ctrl-C signals the terminal's whole process group, so a wrapper (npx, tsx) relays a second SIGINT
+  // while the first one's close runs, which would otherwise end the process with 130 in the middle of it.
+  // Ctrl-C while it starts stops it once started; Ctrl-C again a second later (a start that hangs, say on a
+  // database that does not answer) ends the process at once, as the terminal's default would.
+  let stopAsked = false;
+  let firstAsk = 0;
+  let running = false;
+  let wake: () => void = () => undefined;
+  const stop = () => {
+    if (!running && stopAsked && Date.now() - firstAsk >= FORCE_AFTER_MS) process.exit(130);
+    if (!stopAsked) firstAsk = Date.now();
+    stopAsked = true;
+    wake();
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
   const started = await startServer(parsed.options);
   if (!started.ok) {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
     console.error(`caplo serve: ${started.error.code}${started.error.path ? ` at ${started.error.path}` : ""}: ${started.error.message}`);
     return 1;
   }
-  // The handlers stay until the server is closed: Ctrl-C signals the terminal's whole process group, so a
-  // wrapper (npx, tsx) relays a second SIGINT while the first one's close runs, which would otherwise end the
-  // process with 130 in the middle of it.
-  const ignore = () => undefined;
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-    process.on("SIGINT", ignore);
-    process.on("SIGTERM", ignore);
-  });
+  running = true;
+  if (!stopAsked) await new Promise<void>((resolve) => (wake = resolve));
   await started.server.close();
-  process.off("SIGINT", ignore);
-  process.off("SIGTERM", ignore);
+  process.off("SIGINT", stop);
+  process.off("SIGTERM", stop);
   return 0;
 }
