@@ -225,8 +225,9 @@ describe("two members", () => {
       await Promise.all([ana.goto(`${stack.base}/console#/c/${id}`), ben.goto(`${stack.base}/console#/c/${id}`)]);
       await Promise.all([ana.getByRole("button", { name: "Take over" }).waitFor(), ben.getByRole("button", { name: "Take over" }).waitFor()]);
       await Promise.all([ana.getByRole("button", { name: "Take over" }).click(), ben.getByRole("button", { name: "Take over" }).click()]);
+      // A click returns once Chromium has clicked, not once the server has answered its request.
+      await expect.poll(async () => (await stack.store.getConversation(id))!.handoff!.state, { timeout: 10_000 }).toBe("taken");
       const handoff = (await stack.store.getConversation(id))!.handoff!;
-      expect(handoff.state).toBe("taken");
       const [winner, loser] = handoff.member === "ana" ? [ana, ben] : [ben, ana];
       await winner.getByRole("status").filter({ hasText: "You took over" }).waitFor();
       await loser.getByRole("alert").filter({ hasText: "Another member already holds this conversation" }).waitFor();
