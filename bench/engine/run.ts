@@ -6,7 +6,7 @@
 //   npx tsx bench/engine/run.ts throughput  # read turns/s at 200 conversations, PostgreSQL + Redis vs SQLite, interleaved
 //   npx tsx bench/engine/run.ts history     # server CPU per read turn at 10 vs 2,000 stored events, interleaved
 //   npx tsx bench/engine/run.ts all
-//   options: --warmup 4000 --rounds 4 --verbose (counts: the statements behind the figures)
+//   options: --warmup 4000 --rounds 4 --customers 80 (history) --verbose (counts: the statements behind the figures)
 //            --against DIR (cpu only: also run the caplo serve of another checkout, e.g. the commit before a
 //            change, interleaved with this one and the reference: before/after figures from one run)
 //            --turn chat (cpu, throughput, history: turns the model answers without a tool, the reference's
@@ -30,6 +30,8 @@ import { startCaplo, startReference, type BenchServer, type Counts } from "./ser
 
 const WARMUP = option("warmup", 4000);
 const ROUNDS = option("rounds", 4);
+/** history: customers per window, each with a conversation of its own, long or fresh (--customers). */
+const HISTORY_CUSTOMERS = option("customers", 80);
 const VERBOSE = process.argv.includes("--verbose");
 const AGAINST = process.argv.includes("--against") ? process.argv[process.argv.indexOf("--against") + 1] : undefined;
 const what = process.argv[2] ?? "all";
@@ -288,7 +290,9 @@ async function history(): Promise<void> {
   const rows: (string | number)[][] = [];
   for (const store of ["sqlite", "pg"] as const) {
     const server = await caplo(store);
-    const conversations = 20;
+    // 400 measured turns a window (80 customers × 5): with 20 customers (100 turns, about 70 ms of server CPU)
+    // one old-generation GC more or less in a window moved the figure by 10 points between runs.
+    const conversations = HISTORY_CUSTOMERS;
     // The long conversations: 400 read turns each (5 events a turn, 2,000 events), which is also the warm-up.
     const long = await open(server, conversations);
     await readLoad(server, long, Math.max(400, Math.ceil(WARMUP / conversations)));
@@ -298,17 +302,27 @@ async function history(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       const fresh = await open(server, conversations);
       await readLoad(server, fresh, 2); // 10 stored events each
-      const a = await cpuOf(server, () => readLoad(server, fresh, 5));
-      short.push(a.serverMs / a.value.latencies.length);
+      // Short and long in turn first, and the fresh customers' sockets closed only after both windows: closed
+      // between them (as until session 11), the server's work on 80 closing sockets landed in the long window,
+      // about +20 points of "growth" on SQLite.
+      // Each window starts once the server has settled: the work that trails a window's last reply (its
+      // commit, log record, publish) is not counted in the next window.
+      const measure = async (clients: BenchClient[], into: number[]) => {
+        await sleep(300);
+        const measured = await cpuOf(server, () => readLoad(server, clients, 5));
+        into.push(measured.serverMs / measured.value.latencies.length);
+      };
+      if (round % 2 === 0) await measure(fresh, short).then(() => measure(long, longCost));
+      else await measure(long, longCost).then(() => measure(fresh, short));
       for (const client of fresh) client.close();
-      const b = await cpuOf(server, () => readLoad(server, long, 5));
-      longCost.push(b.serverMs / b.value.latencies.length);
+      await sleep(500);
     }
     for (const client of long) client.close();
+    if (VERBOSE) console.log(`  ${server.label}: short ${short.map((ms) => ms.toFixed(3)).join(" ")}; long ${longCost.map((ms) => ms.toFixed(3)).join(" ")}`);
     rows.push([server.label, median(short).toFixed(3), `${events}`, median(longCost).toFixed(3), `${((100 * (median(longCost) - median(short))) / median(short)).toFixed(0)}%`]);
     await server.stop();
   }
-  console.log(`\nServer CPU per ${TURN} turn by conversation length, ${ROUNDS} interleaved rounds of 20 customers × 5 turns (commit ${commit}, ${loadRange()})\n`);
+  console.log(`\nServer CPU per ${TURN} turn by conversation length, ${ROUNDS} interleaved rounds of ${HISTORY_CUSTOMERS} customers × 5 turns (commit ${commit}, ${loadRange()})\n`);
   console.log(table(["server", "CPU ms/turn at 10 events", "long conversation events", "CPU ms/turn there", "growth"], rows));
 }
 
