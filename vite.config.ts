@@ -1,8 +1,9 @@
 // One Vite/Vitest configuration for the whole repository, in two projects: "unit", the tests beside the
 // code that need no service (the fast loop's set, run as `npm run test:unit` runs them: each worker's
 // modules shared between files), and "integration", everything else: the cross-cutting and browser tests
-// in tests/ and the tests beside the code that reach PostgreSQL, Redis, Node 24 or Vite, one file per
-// process as before. The widget's own build config lives in widget/vite.config.ts.
+// in tests/ and the tests beside the code that reach PostgreSQL, Redis, Node 24 or Vite, with the services
+// of the global setup (their worker's modules shared between files too). The widget's own build config
+// lives in widget/vite.config.ts.
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 import { leftOutOfUnit, NEVER, unitTests } from "./tests/support/unitSelection.ts";
