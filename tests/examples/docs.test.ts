@@ -133,9 +133,13 @@ const CHECKS: Check[] = [
   },
   {
     pattern: /^npm test$/,
-    how: "the whole suite (it runs this test): its script type-checks and runs vitest",
+    how: "the whole suite (it runs this test): its script, scripts/test.mjs, type-checks and runs vitest at once, and fails if either fails",
     check: () => {
-      expect(packageJson.scripts.test).toMatch(/^npm run typecheck && vitest run\b/);
+      expect(packageJson.scripts.test).toBe("node scripts/test.mjs");
+      const script = readFileSync(join(ROOT, "scripts", "test.mjs"), "utf8");
+      expect(script).toContain('run(bin("tsc"), ["--noEmit", "-p", "tsconfig.json"]');
+      expect(script).toContain('run(bin("vitest"), ["run", ...process.argv.slice(2)]');
+      expect(script).toContain("process.exitCode = checked.code !== 0 || tested.code !== 0 ? 1 : 0;");
       expect(packageJson.scripts.typecheck).toMatch(/^tsc --noEmit/);
     },
   },
