@@ -131,6 +131,25 @@ describe("the sandbox closes what plain Node 24 leaves open", () => {
     expect(await attempt("read_runner", { path: hardLink })).toMatchObject({ ok: false, code: "EACCES" });
   });
 
+  it("the network used after a call has answered is in the invocation log as egress between calls, allowed and refused, at most 20 records a process", async () => {
+    const since = new Date().toISOString();
+    const urls = ["http://allowed.test/later", "http://elsewhere.test/", ...Array.from({ length: 30 }, (_, n) => `http://nope${n}.test/`)];
+    expect(await attempt("fetch_later", { urls, delayMs: 200 })).toEqual({ ok: true, value: "answered" });
+    const between = () => runner.logStore.read().filter((record) => record.kind === "between calls" && record.packageVersionId === version.id);
+    await expect.poll(() => between().some((record) => record.logs.some((line) => line.message.includes("any more are not recorded"))), { timeout: 20_000 }).toBe(true);
+    const mine = between().filter((record) => record.at >= since);
+    // allowed.test:80 is resolved here to this test's own server (the runner's resolve overrides).
+    expect(mine[0]!.logs[0]).toMatchObject({ level: "warn", message: `egress between calls: connected to allowed.test:${port}`, data: { host: "allowed.test", port } });
+    expect(mine[0]).toMatchObject({ tool: "", isError: false, durationMs: 0 });
+    expect(mine[1]!.logs[0]!.message).toBe("egress between calls refused: elsewhere.test refused: not in the package's egress list");
+    expect(mine[1]).toMatchObject({ isError: true });
+    // Bounded per process: the call's own records are not pushed out of the log by a package's timers.
+    expect(between()).toHaveLength(20);
+    expect(between().at(-1)!.logs.at(-1)!.message).toBe("egress between calls: 20 recorded for this process; any more are not recorded");
+    // The call itself saw none of it: its record has no egress line.
+    expect(runner.logStore.read("inv-fetch_later")[0]!.logs.filter((line) => line.message.includes("egress"))).toEqual([]);
+  });
+
   it("a listed host whose upstream refuses the connection is refused at once (502), not left hanging until the timeout", async () => {
     expect(await attempt("fetch_listed")).toEqual({ ok: true, value: "internal /hello" });
     const refused = await attempt("fetch_url", { url: "http://refused.test/" });

@@ -28,7 +28,7 @@ const VALUED = ["--dir", "--db", "--file", "--limit", "--conversation", "--key"]
 function summary(record: InvocationRecord): string {
   const state = record.outcome ?? (record.isError ? "error" : "ok");
   const where = record.conversationId ? `  conversation ${record.conversationId}` : "";
-  return `${record.at}  ${record.invocationId}  ${record.tool} (${record.kind}) ${state} ${record.durationMs} ms  ${record.logs.length} log line${record.logs.length === 1 ? "" : "s"}${where}`;
+  return `${record.at}  ${record.invocationId}  ${record.tool ? `${record.tool} ` : ""}(${record.kind}) ${state} ${record.durationMs} ms  ${record.logs.length} log line${record.logs.length === 1 ? "" : "s"}${where}`;
 }
 
 function usage(code: string, message: string): number {

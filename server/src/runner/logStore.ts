@@ -14,7 +14,8 @@ export type InvocationRecord = {
   invocationId: string;
   packageVersionId: string;
   tool: string;
-  kind: "call" | "status";
+  /** "between calls": a package process's use of the network while none of its calls was in flight (no tool). */
+  kind: "call" | "status" | "between calls";
   at: string;
   durationMs: number;
   isError: boolean;

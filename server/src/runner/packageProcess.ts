@@ -3,7 +3,7 @@
 // elicitation requests are routed to the call they belong to).
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ChildTransport } from "./childTransport.ts";
-import { openEgressSocket, type EgressSocket } from "./egressProxy.ts";
+import { openEgressSocket, type EgressEvent, type EgressSocket } from "./egressProxy.ts";
 import { routedClient, type CallRoute } from "./routedClient.ts";
 import type { ResolveOverride } from "./egressRule.ts";
 import { createSandboxGroup, type SandboxGroup } from "./cgroup.ts";
@@ -37,6 +37,8 @@ export type ProcessOptions = {
   messageBytesMax?: number;
   /** How long each look at the process's CPU between calls lasts (default IDLE_CPU_WINDOW_MS). */
   idleCpuWindowMs?: number;
+  /** A tunnel opened or refused while no call of this process is in flight (its calls see those during them). */
+  onEgressBetweenCalls?: (event: EgressEvent) => void;
 };
 
 /** A package process that could not start: why, and the SDK host's own report when it gave one. */
@@ -102,7 +104,9 @@ export class PackageProcess {
       egress: this.options.egress,
       overrides: this.options.overrides,
       onEvent: (event) => {
-        // The proxy cannot tell which call opened a tunnel; report to every call in flight.
+        // The proxy cannot tell which call opened a tunnel; report to every call in flight, or, with none in
+        // flight, as the package's own use of the network between calls.
+        if (this.routes.size === 0) this.options.onEgressBetweenCalls?.(event);
         for (const route of this.routes.values()) route.onEgress(event);
       },
     });

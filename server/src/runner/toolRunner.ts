@@ -3,6 +3,7 @@
 // size, maps write outcomes, keeps secrets out of everything it returns, and records each invocation's
 // log lines. Package versions run in warm sandboxed processes; other kinds of targets (remote MCP servers
 // over their URL, in-memory servers) are registered with it (target.ts).
+import { randomBytes } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { CallToolResultSchema, ResultSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -110,6 +111,8 @@ export type RunnerOptions = {
 type Isolation = { mode: SandboxMode | "unavailable"; note: string; memoryNote: string; processMemoryMb: number | undefined };
 
 const STUCK_PING_MS = 1000;
+/** Records of a package process's egress between calls kept per process (betweenCallsRecorder). */
+export const EGRESS_BETWEEN_CALLS_RECORDS = 20;
 /** The longest timer Node keeps (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -243,6 +246,7 @@ export class CaploToolRunner implements ToolRunner {
       ...(this.isolation.processMemoryMb !== undefined && { processMemoryMb: this.isolation.processMemoryMb, pidsMax: this.options.pidsMax ?? 128 }),
       startTimeoutMs: this.options.startTimeoutMs ?? 30_000,
       ...(this.options.idleCpuWindowMs !== undefined && { idleCpuWindowMs: this.options.idleCpuWindowMs }),
+      onEgressBetweenCalls: this.betweenCallsRecorder(version.id),
     });
     // One warm process per version and workspace: a package that keeps a call's secret or customer in
     // memory never carries it into another workspace's call (the default workspace keeps the bare id).
@@ -596,6 +600,29 @@ export class CaploToolRunner implements ToolRunner {
       outcome = { outcome: "unknown", reason: `the status answer could not be checked: ${describeError(error)}` };
     }
     return record(outcome);
+  }
+
+  /**
+   * What a package process does on the network while none of its calls is in flight (a timer left running
+   * after its answer, say) goes to the invocation log as records of their own, kind "between calls": the
+   * allowlist holds then too, but no call's record would show it. At most EGRESS_BETWEEN_CALLS_RECORDS per
+   * process, so a package cannot push the calls' records out of the bounded log; the last says so.
+   */
+  private betweenCallsRecorder(packageVersionId: string): (event: EgressEvent) => void {
+    let recorded = 0;
+    return (event) => {
+      if (recorded >= EGRESS_BETWEEN_CALLS_RECORDS) return;
+      recorded++;
+      const at = new Date().toISOString();
+      const target = `${event.host}:${event.port}`;
+      const logs: LogLine[] = [
+        event.allowed
+          ? { level: "warn", message: `egress between calls: connected to ${target}`, data: { host: event.host, port: event.port }, at }
+          : { level: "warn", message: `egress between calls refused: ${event.refusal?.message ?? target}`, data: { code: event.refusal?.code, host: event.host, port: event.port }, at },
+      ];
+      if (recorded === EGRESS_BETWEEN_CALLS_RECORDS) logs.push({ level: "warn", message: `egress between calls: ${EGRESS_BETWEEN_CALLS_RECORDS} recorded for this process; any more are not recorded`, at });
+      this.logStore.record({ invocationId: `between_${randomBytes(8).toString("hex")}`, packageVersionId, tool: "", kind: "between calls", at, durationMs: 0, isError: !event.allowed, logs });
+    };
   }
 
   async close(): Promise<void> {

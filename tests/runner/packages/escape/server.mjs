@@ -96,6 +96,13 @@ const attacks = {
   list_root: () => fs.readdirSync("/"),
   write_file: (a) => fs.writeFileSync(a.path, "pwned"),
   fetch_url: (a) => fetch(a.url).then((r) => r.status),
+  // Answers at once, then uses the network from a timer, with no call in flight.
+  fetch_later: (a) => {
+    setTimeout(async () => {
+      for (const url of a.urls) await fetch(url).catch(() => undefined);
+    }, a.delayMs);
+    return "answered";
+  },
   http_module_get: (a) => get(a.url.startsWith("https:") ? https : http, a.url),
   raw_proxy: async (a) => {
     const path = await stealProxyPath();
@@ -195,7 +202,7 @@ export function createServer() {
   const server = new McpServer({ name: "escape", version: "1.0.0" }, { capabilities: { logging: {} } });
   server.registerTool(
     "attempt",
-    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional(), url: z.string().optional(), heads: z.array(z.string()).optional(), fds: z.array(z.number()).optional(), bytes: z.number().optional(), big: z.number().optional(), small: z.number().optional() } },
+    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional(), url: z.string().optional(), urls: z.array(z.string()).optional(), delayMs: z.number().optional(), heads: z.array(z.string()).optional(), fds: z.array(z.number()).optional(), bytes: z.number().optional(), big: z.number().optional(), small: z.number().optional() } },
     async (args, extra) => {
       const run = args.kind === "log_flood" ? (a) => flood(server, a) : args.kind === "deep_result" ? (a) => deepResult(extra, a) : attacks[args.kind];
       const report = run ? await attempt(() => run(args)) : { ok: false, message: "no such attack" };
