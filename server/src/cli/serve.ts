@@ -106,14 +106,12 @@ export async function run(args: string[]): Promise<number> {
   // while the first one's close runs, which would otherwise end the process with 130 in the middle of it.
   // Ctrl-C while it starts stops it once started; Ctrl-C again a second later (a start that hangs, say on a
   // database that does not answer) ends the process at once, as the terminal's default would.
-  let stopAsked = false;
-  let firstAsk = 0;
+  let askedAt: number | undefined;
   let running = false;
   let wake: () => void = () => undefined;
   const stop = () => {
-    if (!running && stopAsked && Date.now() - firstAsk >= FORCE_AFTER_MS) process.exit(130);
-    if (!stopAsked) firstAsk = Date.now();
-    stopAsked = true;
+    if (!running && askedAt !== undefined && Date.now() - askedAt >= FORCE_AFTER_MS) process.exit(130);
+    askedAt ??= Date.now();
     wake();
   };
   process.on("SIGINT", stop);
@@ -126,7 +124,7 @@ export async function run(args: string[]): Promise<number> {
     return 1;
   }
   running = true;
-  if (!stopAsked) await new Promise<void>((resolve) => (wake = resolve));
+  if (askedAt === undefined) await new Promise<void>((resolve) => (wake = resolve));
   await started.server.close();
   process.off("SIGINT", stop);
   process.off("SIGTERM", stop);
