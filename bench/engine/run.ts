@@ -19,13 +19,13 @@
 // idle window as long as the measured one and subtracted. CPU is the server process's own (user +
 // system), and for PostgreSQL also every `postgres` process on the machine (shared: other work adds to it).
 import { execSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { BenchClient, percentile } from "../cluster/client.ts";
 import { chatTurn, readTurn, writeTurn } from "../cluster/drive.ts";
 import { createDatabase, option, publishAgent, REDIS_URL, ROOT, sleep, startBackend, table } from "../cluster/harness.ts";
-import { commandCpuMs } from "../runner/stats.ts";
+import { commandCpuMs, cpuByKind } from "../runner/stats.ts";
 import { startCaplo, startReference, type BenchServer, type Counts } from "./servers.ts";
 
 const WARMUP = option("warmup", 4000);
@@ -254,31 +254,59 @@ async function cpu(): Promise<void> {
   console.log(table(["server", "CPU ms/turn (median)", "range", "postgres CPU ms/turn (machine-wide)", "vs reference"], rows));
 }
 
+/** The machine's CPU ticks from /proc/stat: all, and idle (idle + iowait). */
+function machineTicks(): { all: number; idle: number } {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  return { all: fields.reduce((sum, value) => sum + value, 0), idle: fields[3]! + fields[4]! };
+}
+/** Which part of the bench a process is (for --verbose's CPU by process): the server, the bench, its backend, a tool package, a store. */
+const processKind = (server: BenchServer) => (name: string, commandLine: string, pid: number) => {
+  if (pid === server.process.pid) return "caplo serve";
+  if (pid === process.pid) return "bench client";
+  if (name === "postgres" || name === "redis-server") return name;
+  if (commandLine.includes("node24")) return "tool package";
+  if (commandLine.includes("node")) return "other node";
+  return undefined;
+};
+/** The share of the machine's CPU busy between two readings. */
+const machineBusy = (a: { all: number; idle: number }, b: { all: number; idle: number }) => 1 - (b.idle - a.idle) / Math.max(1, b.all - a.all);
+
 async function throughput(): Promise<void> {
   const servers = [await caplo("sqlite"), await caplo("pg")];
   await warmAll(servers);
   const rates = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
   const p50 = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
+  const busy = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));
   const conversations = 200;
   for (let round = 0; round < ROUNDS; round++) {
     for (const s of servers) {
       const clients = await open(s, conversations);
+      const before = machineTicks();
+      const kindsBefore = VERBOSE ? cpuByKind(processKind(s)) : undefined;
       const { latencies, seconds } = await readLoad(s, clients, 10);
+      busy.get(s)!.push(machineBusy(before, machineTicks()));
+      if (kindsBefore) {
+        const after = cpuByKind(processKind(s));
+        const perTurn = [...after].map(([kind, ms]) => [kind, (ms - (kindsBefore.get(kind) ?? 0)) / latencies.length] as const).filter(([, ms]) => ms > 0.005);
+        console.log(`  round ${round + 1} ${s.label}: CPU ms per turn by process: ${perTurn.sort((a, b) => b[1] - a[1]).map(([kind, ms]) => `${kind} ${ms.toFixed(3)}`).join(", ")}`);
+      }
       for (const client of clients) client.close();
       rates.get(s)!.push(latencies.length / seconds);
       p50.get(s)!.push(median(latencies));
+      if (VERBOSE) console.log(`  round ${round + 1} ${s.label}: ${(latencies.length / seconds).toFixed(0)} turns/s, p50 ${median(latencies).toFixed(1)} ms, machine ${(100 * busy.get(s)!.at(-1)!).toFixed(0)}% busy`);
     }
   }
   const [sqlite, postgres] = servers as [BenchServer, BenchServer];
   console.log(`\nRead turns per second at ${conversations} conversations on one node, ${ROUNDS} interleaved rounds of 10 turns each, after ${WARMUP} warm-up turns each (commit ${commit}, ${loadRange()})\n`);
   console.log(
     table(
-      ["server", "turns/s (median)", "range", "p50 ms (median)", "vs SQLite"],
+      ["server", "turns/s (median)", "range", "p50 ms (median)", "machine busy (median)", "vs SQLite"],
       servers.map((s) => [
         s.label,
         median(rates.get(s)!).toFixed(0),
         `${Math.min(...rates.get(s)!).toFixed(0)}–${Math.max(...rates.get(s)!).toFixed(0)}`,
         median(p50.get(s)!).toFixed(1),
+        `${(100 * median(busy.get(s)!)).toFixed(0)}%`,
         `${((100 * median(rates.get(s)!)) / median(rates.get(sqlite)!)).toFixed(0)}%`,
       ]),
     ),

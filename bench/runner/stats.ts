@@ -35,3 +35,24 @@ function procCpuMs(pick: (fields: string[], name: string) => boolean, withChildr
   }
   return ticks * TICK_MS;
 }
+
+/**
+ * CPU time (user + system, ms) of every process on the machine, summed by the kind `kindOf` gives its
+ * command name and command line (processes it gives no kind are summed as "other").
+ */
+export function cpuByKind(kindOf: (name: string, commandLine: string, pid: number) => string | undefined): Map<string, number> {
+  const totals = new Map<string, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^[0-9]+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const commandLine = readFileSync(`/proc/${entry}/cmdline`, "utf8").replaceAll("\0", " ");
+      const kind = kindOf(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), commandLine, Number(entry)) ?? "other";
+      totals.set(kind, (totals.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) * TICK_MS);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return totals;
+}
