@@ -5,6 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ServerFrame } from "@caplo/shared";
 import { MemoryBus } from "../../server/src/bus/memoryBus.ts";
+import { Gateway } from "../../server/src/gateway/index.ts";
 import { TestClient } from "./support/client.ts";
 import { ORIGIN, startStack, type Stack } from "./support/stack.ts";
 
@@ -84,5 +85,67 @@ describe("the resume token check before events are sent", () => {
     await c.waitFor(() => c.closed !== undefined).catch(() => undefined);
     expect(c.closed?.code).toBe(4409);
     expect(c.events().some((event) => event.message.id === "m_other_node")).toBe(false);
+  });
+
+  describe("on a node that trusts a check for a minute (resumeCheckMs 60,000)", () => {
+    let trusting: Gateway;
+    let trustingUrl: string;
+    beforeAll(async () => {
+      trusting = new Gateway({ engine: stack.engine, releases: stack.releases, limits: { resumeCheckMs: 60_000 } });
+      trustingUrl = `ws://127.0.0.1:${(await trusting.listen(0, "127.0.0.1")).port}/v1/ws`;
+    });
+    afterAll(async () => trusting?.close());
+
+    it("a token just found current is checked again before an event another node stored after a sign-in there: the old socket is closed, never sent it", async () => {
+      const c = await client(trustingUrl);
+      const welcome = await c.hello("shop-agent");
+      c.send({ t: "in", ref: "r1", event: { type: "message", text: "where is order SO-1234" } });
+      await c.waitFor(agentText);
+      await stack.engine.idle();
+      // The token was found current a moment ago (the turn's own append read it); then the visitor signs in on
+      // another node, which stores an event for the signed-in customer.
+      const before = (await stack.store.getConversation(welcome.conversationId))!.resumeHash!;
+      expect(await stack.store.rotateResumeHash(welcome.conversationId, before, "replaced-on-another-node-3")).toBe(true);
+      const stored = await stack.store.appendEvent(welcome.conversationId, { type: "text", id: "m_right_after", from: "system", text: "for the signed-in customer only" }, Date.now());
+      await bus.publish(welcome.conversationId, { seq: stored.seq });
+      await c.waitFor(() => c.closed !== undefined).catch(() => undefined);
+      expect(c.closed?.code).toBe(4409);
+      expect(c.events().some((event) => event.message.id === "m_right_after")).toBe(false);
+    });
+
+    it("a reply written on this node after the visitor signed in on another node does not stream to a socket of the old token: no part of it, then closed at its stored event", async () => {
+      const old = await client(trustingUrl);
+      const welcome = await old.hello("shop-agent");
+      old.send({ t: "in", ref: "r1", event: { type: "message", text: "where is order SO-1234" } });
+      await old.waitFor(agentText);
+      await stack.engine.idle();
+      const streamedBefore = old.frames.filter((frame) => frame.t === "delta").length;
+      expect(streamedBefore).toBeGreaterThan(0); // the token's own reply streamed to it
+      // Signed in on another node: the new token's socket then writes here, and its turn runs on this node.
+      const conversation = (await stack.store.getConversation(welcome.conversationId))!;
+      expect(await stack.store.rotateResumeHash(welcome.conversationId, conversation.resumeHash!, "signed-in-elsewhere")).toBe(true);
+      // The old socket's check of that turn's first event against the store is held until the reply is
+      // written, so the socket is still open while the parts stream.
+      const resumeCurrent = stack.engine.resumeCurrent.bind(stack.engine);
+      let answer!: () => void;
+      const held = new Promise<void>((resolve) => (answer = resolve));
+      stack.engine.resumeCurrent = async (id, hash) => {
+        await held;
+        return resumeCurrent(id, hash);
+      };
+      try {
+        const handled = await stack.engine.handle(welcome.conversationId, conversation.ownerId, { type: "message", text: "where is order SO-1234" }, { resumeHash: "signed-in-elsewhere" });
+        expect(handled).toMatchObject({ ok: true });
+        await stack.engine.idle();
+        expect(old.closed).toBeUndefined();
+      } finally {
+        answer();
+        stack.engine.resumeCurrent = resumeCurrent;
+      }
+      await old.waitFor(() => old.closed !== undefined).catch(() => undefined);
+      expect(old.closed?.code).toBe(4409);
+      expect(old.frames.filter((frame) => frame.t === "delta")).toHaveLength(streamedBefore);
+      expect(old.events().filter(agentText)).toHaveLength(1);
+    });
   });
 });

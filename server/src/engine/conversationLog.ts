@@ -87,6 +87,11 @@ export class ConversationLog extends EnginePart {
     return seen !== undefined && seen.resumeHash === resumeHash && seen.lastSeq >= seq && this.core.now() - seen.at <= maxAgeMs;
   }
 
+  /** The resume hash of the conversation's row as this node's latest append read it (null: none); undefined when no append of this node is remembered. */
+  seenResumeHash(conversationId: string): string | null | undefined {
+    return this.seenRows.get(conversationId)?.resumeHash;
+  }
+
   /** The conversation's resume hash was replaced: what an append read before no longer answers for it. */
   forgetRow(conversationId: string): void {
     this.seenRows.delete(conversationId);

@@ -226,6 +226,14 @@ export class Engine {
     return this.core.conversations.resumeSeen(conversationId, resumeHash, seq, maxAgeMs);
   }
 
+  /**
+   * The conversation's resume token hash as this node's latest append of it read it (null: it has none), or
+   * undefined when none is remembered: what a reply being written on this node may stream under.
+   */
+  seenResumeHash(conversationId: string): string | null | undefined {
+    return this.core.conversations.seenResumeHash(conversationId);
+  }
+
   /** Whether `resumeHash` is still the conversation's (not replaced since a connection joined with it). */
   async resumeCurrent(conversationId: string, resumeHash: string): Promise<boolean> {
     return (await this.core.store.getConversation(conversationId))?.resumeHash === resumeHash;

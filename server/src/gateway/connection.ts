@@ -114,7 +114,7 @@ export class Connection {
    * go out as one `delta` frame (the model often hands over several at once), before any other frame.
    */
   delta(delta: ReplyDelta): void {
-    if (this.ws.readyState !== this.ws.OPEN) return;
+    if (this.ws.readyState !== this.ws.OPEN || !this.mayStream()) return;
     const pending = this.pendingDelta;
     if (pending && pending.id === delta.id && pending.at + pending.text.length === delta.at) {
       pending.text += delta.text;
@@ -258,12 +258,13 @@ export class Connection {
   }
 
   /**
-   * Before sending events up to `seq`: the token checked at most every resumeCheckMs, else closed. The check is
-   * the row this node's own append read within resumeCheckMs with those events already stored (the turn that
-   * stored them), or else a store read.
+   * Before sending events up to `seq`: the resume token must have been the conversation's when they were
+   * stored, else the connection is closed. The row this node's own append read within resumeCheckMs, with
+   * those events already stored (the turn that stored them), answers without a read; else the store is read.
+   * A token once found current is not trusted for a while after: an event another node stored after the
+   * visitor signed in there would reach the old token's socket in that while.
    */
   private async tokenStillCurrent(seq: number): Promise<boolean> {
-    if (this.deps.now() - this.checkedAt < this.deps.limits.resumeCheckMs) return true;
     if (this.tokenHash && this.deps.engine.resumeSeen(this.conversationId!, this.tokenHash, seq, this.deps.limits.resumeCheckMs)) return true;
     if (!this.tokenHash || !(await this.deps.engine.resumeCurrent(this.conversationId!, this.tokenHash))) {
       this.closeRotated();
@@ -271,6 +272,21 @@ export class Connection {
     }
     this.checkedAt = this.deps.now();
     return !this.closed;
+  }
+
+  /**
+   * Whether a part of the reply being written may go to this connection. A part carries no seq to check, so
+   * it goes only while the row this node's latest append of the conversation read (the turn's own, for a
+   * reply written here) shows this connection's token: a turn on this node that began after the visitor
+   * signed in on another node shows the new one, and the old token's socket gets none of its reply until the
+   * stored event, whose check closes it. With no row known here (forgotten at a sign-in on this node, which
+   * closed the old token's sockets, or evicted), only within resumeCheckMs of the token last found current.
+   */
+  private mayStream(): boolean {
+    if (!this.tokenHash || !this.conversationId) return false;
+    const seen = this.deps.engine.seenResumeHash(this.conversationId);
+    if (seen !== undefined) return seen === this.tokenHash;
+    return this.deps.now() - this.checkedAt < this.deps.limits.resumeCheckMs;
   }
 
   /** This connection's resume token was replaced on another connection: say so and close. */

@@ -20,8 +20,10 @@ export type ConnectionLimits = {
   /** Close a connection whose buffer stays full this long (the client resumes from its last seq). */
   stallTimeoutMs: number;
   /**
-   * While events flow, check this often that the connection's resume token is still the conversation's (it
-   * is replaced when the visitor signs in, perhaps on another node): a connection of the old one is closed.
+   * The resume token is replaced when the visitor signs in (perhaps on another node), and a connection of the
+   * old one is closed before it is sent anything stored after. This is how old a row this node's own append
+   * read may be and still answer for the token without a store read, and, for a reply's parts when no such
+   * row is known here, how long after the token was last found current they may stream.
    */
   resumeCheckMs: number;
 };
