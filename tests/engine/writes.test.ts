@@ -75,6 +75,34 @@ describe("proposals", () => {
     expect(h.backend.invocations).toEqual([]);
   });
 
+  it("a word mixing Latin, Cyrillic or Greek letters is refused: the card would read as another word than the tool gets", async () => {
+    // "pаypal" with a Cyrillic а, "Ana" with a Greek Α, and a key with a Cyrillic о: each reads as Latin on the card.
+    const lookalikes = [
+      { name: "shop__send_gift", args: { to: "p\u0430ypal-support" } },
+      { name: "shop__send_gift", args: { to: "\u0391na Novak" } },
+      CANCEL(ORDERS.applied, { reason: "Changed my mind, refund to acc\u043Ewner" }),
+    ];
+    h = await engineHarness({ rules: lookalikes.map((call, i) => ({ when: `try ${i}`, replies: [{ toolCalls: [call] }, { text: "I could not propose that." }] })) });
+    for (let i = 0; i < lookalikes.length; i++) await h.say(`try ${i}`);
+    const notes = (await h.modelNotes()).filter((note) => note.startsWith("arguments_invalid: "));
+    expect(notes).toEqual([
+      'arguments_invalid: /to holds "p\u0430ypal", a word mixing Latin and Cyrillic letters, which the review card would show as another word than the tool receives; write each word in one alphabet.',
+      'arguments_invalid: /to holds "\u0391na", a word mixing Latin and Greek letters, which the review card would show as another word than the tool receives; write each word in one alphabet.',
+      'arguments_invalid: /reason holds "acc\u043Ewner", a word mixing Latin and Cyrillic letters, which the review card would show as another word than the tool receives; write each word in one alphabet.',
+    ]);
+    expect(await h.ofType("review")).toEqual([]);
+    expect(await h.store.listWrites(h.conversation.id)).toEqual([]);
+    expect(h.backend.invocations).toEqual([]);
+  });
+
+  it("text in one alphabet a word, whatever the alphabets, gets its card as written", async () => {
+    // A Russian street with a Latin house letter, a Greek name beside a Latin one, accented Latin.
+    const to = "\u0443\u043B. \u041B\u0435\u043D\u0438\u043D\u0430 5A, \u0391\u03B8\u03AE\u03BD\u03B1 Ana Mari\u0107";
+    h = await engineHarness({ rules: [{ when: "gift", replies: [{ toolCalls: [{ name: "shop__send_gift", args: { to } }] }] }] });
+    await h.say("a gift");
+    expect((await h.lastReview()).fields).toEqual([{ path: "/to", label: "to", display: "plain", value: to, editable: false }]);
+  });
+
   it("with a presentation, an argument the tool does not declare is refused: the card would not show it", async () => {
     // A schema without additionalProperties: false lets any key through; the card shows only the chosen fields.
     const spec = SHOP_TOOLS.find((tool) => tool.name === "cancel_order")!;

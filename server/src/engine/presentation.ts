@@ -62,6 +62,46 @@ export function misleadingArgument(value: unknown, path = ""): { path: string; c
   return null;
 }
 
+/** Scripts whose letters pass for one another (Latin a, Cyrillic а, Greek α): a word mixing them reads as another word. */
+const LOOKALIKE_SCRIPTS = [
+  ["Latin", /\p{Script=Latin}/u],
+  ["Cyrillic", /\p{Script=Cyrillic}/u],
+  ["Greek", /\p{Script=Greek}/u],
+] as const;
+
+/** The scripts of LOOKALIKE_SCRIPTS a word has letters of. */
+function lookalikeScripts(word: string): string[] {
+  return LOOKALIKE_SCRIPTS.filter(([, letters]) => letters.test(word)).map(([name]) => name);
+}
+
+/**
+ * The first argument (a key or a string anywhere in the arguments) with a word that mixes Latin, Cyrillic and
+ * Greek letters ("pаypal" with a Cyrillic а reads as "paypal" on the card while the tool gets another name,
+ * address or account), or null. Words wholly of one script, and text mixing scripts word by word, pass.
+ */
+export function lookalikeArgument(value: unknown, path = ""): { path: string; word: string; scripts: string[] } | null {
+  const found = (text: string) => {
+    for (const [word] of text.matchAll(/[\p{L}\p{M}]+/gu)) {
+      const scripts = lookalikeScripts(word);
+      if (scripts.length > 1) return { word, scripts };
+    }
+    return undefined;
+  };
+  if (typeof value === "string") {
+    const hit = found(value);
+    return hit ? { path: path || "/", ...hit } : null;
+  }
+  if (!value || typeof value !== "object") return null;
+  for (const [key, inner] of Object.entries(value)) {
+    const at = `${path}/${key}`;
+    const hit = found(key);
+    if (hit) return { path: at, ...hit };
+    const deeper = lookalikeArgument(inner, at);
+    if (deeper) return deeper;
+  }
+  return null;
+}
+
 /** With a presentation, the first argument that is not a declared property of the tool's input, or null. */
 export function undeclaredArgument(tool: EngineTool, args: Record<string, unknown>): string | null {
   if (!tool.policy.presentation) return null;

@@ -11,7 +11,7 @@ import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreacha
 import { EnginePart } from "./core.ts";
 import { shownState } from "./customerActions.ts";
 import { blockedCustomerText, customerText, modelNote } from "./outcomeText.ts";
-import { applyEdits, misleadingArgument, receiptFields, reviewCard, undeclaredArgument } from "./presentation.ts";
+import { applyEdits, lookalikeArgument, misleadingArgument, receiptFields, reviewCard, undeclaredArgument } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
 import { proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
 import { blockedMessage, blockingWrite, changedWrite, decide, planChange, type Actor, type LedgerContext, type PolicyEvent } from "./writePolicy.ts";
@@ -128,6 +128,13 @@ export class Writes extends EnginePart {
     if (misleading) {
       return {
         modelText: `arguments_invalid: ${misleading.path} holds ${misleading.codePoint}, an invisible or text-direction character that would make the review card show other text than the tool receives; leave it out.`,
+      };
+    }
+    const lookalike = confirmation === "required" ? lookalikeArgument(args) : null;
+    if (lookalike) {
+      const word = lookalike.word.length > 40 ? `${lookalike.word.slice(0, 40)}…` : lookalike.word;
+      return {
+        modelText: `arguments_invalid: ${lookalike.path} holds ${JSON.stringify(word)}, a word mixing ${lookalike.scripts.join(" and ")} letters, which the review card would show as another word than the tool receives; write each word in one alphabet.`,
       };
     }
     const id = randomId("p", 16);
