@@ -169,7 +169,7 @@ function PublishedVersion({ version, earlier, onReviewAgain }: { version: Remote
   useEffect(() => {
     let stopped = false;
     setCheck(null);
-    void call<{ drift: RemoteDrift; checkedAt: string }>("GET", `/v1/team/remote/versions/${encodeURIComponent(version.id)}/drift`).then((answer) => {
+    void call<{ drift: RemoteDrift; checkedAt: string }>("POST", `/v1/team/remote/versions/${encodeURIComponent(version.id)}/drift`).then((answer) => {
       if (!stopped) setCheck(answer.ok ? answer.value : { problem: `${answer.error.code}: ${answer.error.message}` });
     });
     return () => {

@@ -243,9 +243,13 @@ describe("the remote MCP review in the console", () => {
     const id = encodeURIComponent(versions[0]!.id);
     const carlList = (await (await fetch(`${stack.base}/v1/team/remote/versions`, { headers: bearer(CARL) })).json()) as { versions: unknown[] };
     expect(carlList.versions).toEqual([]);
-    const carlDrift = await fetch(`${stack.base}/v1/team/remote/versions/${id}/drift`, { headers: bearer(CARL) });
+    const carlDrift = await fetch(`${stack.base}/v1/team/remote/versions/${id}/drift`, { method: "POST", headers: bearer(CARL) });
     expect(carlDrift.status).toBe(404);
     expect(((await carlDrift.json()) as { error: { code: string } }).error.code).toBe("remote_version_not_found");
+    // The check asks the remote server (with the version's secret): a request another site's page could make
+    // as a plain GET is not one.
+    const byGet = await fetch(`${stack.base}/v1/team/remote/versions/${id}/drift`, { headers: bearer(BEN) });
+    expect(byGet.status).toBe(405);
     // acme has no CRM_TOKEN: its members cannot borrow the default workspace's secret.
     const carlSecret = await fetch(`${stack.base}/v1/team/remote/list`, { method: "POST", headers: bearer(CARL), body: JSON.stringify({ url: mcp.url, name: "crm", authorizationSecret: "CRM_TOKEN" }) });
     expect(carlSecret.status).toBe(400);

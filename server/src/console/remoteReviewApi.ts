@@ -160,8 +160,10 @@ export function registerRemoteReviewApi(routes: RouteTable, options: RemoteRevie
     }),
   );
 
+  // Also a request to another server (with the version's authorization secret): POST, as listing is, so it
+  // needs the console's CSRF header and no page of another site can make a member's browser ask for it.
   routes.add(
-    "GET",
+    "POST",
     "/v1/team/remote/versions/:id/drift",
     guarded(async (_req, res, params, member) => {
       // Only the member's own workspace's folder is read: another workspace's version is one that does not exist.
