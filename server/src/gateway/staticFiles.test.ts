@@ -2,7 +2,7 @@
 // file's own bytes, every variant says Vary and its own ETag and length, and validators answer 304; the app
 // page's CSP allows exactly the inline styles of the page served.
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -114,6 +114,26 @@ describe("serveFile", () => {
     expect((await get("/app.js.br")).status).toBe(404);
     expect((await get("/app.js.gz")).status).toBe(404);
     expect((await get("/..%2fapp.js")).status).toBe(404);
+  });
+
+  it("a symbolic link in the folder to a file or folder outside it serves nothing; one to a file inside serves it", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "caplo-static-outside-"));
+    try {
+      writeFileSync(join(outside, "secret.json"), '{"secret":"outside the served folder"}');
+      symlinkSync(join(outside, "secret.json"), join(dir, "linked.json"));
+      symlinkSync(outside, join(dir, "linked-folder"));
+      // A precompressed copy that is a link out is not sent either: the plain file is.
+      symlinkSync(join(outside, "secret.json"), join(dir, "plain.json.gz"));
+      symlinkSync(join(dir, "plain.json"), join(dir, "alias.json"));
+      expect((await get("/linked.json")).status).toBe(404);
+      expect((await get("/linked-folder/secret.json")).status).toBe(404);
+      const plain = await get("/plain.json", { "accept-encoding": "gzip" });
+      expect([plain.status, plain.headers["content-encoding"], plain.bytes.toString()]).toEqual([200, undefined, "{}"]);
+      expect((await get("/alias.json")).bytes.toString()).toBe("{}");
+    } finally {
+      for (const name of ["linked.json", "linked-folder", "plain.json.gz", "alias.json"]) rmSync(join(dir, name), { force: true });
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   it("a file without copies has no Vary; a request refusing every coding it has gets 406 with the reason", async () => {

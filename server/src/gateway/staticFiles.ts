@@ -2,7 +2,7 @@
 // and the published JSON Schemas (`/schemas/<name>.json`). Paths are resolved inside their folder only.
 import { createHash } from "node:crypto";
 import { createReadStream, type Stats } from "node:fs";
-import { readFile, stat } from "node:fs/promises";
+import { readFile, realpath, stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { extname, resolve, sep } from "node:path";
 import { inlineStyles, styleHash, widgetAppPolicy } from "@caplo/shared/widgetPage";
@@ -88,6 +88,15 @@ export function noneMatch(header: string, etag: string): boolean {
 const fileInfo = (path: string) => stat(path).then((info) => (info.isFile() ? info : undefined), () => undefined);
 
 /**
+ * The file at `full` (inside `root` by name) if it is inside `root` on disk too: a symbolic link in a served
+ * folder (a build step's, a package's copied in) that points outside it serves nothing, as a `..` would.
+ */
+async function onDiskInside(root: string, full: string): Promise<boolean> {
+  const [realRoot, realFull] = await Promise.all([realpath(root).catch(() => undefined), realpath(full).catch(() => undefined)]);
+  return realRoot !== undefined && realFull !== undefined && realFull.startsWith(realRoot + sep);
+}
+
+/**
  * Serve one file if it exists; false when there is no such file (the caller answers 404). A brotli or gzip
  * copy built beside it (`name.br`, `name.gz`) is sent instead when the request's Accept-Encoding takes it,
  * with `Vary: Accept-Encoding` on every variant and an ETag per encoding; If-None-Match (or, without it,
@@ -97,8 +106,8 @@ export async function serveFile(req: IncomingMessage, res: ServerResponse, root:
   const full = insideRoot(root, relative);
   if (!full || ENCODINGS.some((e) => full.endsWith(e.suffix))) return false;
   const info = await fileInfo(full);
-  if (!info) return false;
-  const copies = await Promise.all(ENCODINGS.map(async (e) => ({ ...e, info: await fileInfo(full + e.suffix) })));
+  if (!info || !(await onDiskInside(root, full))) return false;
+  const copies = await Promise.all(ENCODINGS.map(async (e) => ({ ...e, info: (await onDiskInside(root, full + e.suffix)) ? await fileInfo(full + e.suffix) : undefined })));
   const available = copies.filter((c) => c.info).map((c) => c.name);
   const choice = chooseEncoding(header(req, "accept-encoding"), available);
   const vary: Record<string, string> = available.length > 0 ? { vary: "Accept-Encoding" } : {};
