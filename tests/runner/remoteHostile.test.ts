@@ -7,7 +7,7 @@ import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { checkReview, connectRemote, driftOf, listRemote, listRemoteTools, newReview, publishRemote, remoteTarget } from "../../server/src/remote/index.ts";
 import { LISTED_TOOLS_MAX, LISTING_BYTES_MAX } from "../../server/src/remote/remoteTarget.ts";
-import { REMOTE_MESSAGE_BYTES_MAX } from "../../server/src/remote/remoteFetch.ts";
+import { REMOTE_LISTING_MESSAGE_BYTES_MAX } from "../../server/src/remote/remoteFetch.ts";
 import { gzipSync } from "node:zlib";
 import { CaploToolRunner } from "../../server/src/runner/toolRunner.ts";
 import { listenOnLoopback, serveStreamable, sseHandler, type LoopbackServer } from "./support/mcpServer.ts";
@@ -210,9 +210,10 @@ describe("a listing over the bounds", () => {
 });
 
 describe("an answer over the message bound", () => {
-  it("a gzip answer that inflates past 48 MiB is stopped while read, not parsed", async () => {
-    // 64 MiB of JSON whitespace after a valid answer, sent as about 64 KiB of gzip.
-    const padding = gzipSync(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}'), Buffer.alloc(64 * 1024 * 1024, " ")]), { level: 9 });
+  it("a gzip answer to tools/list that inflates past the listing's bound (8 MiB) is stopped while read, not parsed", async () => {
+    // 9 MiB of JSON whitespace after a valid answer (a page over the listing's bound, though far under the
+    // 48 MiB any other message may be), sent as about 9 KiB of gzip.
+    const padding = gzipSync(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}'), Buffer.alloc(9 * 1024 * 1024, " ")]), { level: 9 });
     let bombs = 0;
     const bomb = await listenOnLoopback(async (req, res) => {
       const chunks: Buffer[] = [];
@@ -230,7 +231,8 @@ describe("an answer over the message bound", () => {
     try {
       const listing = await listRemote({ url: bomb.url, ...local });
       expect(bombs).toBe(1);
-      expect(listing).toMatchObject({ ok: false, error: { code: "remote_list_failed", message: expect.stringContaining(`over ${REMOTE_MESSAGE_BYTES_MAX} bytes`) } });
+      expect(REMOTE_LISTING_MESSAGE_BYTES_MAX).toBe(8 * 1024 * 1024);
+      expect(listing).toMatchObject({ ok: false, error: { code: "remote_list_failed", message: expect.stringContaining(`over ${REMOTE_LISTING_MESSAGE_BYTES_MAX} bytes`) } });
     } finally {
       await bomb.close();
     }

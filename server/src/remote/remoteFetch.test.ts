@@ -3,7 +3,7 @@
 import { createServer, type Server } from "node:http";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { guardedFetch, RemoteAddressRefused, REMOTE_MESSAGE_BYTES_MAX } from "./remoteFetch.ts";
+import { guardedFetch, RemoteAddressRefused, REMOTE_LISTING_MESSAGE_BYTES_MAX, REMOTE_MESSAGE_BYTES_MAX } from "./remoteFetch.ts";
 
 let server: Server;
 let port = 0;
@@ -24,6 +24,8 @@ beforeAll(async () => {
         for (let index = 0; index < 56; index++) res.write(req.url === "/events" ? `${line}\n` : line);
         return void res.end();
       }
+      // An answer of 9 MiB, whatever was asked: over the listing's bound, under any other message's.
+      if (req.url === "/nine") return void res.writeHead(200, { "content-type": "application/json" }).end(Buffer.alloc(9 * 1024 * 1024, " "));
       if (req.url === "/moved") return void res.writeHead(307, { location: "https://elsewhere.test/" }).end();
       res.writeHead(201, { "content-type": "application/json", "x-two": "a" }).end(JSON.stringify({ echoed: body }));
     });
@@ -75,6 +77,19 @@ describe("guardedFetch", () => {
     expect(plain.refusal()).toMatchObject({ code: "remote_url_insecure" });
     plain.close();
     expect(connections).toBe(before);
+  });
+
+  it("reads an answer to tools/list up to the listing's bound only (alone or in a batch); any other request's up to the message bound", async () => {
+    const fetch = guardedFetch({ allowPrivateNetwork: true, resolve: async () => ["127.0.0.1"] });
+    const post = (body: unknown) => fetch(`http://nine.test:${port}/nine`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((response) => response.arrayBuffer());
+    try {
+      expect(REMOTE_LISTING_MESSAGE_BYTES_MAX).toBeLessThan(9 * 1024 * 1024);
+      await expect(post({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} })).rejects.toThrow();
+      await expect(post([{ jsonrpc: "2.0", id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 2, method: "tools/list", params: { cursor: "2" } }])).rejects.toThrow();
+      expect((await post({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "get_invoice", arguments: {} } })).byteLength).toBe(9 * 1024 * 1024);
+    } finally {
+      fetch.close();
+    }
   });
 
   it("reads an event stream of any length, but not one event over the message bound", async () => {

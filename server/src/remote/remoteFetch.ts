@@ -11,6 +11,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP, type LookupFunction } from "node:net";
 import { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import { LISTING_BYTES_MAX } from "@caplo/shared";
 import { isForbiddenAddress, isIpLiteral } from "../runner/egressRule.ts";
 
 /** A host's addresses, as the system resolver answers them; replaceable in tests of the address rule. */
@@ -101,6 +102,7 @@ export function guardedFetch(options: { resolve?: RemoteResolve; allowPrivateNet
     const headers = new Headers(init.headers);
     if (!headers.has("accept-encoding")) headers.set("accept-encoding", "gzip, deflate, br");
     const body = init.body == null ? undefined : Buffer.from(await new Response(init.body).arrayBuffer());
+    const max = body !== undefined && asksForListing(body) ? REMOTE_LISTING_MESSAGE_BYTES_MAX : REMOTE_MESSAGE_BYTES_MAX;
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
     return await new Promise<Response>((resolveResponse, reject) => {
       const request = send(
@@ -112,7 +114,7 @@ export function guardedFetch(options: { resolve?: RemoteResolve; allowPrivateNet
           lookup,
           ...(init.signal && { signal: init.signal }),
         },
-        (response) => resolveResponse(toResponse(response, method)),
+        (response) => resolveResponse(toResponse(response, method, max)),
       );
       request.on("error", reject);
       request.end(body);
@@ -127,7 +129,19 @@ export function guardedFetch(options: { resolve?: RemoteResolve; allowPrivateNet
   });
 }
 
-function toResponse(response: IncomingMessage, method: string): Response {
+/** Whether a request's body is a JSON-RPC tools/list request (alone or in a batch of them). */
+function asksForListing(body: Buffer): boolean {
+  if (body.length > 64 * 1024) return false;
+  try {
+    const message = JSON.parse(body.toString("utf8")) as unknown;
+    const messages = Array.isArray(message) ? message : [message];
+    return messages.length > 0 && messages.every((one) => typeof one === "object" && one !== null && (one as { method?: unknown }).method === "tools/list");
+  } catch {
+    return false;
+  }
+}
+
+function toResponse(response: IncomingMessage, method: string, max: number): Response {
   const headers = new Headers();
   for (let index = 0; index + 1 < response.rawHeaders.length; index += 2) headers.append(response.rawHeaders[index]!, response.rawHeaders[index + 1]!);
   const status = response.statusCode ?? 502;
@@ -147,7 +161,7 @@ function toResponse(response: IncomingMessage, method: string): Response {
     decoder.on("close", () => response.destroy());
   }
   const web = Readable.toWeb(stream) as ReadableStream<Uint8Array>;
-  const over = messageBound((headers.get("content-type") ?? "").toLowerCase().includes("text/event-stream"));
+  const over = messageBound((headers.get("content-type") ?? "").toLowerCase().includes("text/event-stream"), max);
   // Beside the reader toWeb attaches, so each chunk is counted as it is read.
   stream.on("data", (chunk: Buffer) => {
     const error = over(chunk);
@@ -162,6 +176,14 @@ function toResponse(response: IncomingMessage, method: string): Response {
  * a small gzip body that inflates to gigabytes is stopped here too, not held and parsed on the server.
  */
 export const REMOTE_MESSAGE_BYTES_MAX = 48 * 1024 * 1024;
+/**
+ * The largest answer to a tools/list request (Streamable HTTP: its answer comes on the request's own
+ * response): a page may list at most LISTING_BYTES_MAX of tools, and room for its envelope and formatting
+ * (indented JSON) is as much again. Without it every page (and a listing runs before every call) was read
+ * and parsed up to REMOTE_MESSAGE_BYTES_MAX before its size was checked. The old SSE transport answers on
+ * its long-lived stream, which no request names: there the message bound holds.
+ */
+export const REMOTE_LISTING_MESSAGE_BYTES_MAX = 2 * LISTING_BYTES_MAX;
 
 function messageBound(eventStream: boolean, max = REMOTE_MESSAGE_BYTES_MAX): (chunk: Buffer) => Error | undefined {
   let bytes = 0;
