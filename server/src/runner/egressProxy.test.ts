@@ -1,8 +1,9 @@
 // The egress proxy's socket as a package meets it: CONNECT only, refusals by code, and a cap on how many
 // connections one package process may hold open (each would hold the server's file descriptors).
-import { connect, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { afterEach, describe, expect, it } from "vitest";
-import { EGRESS_CONNECTIONS_MAX, openEgressSocket, type EgressSocket } from "./egressProxy.ts";
+import { EGRESS_CONNECTIONS_MAX, openEgressSocket, type EgressEvent, type EgressSocket } from "./egressProxy.ts";
 
 let proxy: EgressSocket | undefined;
 afterEach(async () => {
@@ -67,3 +68,75 @@ describe("egress proxy socket", () => {
     expect((await ask(again.socket, "CONNECT api.shop.example:443 HTTP/1.1")).code).toBe("egress_host_not_listed");
   });
 });
+
+describe("the first message in a tunnel", () => {
+  let upstream: Server | undefined;
+  afterEach(async () => {
+    await new Promise((done) => (upstream ? upstream.close(done) : done(undefined)));
+    upstream = undefined;
+  });
+
+  /** A listed host mapped (as an operator's CAPLO_EGRESS_RESOLVE would) to a local server that keeps what it is sent. */
+  async function tunnelTo(port: 443 | 80) {
+    const received: Buffer[] = [];
+    upstream = createServer((socket) => socket.on("data", (chunk: Buffer) => received.push(chunk)).on("error", () => undefined));
+    await new Promise<void>((done) => upstream!.listen(0, "127.0.0.1", done));
+    const events: EgressEvent[] = [];
+    proxy = await openEgressSocket({
+      egress: ["api.shop.example"],
+      overrides: [{ host: "api.shop.example", address: "127.0.0.1", port: (upstream.address() as { port: number }).port }],
+      onEvent: (event) => events.push(event),
+    });
+    const { socket, closed } = await open(proxy.socketPath);
+    expect((await ask(socket, `CONNECT api.shop.example:${port} HTTP/1.1`)).status).toBe("HTTP/1.1 200 Connection Established");
+    socket.removeAllListeners("data");
+    return { socket, closed, events, received: () => Buffer.concat(received) };
+  }
+
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 150));
+
+  it("a TLS ClientHello naming another host than the tunnel's (domain fronting) is never forwarded: the tunnel is closed and the refusal recorded", async () => {
+    const tunnel = await tunnelTo(443);
+    const tls = tlsConnect({ socket: tunnel.socket, servername: "evil.example", rejectUnauthorized: false });
+    tls.on("error", () => undefined);
+    await tunnel.closed;
+    await settle();
+    expect(tunnel.received().length).toBe(0);
+    expect(tunnel.events.at(-1)).toMatchObject({ host: "api.shop.example", allowed: false, refusal: { code: "egress_name_mismatch", message: expect.stringContaining('"evil.example"') } });
+  });
+
+  it("a ClientHello naming the tunnel's own host goes through, as do plain bytes on 443 not at all", async () => {
+    const tunnel = await tunnelTo(443);
+    const tls = tlsConnect({ socket: tunnel.socket, servername: "API.shop.example", rejectUnauthorized: false });
+    tls.on("error", () => undefined);
+    await settle();
+    expect(tunnel.received()[0]).toBe(22);
+    expect(tunnel.events.map((event) => event.allowed)).toEqual([true]);
+    tls.destroy();
+
+    const plain = await tunnelTo(443);
+    plain.socket.write("GET / HTTP/1.1\r\nHost: api.shop.example\r\n\r\n");
+    await plain.closed;
+    expect(plain.received().length).toBe(0);
+    expect(plain.events.at(-1)).toMatchObject({ allowed: false, refusal: { code: "egress_not_tls" } });
+  });
+
+  it("on port 80 an HTTP request for another host is never forwarded; one for the tunnel's host is, whole", async () => {
+    const fronted = await tunnelTo(80);
+    fronted.socket.write("GET /steal HTTP/1.1\r\nHost: evil.example\r\n\r\n");
+    await fronted.closed;
+    expect(fronted.received().length).toBe(0);
+    expect(fronted.events.at(-1)).toMatchObject({ allowed: false, refusal: { code: "egress_name_mismatch" } });
+
+    const own = await tunnelTo(80);
+    // In two pieces: nothing goes up until the head is whole, then all of it.
+    own.socket.write("GET /orders HTTP/1.1\r\nHo");
+    await settle();
+    expect(own.received().length).toBe(0);
+    own.socket.write("st: api.shop.example\r\n\r\nand a body");
+    await settle();
+    expect(own.received().toString()).toBe("GET /orders HTTP/1.1\r\nHost: api.shop.example\r\n\r\nand a body");
+    own.socket.destroy();
+  });
+});
+

@@ -1,11 +1,13 @@
 // The egress proxy: the only way out of a sandbox. Each package process gets a Unix socket of its own
 // (in a fresh directory, the only one its sandbox can see) that speaks HTTP CONNECT, admits exactly the
 // hosts of the package's `egress` on 443/80, resolves names itself, and refuses IP literals and every
-// private, loopback and link-local address.
+// private, loopback and link-local address. Inside a tunnel, the first message must name the tunnel's own
+// host (the TLS server name on 443, the HTTP Host on 80: egressPeek.ts) before any byte is forwarded.
 import { lookup } from "node:dns/promises";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import { httpRequestHost, PEEK_BYTES_MAX, tlsServerName } from "./egressPeek.ts";
 import { runtimeDir } from "./runtimeDir.ts";
 import {
   EGRESS_PORTS,
@@ -56,7 +58,7 @@ async function resolveAll(host: string): Promise<string[]> {
 export async function decideTarget(
   authority: string,
   options: Pick<EgressOptions, "egress" | "overrides" | "resolve">,
-): Promise<{ ok: true; host: string; address: string; port: number } | { ok: false; host: string; port: number; refusal: EgressRefusal }> {
+): Promise<{ ok: true; host: string; address: string; port: number; requestedPort: number } | { ok: false; host: string; port: number; refusal: EgressRefusal }> {
   const match = /^(\[[^\]]*\]|[^:]+):([0-9]{1,5})$/.exec(authority);
   const rawHost = match?.[1] ?? authority;
   const port = Number(match?.[2] ?? 0);
@@ -75,7 +77,7 @@ export async function decideTarget(
     );
   }
   const override = options.overrides?.find((entry) => entry.host === host);
-  if (override) return { ok: true, host, address: override.address, port: override.port };
+  if (override) return { ok: true, host, address: override.address, port: override.port, requestedPort: port };
   let addresses: string[];
   try {
     addresses = await (options.resolve ?? resolveAll)(host);
@@ -86,7 +88,26 @@ export async function decideTarget(
   if (!address) {
     return fail("egress_private_address", `${host} resolves only to private, loopback or link-local addresses (${addresses.join(", ") || "none"})`);
   }
-  return { ok: true, host, address, port };
+  return { ok: true, host, address, port, requestedPort: port };
+}
+
+/**
+ * Why a tunnel's first message may not go through, or undefined when it names the tunnel's host (or, over
+ * TLS, no host at all: a server can then only answer for its own default name). "more" past the bound is
+ * refused as too long to read.
+ */
+function firstMessageRefusal(first: Buffer, host: string, requestedPort: number): EgressRefusal | "more" | undefined {
+  const tls = requestedPort === 443;
+  const seen = tls ? tlsServerName(first) : httpRequestHost(first);
+  if (seen.state === "more") {
+    return first.length <= PEEK_BYTES_MAX ? "more" : { code: tls ? "egress_not_tls" : "egress_not_http", message: `${host}: the first message is over ${PEEK_BYTES_MAX} bytes` };
+  }
+  if (seen.state === "invalid") return { code: tls ? "egress_not_tls" : "egress_not_http", message: `${host}:${requestedPort}: ${seen.message}` };
+  if (seen.name === null || normalizeHost(seen.name) === host) return undefined;
+  return {
+    code: "egress_name_mismatch",
+    message: `the tunnel to ${host} carried ${tls ? "a TLS ClientHello" : "an HTTP request"} for ${JSON.stringify(seen.name.slice(0, 253))}: a tunnel carries only the host it was opened for`,
+  };
 }
 
 const STATUS_TEXT: Record<number, string> = { 400: "Bad Request", 403: "Forbidden", 405: "Method Not Allowed", 502: "Bad Gateway" };
@@ -134,9 +155,28 @@ function handle(client: Socket, options: EgressOptions): void {
         upstream.setTimeout(0);
         options.onEvent?.({ host: decision.host, port: decision.port, allowed: true, address: decision.address });
         client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-        if (rest.length) upstream.write(rest);
-        client.pipe(upstream);
         upstream.pipe(client);
+        // Nothing goes upstream until the first message names this tunnel's host: a ClientHello or a Host
+        // naming another one would reach another site behind the same front end.
+        let first = rest;
+        const check = (chunk?: Buffer) => {
+          if (chunk) first = Buffer.concat([first, chunk]);
+          const refusal = firstMessageRefusal(first, decision.host, decision.requestedPort);
+          if (refusal === "more") return;
+          client.off("data", check);
+          if (refusal) {
+            options.onEvent?.({ host: decision.host, port: decision.port, allowed: false, refusal });
+            client.destroy();
+            upstream.destroy();
+            return;
+          }
+          client.pause();
+          upstream.write(first);
+          client.pipe(upstream);
+          client.resume();
+        };
+        client.on("data", check);
+        if (rest.length) check();
         client.resume();
       });
       upstream.once("error", (error) => {

@@ -47,7 +47,7 @@ describe("CONNECT decisions", () => {
   const resolve = (addresses: string[]) => async () => addresses;
   it("connects to the first public address a listed name resolves to", async () => {
     const decision = await decideTarget("api.shop.example:443", { egress: ["api.shop.example"], resolve: resolve(["10.0.0.5", "93.184.216.34"]) });
-    expect(decision).toEqual({ ok: true, host: "api.shop.example", address: "93.184.216.34", port: 443 });
+    expect(decision).toEqual({ ok: true, host: "api.shop.example", address: "93.184.216.34", port: 443, requestedPort: 443 });
   });
   it("refuses a listed name that resolves only to private addresses", async () => {
     const decision = await decideTarget("api.shop.example:443", { egress: ["api.shop.example"], resolve: resolve(["127.0.0.1", "::1"]) });
@@ -64,7 +64,7 @@ describe("CONNECT decisions", () => {
   });
   it("uses the operator's override for a listed host only", async () => {
     const overrides = [{ host: "shop.caplo.test", address: "127.0.0.1", port: 4100 }];
-    expect(await decideTarget("shop.caplo.test:80", { egress: ["shop.caplo.test"], overrides })).toEqual({ ok: true, host: "shop.caplo.test", address: "127.0.0.1", port: 4100 });
+    expect(await decideTarget("shop.caplo.test:80", { egress: ["shop.caplo.test"], overrides })).toEqual({ ok: true, host: "shop.caplo.test", address: "127.0.0.1", port: 4100, requestedPort: 80 });
     expect(await decideTarget("shop.caplo.test:80", { egress: ["other.test"], overrides })).toMatchObject({ ok: false, refusal: { code: "egress_host_not_listed" } });
   });
 });
