@@ -47,6 +47,22 @@ describe("caplo demo's clear messages", () => {
     noStack(output);
   }, 60_000);
 
+  test("a gateway port in use names --gateway-port, before anything is built or any package started, exit code 1", async () => {
+    const gatewayPort = await freePort();
+    const server = createServer();
+    held.push(server);
+    await new Promise<void>((resolve) => server.listen(gatewayPort, "127.0.0.1", () => resolve()));
+    const demo = spawnDemo(["--port", String(await freePort()), "--shop-port", "0", "--gateway-port", String(gatewayPort)]);
+    const code = await demo.exited;
+    const output = demo.output();
+    await demo.stop();
+    expect(code).toBe(1);
+    expect(output).toContain(`port ${gatewayPort} (the demo gateway) is already in use`);
+    expect(output).toContain("--gateway-port N");
+    expect(output).not.toContain("tool package");
+    noStack(output);
+  }, 60_000);
+
   test("a corrupt database file says to move or delete it, exit code 1, and leaves the file as it was", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "caplo-demo-corrupt-"));
     const garbage = "this is not a SQLite database, just text that a crash or a bad copy left here\n".repeat(20);
