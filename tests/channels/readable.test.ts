@@ -75,6 +75,32 @@ describe("readable reviews and lists (#18.2)", () => {
     }
   });
 
+  it("on WhatsApp a card's or receipt's value with formatting marks goes in a monospace block, so it shows as it is, not struck through or bold", () => {
+    // WhatsApp would show "~500~" struck through (reading as "not 500") and "*today*" bold, without the marks.
+    const review: Outbound = {
+      ...cancelReview,
+      fields: [
+        { path: "/amount", label: "Amount", display: "plain", value: "~500~ 50 EUR", editable: false },
+        { path: "/note", label: "Note", display: "plain", value: "deliver *today* to john_smith_", editable: false },
+        { path: "/order", label: "Order", display: "plain", value: "SO-1002", editable: false },
+        { path: "/odd", label: "Code", display: "plain", value: "a ``` b *c*", editable: false },
+      ],
+    };
+    const whatsapp = whatsappText(renderWhatsApp(review, { refs: recordingRefs(), timeZone: "UTC" }).messages).split("\n");
+    expect(whatsapp).toContain("Amount: ```~500~ 50 EUR```");
+    expect(whatsapp).toContain("Note: ```deliver *today* to john_smith_```");
+    expect(whatsapp).toContain("Order: SO-1002");
+    // Three backticks would end the block: sent as it is.
+    expect(whatsapp).toContain("Code: a ``` b *c*");
+    const decided = whatsappText(renderWhatsApp({ ...review, state: "applied" }, { refs: recordingRefs(), timeZone: "UTC" }).messages).split("\n");
+    expect(decided).toContain("Amount: ```~500~ 50 EUR```");
+    const receipt = whatsappText(renderWhatsApp({ type: "outcome", id: "o2", proposalId: "p1", state: "applied", message: "Done.", receipt: [{ label: "Refund", value: "~500~ 50 EUR" }] }, { refs: recordingRefs(), timeZone: "UTC" }).messages);
+    expect(receipt.split("\n")).toContain("Refund: ```~500~ 50 EUR```");
+    // Messenger shows no such marks as formatting: its text is the value as it is.
+    const messenger = whatsappTextOrMeta(renderMessenger(review, { refs: recordingRefs(), timeZone: "UTC" }).messages).split("\n");
+    expect(messenger).toContain("Amount: ~500~ 50 EUR");
+  });
+
   it("a receipt's value (the tool's) cannot add lines that read as other receipt fields: its line breaks show as ↵", () => {
     const outcome: Outbound = {
       type: "outcome",

@@ -300,10 +300,14 @@ function ownLine(value: string): string {
   return value.replace(/\r\n|[\n\r\v\f\u0085\u2028\u2029]/g, " ↵ ");
 }
 
+/** How a platform must write a card's or receipt's value to show it as it is (default: as it is). */
+export type LiteralValue = (shown: string) => string;
+const asIs: LiteralValue = (shown) => shown;
+
 /** A review as text: the title and every presented field (last4 values stay masked, empty ones say none). */
-export function reviewText(review: OutboundOf<"review">, timeZone?: string): string {
+export function reviewText(review: OutboundOf<"review">, timeZone?: string, literal: LiteralValue = asIs): string {
   const lines = [review.title];
-  for (const field of review.fields) lines.push(`${field.label}: ${fieldValue(field.display, field.value, timeZone)}`);
+  for (const field of review.fields) lines.push(`${field.label}: ${literal(fieldValue(field.display, field.value, timeZone))}`);
   return lines.join("\n");
 }
 
@@ -321,14 +325,14 @@ const STATE_WORDS: Record<string, string> = {
 };
 
 /** A review that no longer waits for a decision, as one status line. */
-export function reviewStateText(review: OutboundOf<"review">, timeZone?: string): string {
-  return `${reviewText(review, timeZone)}\nStatus: ${STATE_WORDS[review.state] ?? review.state}`;
+export function reviewStateText(review: OutboundOf<"review">, timeZone?: string, literal: LiteralValue = asIs): string {
+  return `${reviewText(review, timeZone, literal)}\nStatus: ${STATE_WORDS[review.state] ?? review.state}`;
 }
 
-export function outcomeText(outcome: OutboundOf<"outcome">, timeZone?: string): string {
+export function outcomeText(outcome: OutboundOf<"outcome">, timeZone?: string, literal: LiteralValue = asIs): string {
   const lines = [outcome.message];
   // A receipt field with no value is left out; a value (the tool's) cannot add lines that read as other fields.
-  for (const field of outcome.receipt ?? []) if (field.value.trim() !== "") lines.push(`${field.label}: ${ownLine(timeInWords(field.value, timeZone))}`);
+  for (const field of outcome.receipt ?? []) if (field.value.trim() !== "") lines.push(`${field.label}: ${literal(ownLine(timeInWords(field.value, timeZone)))}`);
   return lines.join("\n");
 }
 

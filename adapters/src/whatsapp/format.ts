@@ -82,6 +82,17 @@ export function sampleVariables(template: ContentTemplate): Record<string, strin
   return samples;
 }
 
+/**
+ * A card's or receipt's value as WhatsApp must be sent it to show it as it is: WhatsApp shows text between
+ * `*`, `_`, `~` or backtick pairs bold, italic, struck through or as code, without the marks ("~500~ 50 EUR"
+ * reads as a struck-out 500 and 50 EUR, while the tool gets the whole text). A value holding any of them goes
+ * in a monospace block, inside which WhatsApp applies no other formatting. One that itself holds the block's
+ * three backticks is sent as it is (no block could hold it).
+ */
+export function literalValue(shown: string): string {
+  return /[*_~`]/.test(shown) && !shown.includes("```") ? `\`\`\`${shown}\`\`\`` : shown;
+}
+
 /** Text on one line, every run of white space one space. */
 export function oneLine(text: string): string {
   return text.replace(/\s+/g, " ").trim();
@@ -174,12 +185,12 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
         // WhatsApp has no typing indicator through Twilio: the static label is the status line.
         return outbound.state === "start" && outbound.label ? [{ kind: "text", body: `${outbound.label}…` }] : [];
       case "review": {
-        if (outbound.state !== "proposed") return texts(reviewStateText(outbound, context.timeZone));
+        if (outbound.state !== "proposed") return texts(reviewStateText(outbound, context.timeZone, literalValue));
         if (outbound.fields.some((f) => f.editable)) {
           warnings.push({ type: "degraded", feature: "editableFields", detail: "fields cannot be edited on WhatsApp; shown as text" });
         }
         // The fields are several lines: they go as text, and the buttons follow with one line naming the request.
-        const body = `${reviewText(outbound, context.timeZone)}\n\nTap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`;
+        const body = `${reviewText(outbound, context.timeZone, literalValue)}\n\nTap ${CONFIRM_LABEL} to go ahead or ${CANCEL_LABEL} to stop.`;
         return choiceMessages(
           body,
           [
@@ -191,7 +202,7 @@ export function renderWhatsApp(outbound: Outbound, context: RenderContext): Rend
         );
       }
       case "outcome":
-        return texts(outcomeText(outbound, context.timeZone));
+        return texts(outcomeText(outbound, context.timeZone, literalValue));
       case "result": {
         const out = texts(resultText(outbound, context.timeZone));
         const options = replyOptions(outbound, context);
