@@ -60,11 +60,16 @@ function control(attacks: Array<[string, Record<string, unknown>?]>, nodeFlags: 
   return JSON.parse(run.stdout) as Record<string, Report>;
 }
 const CONTROL_DB = join(scratch, "control.db");
+/** What reached the test's server (allowed.test): each request's Host and path. */
+const reached: string[] = [];
 /** Every control of this file in one plain Node 24 process (one start), with one flag to show in execArgv. */
 let controls: Record<string, Report> = {};
 
 beforeAll(async () => {
-  http = createHttpServer((request, response) => response.end(`internal ${request.url}`));
+  http = createHttpServer((request, response) => {
+    reached.push(`${request.headers.host} ${request.url}`);
+    response.end(`internal ${request.url}`);
+  });
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
   port = (http.address() as { port: number }).port;
   // A port nothing listens on: the upstream refuses the connection.
@@ -148,6 +153,16 @@ describe("the sandbox closes what plain Node 24 leaves open", () => {
     expect(between().at(-1)!.logs.at(-1)!.message).toBe("egress between calls: 20 recorded for this process; any more are not recorded");
     // The call itself saw none of it: its record has no egress line.
     expect(runner.logStore.read("inv-fetch_later")[0]!.logs.filter((line) => line.message.includes("egress"))).toEqual([]);
+  });
+
+  it("a request through a listed host's tunnel naming another site in its Host (domain fronting) never reaches the host; its own Host does", async () => {
+    const fronted = await attempt("http_fronted", { host: "allowed.test", front: "evil.test", path: "/fronted" });
+    expect(fronted.ok).toBe(false);
+    expect(reached.filter((line) => line.endsWith("/fronted"))).toEqual([]);
+    const lines = runner.logStore.read("inv-http_fronted")[0]!.logs.map((line) => line.message);
+    expect(lines).toContainEqual(expect.stringContaining('the tunnel to allowed.test carried an HTTP request for "evil.test"'));
+    expect(await attempt("http_fronted", { host: "allowed.test", front: "allowed.test", path: "/own" })).toEqual({ ok: true, value: "internal /own" });
+    expect(reached).toContain("allowed.test /own");
   });
 
   it("a listed host whose upstream refuses the connection is refused at once (502), not left hanging until the timeout", async () => {

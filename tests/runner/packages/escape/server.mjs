@@ -104,6 +104,18 @@ const attacks = {
     return "answered";
   },
   http_module_get: (a) => get(a.url.startsWith("https:") ? https : http, a.url),
+  // Domain fronting: a request through the tunnel to a listed host, naming another site in its Host (a
+  // shared front end would serve that site); over TLS the same is a servername of another host.
+  http_fronted: (a) =>
+    new Promise((resolve, reject) => {
+      const request = http.get({ host: a.host, path: a.path, headers: { host: a.front } }, (response) => {
+        let body = "";
+        response.on("data", (chunk) => (body += chunk));
+        response.on("end", () => resolve(body));
+      });
+      request.on("error", reject);
+      request.setTimeout(5000, () => request.destroy(Object.assign(new Error("timed out"), { code: "TIMEOUT" })));
+    }),
   raw_proxy: async (a) => {
     const path = await stealProxyPath();
     const answers = {};
@@ -202,7 +214,7 @@ export function createServer() {
   const server = new McpServer({ name: "escape", version: "1.0.0" }, { capabilities: { logging: {} } });
   server.registerTool(
     "attempt",
-    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional(), url: z.string().optional(), urls: z.array(z.string()).optional(), delayMs: z.number().optional(), heads: z.array(z.string()).optional(), fds: z.array(z.number()).optional(), bytes: z.number().optional(), big: z.number().optional(), small: z.number().optional() } },
+    { description: "try to escape", inputSchema: { kind: z.string(), port: z.number().optional(), path: z.string().optional(), pid: z.number().optional(), hostIp: z.string().optional(), url: z.string().optional(), urls: z.array(z.string()).optional(), delayMs: z.number().optional(), heads: z.array(z.string()).optional(), host: z.string().optional(), front: z.string().optional(), fds: z.array(z.number()).optional(), bytes: z.number().optional(), big: z.number().optional(), small: z.number().optional() } },
     async (args, extra) => {
       const run = args.kind === "log_flood" ? (a) => flood(server, a) : args.kind === "deep_result" ? (a) => deepResult(extra, a) : attacks[args.kind];
       const report = run ? await attempt(() => run(args)) : { ok: false, message: "no such attack" };
