@@ -101,6 +101,21 @@ describe("readable reviews and lists (#18.2)", () => {
     expect(messenger).toContain("Amount: ~500~ 50 EUR");
   });
 
+  it("a reply action's tap sends at most a message's 4,000 characters, as the widget's does, never half an emoji", () => {
+    // A value the template fills in runs long (a tool's free text): the tap stored a customer message over the
+    // limit that a typed message (cut at 4,000) and the widget's tap both keep.
+    const long: Outbound = { ...slots, items: [{ label: "A slot", storeName: "Store", start: "2026-12-04T09:00:00Z", slotId: `${"x".repeat(3989)}\u{1F600}${"y".repeat(100)}` }] };
+    for (const render of [renderWhatsApp, renderMessenger]) {
+      const refs = recordingRefs();
+      render(long, { refs, timeZone: "UTC" });
+      const replies = [...refs.meaning.values()].filter((what) => what.startsWith("reply:")).map((what) => what.slice("reply:".length));
+      expect(replies).toHaveLength(1);
+      // "Book slot " (10) + 3,989 x: the emoji's first half would be the 4,000th unit, so the cut falls before it.
+      expect(replies[0]).toBe(`Book slot ${"x".repeat(3989)}`);
+      expect(replies[0]!.length).toBeLessThanOrEqual(4000);
+    }
+  });
+
   it("a receipt's value (the tool's) cannot add lines that read as other receipt fields: its line breaks show as ↵", () => {
     const outcome: Outbound = {
       type: "outcome",

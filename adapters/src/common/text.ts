@@ -200,11 +200,21 @@ export function mapLink(result: OutboundOf<"result">, item: Record<string, unkno
   return addressValue ? `https://www.google.com/maps/search/?api=1&query=${encodeURIComponent(addressValue)}` : undefined;
 }
 
-/** Fills a reply template's `{name}` slots with the item's values. */
+/** The longest customer message (the inbound schema's 4,000 UTF-16 units): what a reply tap sends is cut to it. */
+export const REPLY_TEXT_MAX = 4000;
+
+/**
+ * Fills a reply template's `{name}` slots with the item's values: the customer's message when they tap it,
+ * cut as the widget cuts it to a message's limit (a typed message is cut there too; a tool's long value
+ * would otherwise become a customer message over it), never inside a character's surrogate pair.
+ */
 export function fillTemplate(template: string, item: Record<string, unknown>): string {
-  return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) =>
+  const text = template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) =>
     name in item && item[name] !== null ? String(item[name]) : whole,
   );
+  if (text.length <= REPLY_TEXT_MAX) return text;
+  const last = text.charCodeAt(REPLY_TEXT_MAX - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? REPLY_TEXT_MAX - 1 : REPLY_TEXT_MAX);
 }
 
 const TIMELINE_MARKS: Record<string, string> = { done: "✓", current: "▶", upcoming: "○", failed: "✗" };
