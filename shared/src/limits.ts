@@ -179,3 +179,16 @@ export const MISLEADING_CHARACTER = new RegExp(`[${MISLEADING_CHARACTERS}]`);
 /** A tool listing's bounds, a package's at build and a remote MCP server's at review and before each call: its tools as JSON, and its tools. */
 export const LISTING_BYTES_MAX = 4 * 1024 * 1024;
 export const LISTED_TOOLS_MAX = 1000;
+
+/** A customer's message at most, in UTF-16 units (the inbound schema's bound): what the widget and a channel's tap or typed text send is cut to it. */
+export const MESSAGE_TEXT_MAX = 4000;
+
+/**
+ * The first `max` UTF-16 units of text (the protocol's limits count them), one fewer when the cut would split
+ * a character's surrogate pair: a lone half shows as a broken glyph, and the server keeps it only as U+FFFD.
+ */
+export function cutUnits(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}

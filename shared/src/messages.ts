@@ -173,7 +173,7 @@ export type Rating = (typeof RATINGS)[number];
 
 /** What a customer does, from any channel. Only `confirm` from the customer's own client runs a write. */
 export const inboundSchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("message"), text: z.string().min(1).max(4000) }),
+  z.object({ type: z.literal("message"), text: z.string().min(1).max(L.MESSAGE_TEXT_MAX) }),
   z.object({
     type: z.literal("confirm"),
     proposalId: id,

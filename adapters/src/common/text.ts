@@ -1,7 +1,7 @@
 // Plain-text rendering shared by every messaging channel: shortening labels visibly, splitting long text,
 // and turning reviews, outcomes and result layouts into readable text that is never silently dropped.
 import { ELLIPSIS } from "@caplo/shared/channels";
-import { MISLEADING_CHARACTERS } from "@caplo/shared/limits";
+import { cutUnits, MESSAGE_TEXT_MAX, MISLEADING_CHARACTERS } from "@caplo/shared/limits";
 import type { OutboundOf, ResultColumn } from "@caplo/shared/messages";
 
 /**
@@ -200,9 +200,6 @@ export function mapLink(result: OutboundOf<"result">, item: Record<string, unkno
   return addressValue ? `https://www.google.com/maps/search/?api=1&query=${encodeURIComponent(addressValue)}` : undefined;
 }
 
-/** The longest customer message (the inbound schema's 4,000 UTF-16 units): what a reply tap sends is cut to it. */
-export const REPLY_TEXT_MAX = 4000;
-
 /**
  * Fills a reply template's `{name}` slots with the item's values: the customer's message when they tap it,
  * cut as the widget cuts it to a message's limit (a typed message is cut there too; a tool's long value
@@ -212,9 +209,7 @@ export function fillTemplate(template: string, item: Record<string, unknown>): s
   const text = template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) =>
     name in item && item[name] !== null ? String(item[name]) : whole,
   );
-  if (text.length <= REPLY_TEXT_MAX) return text;
-  const last = text.charCodeAt(REPLY_TEXT_MAX - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? REPLY_TEXT_MAX - 1 : REPLY_TEXT_MAX);
+  return cutUnits(text, MESSAGE_TEXT_MAX);
 }
 
 const TIMELINE_MARKS: Record<string, string> = { done: "✓", current: "▶", upcoming: "○", failed: "✗" };

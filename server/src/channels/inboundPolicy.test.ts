@@ -13,6 +13,10 @@ describe("typed text", () => {
       expect(decideText(text, undefined)).toEqual({ kind: "forward", inbound: { type: "message", text } });
     }
   });
+  it("is cut to a message's 4,000 units, never between an emoji's two halves", () => {
+    expect(decideText(`${"x".repeat(3999)}\u{1F600}more`, undefined)).toEqual({ kind: "forward", inbound: { type: "message", text: "x".repeat(3999) } });
+    expect(decideText("y".repeat(4100), undefined)).toEqual({ kind: "forward", inbound: { type: "message", text: "y".repeat(4000) } });
+  });
   it("typed consent while a proposal waits is answered 'tap Confirm' and handed to nobody; with none waiting it is a plain message", () => {
     for (const text of ["yes", "Yes!", "confirm", "CONFIRM", "ok", "OK, go ahead", "yes please", "Yes, that's right", "do it", "👍", "✅", "da", "potrjujem"]) {
       expect(isTypedConsent(text), text).toBe(true);

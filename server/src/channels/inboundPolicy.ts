@@ -1,5 +1,6 @@
 // The write policy on a chat app, as pure decisions: a tapped button acts only through its stored
 // reference, and typed text never confirms; typed text answers an open question only by number or label.
+import { cutUnits, MESSAGE_TEXT_MAX } from "@caplo/shared/limits";
 import type { Inbound } from "@caplo/shared/messages";
 import type { ButtonRef, OpenQuestion } from "./ports.ts";
 
@@ -110,5 +111,5 @@ export function decideText(text: string, openQuestion: OpenQuestion | undefined,
     }
   }
   if (proposalWaiting && isTypedConsent(text)) return { kind: "notice", code: "tap_to_confirm", text: TAP_CONFIRM_NOTICE };
-  return { kind: "forward", inbound: { type: "message", text: text.slice(0, 4000) } };
+  return { kind: "forward", inbound: { type: "message", text: cutUnits(text, MESSAGE_TEXT_MAX) } };
 }

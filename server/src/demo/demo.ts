@@ -120,19 +120,18 @@ const corrupt = (file: string): DemoError => ({
   message: `the demo's database is not a readable SQLite file. Move it away (or delete it to start the demo fresh: rm -rf ${join(file, "..")}) and run \`npm start\` again`,
 });
 
-async function freePort(): Promise<number> {
+/**
+ * Listens on 127.0.0.1:`port` (0: a free one) and lets go at once: the port that was free, or undefined when
+ * it is in use. Another error is thrown, for the caller to report.
+ */
+async function tryPort(port: number): Promise<number | undefined> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", () => resolve()));
-  const { port } = server.address() as { port: number };
+  const listened = await new Promise<boolean>((resolve, reject) =>
+    server.once("error", (error: NodeJS.ErrnoException) => (error.code === "EADDRINUSE" ? resolve(false) : reject(error))).listen(port, "127.0.0.1", () => resolve(true)),
+  );
+  if (!listened) return undefined;
+  const free = (server.address() as { port: number }).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** Whether 127.0.0.1:`port` can be listened on now (tried and let go at once); another error says yes, for the real listen to report. */
-async function portFree(port: number): Promise<boolean> {
-  const server = createServer();
-  const free = await new Promise<boolean>((resolve) => server.once("error", (error: NodeJS.ErrnoException) => resolve(error.code !== "EADDRINUSE")).listen(port, "127.0.0.1", () => resolve(true)));
-  if (free) await new Promise<void>((resolve) => server.close(() => resolve()));
   return free;
 }
 
@@ -191,7 +190,8 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
   // The gateway's port is listened on only when the server starts, after the builds and the packages'
   // sandboxes: a clash found then cost the whole start (6 s, 11 sandboxes). Tried now and let go, it fails
   // fast; one taken in between is still reported when the server starts.
-  if (options.gatewayPort !== 0 && !(await portFree(options.gatewayPort))) return failed(portInUse(options.gatewayPort, "the demo gateway", "--gateway-port"));
+  // Another error than "in use" (a port it may not listen on) is left for the server's own start to report.
+  if (options.gatewayPort !== 0 && (await tryPort(options.gatewayPort).catch(() => options.gatewayPort)) === undefined) return failed(portInUse(options.gatewayPort, "the demo gateway", "--gateway-port"));
 
   log("Building what is not built:");
   // The help articles' page origins follow the port the shop got (--shop-port, or a free one for 0).
@@ -213,7 +213,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
     const issue = agentFile.issues[0]!;
     return failed({ code: issue.code, path: `examples/demo/agent.yaml ${issue.path}`, message: issue.message });
   }
-  const gatewayPort = options.gatewayPort === 0 ? await freePort() : options.gatewayPort;
+  const gatewayPort = options.gatewayPort === 0 ? (await tryPort(0))! : options.gatewayPort;
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const pagePort = new URL(page.url).port;
   const agent = {

@@ -43,50 +43,11 @@ function isStringProperty(tool: EngineTool, key: string): boolean {
   return type === "string" || (Array.isArray(type) && type.includes("string"));
 }
 
-/** The first argument (a key or a string anywhere in the arguments) holding a MISLEADING_CHARACTER (the review card would show another call than the one that runs), or null. */
-export function misleadingArgument(value: unknown, path = ""): { path: string; codePoint: string } | null {
-  const found = (text: string) => text.match(MISLEADING_CHARACTER)?.[0];
-  const point = (char: string) => `U+${char.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
-  if (typeof value === "string") {
-    const char = found(value);
-    return char ? { path: path || "/", codePoint: point(char) } : null;
-  }
-  if (!value || typeof value !== "object") return null;
-  for (const [key, inner] of Object.entries(value)) {
-    const at = `${path}/${key}`;
-    const char = found(key);
-    if (char) return { path: at, codePoint: point(char) };
-    const deeper = misleadingArgument(inner, at);
-    if (deeper) return deeper;
-  }
-  return null;
-}
-
-/** Scripts whose letters pass for one another (Latin a, Cyrillic а, Greek α): a word mixing them reads as another word. */
-const LOOKALIKE_SCRIPTS = [
-  ["Latin", /\p{Script=Latin}/u],
-  ["Cyrillic", /\p{Script=Cyrillic}/u],
-  ["Greek", /\p{Script=Greek}/u],
-] as const;
-
-/** The scripts of LOOKALIKE_SCRIPTS a word has letters of. */
-function lookalikeScripts(word: string): string[] {
-  return LOOKALIKE_SCRIPTS.filter(([, letters]) => letters.test(word)).map(([name]) => name);
-}
-
 /**
- * The first argument (a key or a string anywhere in the arguments) with a word that mixes Latin, Cyrillic and
- * Greek letters ("pаypal" with a Cyrillic а reads as "paypal" on the card while the tool gets another name,
- * address or account), or null. Words wholly of one script, and text mixing scripts word by word, pass.
+ * The first key or string anywhere in the arguments (keys before their values, in order) for which `found`
+ * finds something, with its JSON-pointer path; null when none does.
  */
-export function lookalikeArgument(value: unknown, path = ""): { path: string; word: string; scripts: string[] } | null {
-  const found = (text: string) => {
-    for (const [word] of text.matchAll(/[\p{L}\p{M}]+/gu)) {
-      const scripts = lookalikeScripts(word);
-      if (scripts.length > 1) return { word, scripts };
-    }
-    return undefined;
-  };
+function firstInArguments<T extends object>(value: unknown, found: (text: string) => T | undefined, path = ""): (T & { path: string }) | null {
   if (typeof value === "string") {
     const hit = found(value);
     return hit ? { path: path || "/", ...hit } : null;
@@ -96,10 +57,40 @@ export function lookalikeArgument(value: unknown, path = ""): { path: string; wo
     const at = `${path}/${key}`;
     const hit = found(key);
     if (hit) return { path: at, ...hit };
-    const deeper = lookalikeArgument(inner, at);
+    const deeper = firstInArguments(inner, found, at);
     if (deeper) return deeper;
   }
   return null;
+}
+
+/** The first argument holding a MISLEADING_CHARACTER (the review card would show another call than the one that runs), or null. */
+export function misleadingArgument(value: unknown): { path: string; codePoint: string } | null {
+  return firstInArguments(value, (text) => {
+    const char = text.match(MISLEADING_CHARACTER)?.[0];
+    return char ? { codePoint: `U+${char.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}` } : undefined;
+  });
+}
+
+/** Scripts whose letters pass for one another (Latin a, Cyrillic а, Greek α): a word mixing them reads as another word. */
+const LOOKALIKE_SCRIPTS = [
+  ["Latin", /\p{Script=Latin}/u],
+  ["Cyrillic", /\p{Script=Cyrillic}/u],
+  ["Greek", /\p{Script=Greek}/u],
+] as const;
+
+/**
+ * The first argument with a word that mixes Latin, Cyrillic and Greek letters ("pаypal" with a Cyrillic а
+ * reads as "paypal" on the card while the tool gets another name, address or account), or null. Words wholly
+ * of one script, and text mixing scripts word by word, pass.
+ */
+export function lookalikeArgument(value: unknown): { path: string; word: string; scripts: string[] } | null {
+  return firstInArguments(value, (text) => {
+    for (const [word] of text.matchAll(/[\p{L}\p{M}]+/gu)) {
+      const scripts = LOOKALIKE_SCRIPTS.filter(([, letters]) => letters.test(word)).map(([name]) => name);
+      if (scripts.length > 1) return { word, scripts };
+    }
+    return undefined;
+  });
 }
 
 /** With a presentation, the first argument that is not a declared property of the tool's input, or null. */

@@ -88,12 +88,13 @@ export function noneMatch(header: string, etag: string): boolean {
 const fileInfo = (path: string) => stat(path).then((info) => (info.isFile() ? info : undefined), () => undefined);
 
 /**
- * The file at `full` (inside `root` by name) if it is inside `root` on disk too: a symbolic link in a served
- * folder (a build step's, a package's copied in) that points outside it serves nothing, as a `..` would.
+ * Whether paths inside `root` by name are inside it on disk too: a symbolic link in a served folder (a build
+ * step's, a package's copied in) that points outside it serves nothing, as a `..` would. The folder's own
+ * path is resolved once per request, each file's once.
  */
-async function onDiskInside(root: string, full: string): Promise<boolean> {
-  const [realRoot, realFull] = await Promise.all([realpath(root).catch(() => undefined), realpath(full).catch(() => undefined)]);
-  return realRoot !== undefined && realFull !== undefined && realFull.startsWith(realRoot + sep);
+async function onDiskInside(root: string): Promise<(full: string) => Promise<boolean>> {
+  const realRoot = await realpath(root).catch(() => undefined);
+  return async (full) => realRoot !== undefined && (await realpath(full).then((real) => real.startsWith(realRoot + sep), () => false));
 }
 
 /**
@@ -106,8 +107,10 @@ export async function serveFile(req: IncomingMessage, res: ServerResponse, root:
   const full = insideRoot(root, relative);
   if (!full || ENCODINGS.some((e) => full.endsWith(e.suffix))) return false;
   const info = await fileInfo(full);
-  if (!info || !(await onDiskInside(root, full))) return false;
-  const copies = await Promise.all(ENCODINGS.map(async (e) => ({ ...e, info: (await onDiskInside(root, full + e.suffix)) ? await fileInfo(full + e.suffix) : undefined })));
+  if (!info) return false;
+  const inside = await onDiskInside(root);
+  if (!(await inside(full))) return false;
+  const copies = await Promise.all(ENCODINGS.map(async (e) => ({ ...e, info: (await inside(full + e.suffix)) ? await fileInfo(full + e.suffix) : undefined })));
   const available = copies.filter((c) => c.info).map((c) => c.name);
   const choice = chooseEncoding(header(req, "accept-encoding"), available);
   const vary: Record<string, string> = available.length > 0 ? { vary: "Accept-Encoding" } : {};

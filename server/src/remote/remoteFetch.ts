@@ -131,7 +131,8 @@ export function guardedFetch(options: { resolve?: RemoteResolve; allowPrivateNet
 
 /** Whether a request's body is a JSON-RPC tools/list request (alone or in a batch of them). */
 function asksForListing(body: Buffer): boolean {
-  if (body.length > 64 * 1024) return false;
+  // Most bodies are calls: only one that names the method at all is parsed.
+  if (body.length > 64 * 1024 || !body.includes("tools/list")) return false;
   try {
     const message = JSON.parse(body.toString("utf8")) as unknown;
     const messages = Array.isArray(message) ? message : [message];

@@ -1,5 +1,6 @@
 // Formatting and safety helpers for values from the server: URLs, masked values, money, times, sizes
 // and reply templates. Every value ends up as text; a URL is returned only when it is safe to follow.
+import { cutUnits, MESSAGE_TEXT_MAX } from "@caplo/shared/limits";
 
 export type Primitive = string | number | boolean | null;
 
@@ -118,24 +119,16 @@ export function cellText(value: Primitive | undefined): string {
 /** The most characters of one value the widget shows; the rest is cut with an ellipsis. */
 export const TEXT_SHOWN_MAX = 2000;
 
-/**
- * The first `max` UTF-16 units of text (the protocol's limits count them), one fewer when the cut would
- * split a character in two (an emoji's surrogate pair): a lone half would show as a broken glyph, and the
- * server keeps it only as U+FFFD.
- */
-export function cutText(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const last = text.charCodeAt(max - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
-}
+/** The first `max` UTF-16 units of text, never half a surrogate pair (shared with the channels' cut). */
+export const cutText = cutUnits;
 
 /** Cuts overlong text so one value cannot flood the conversation. */
 export function clampText(text: string, max = TEXT_SHOWN_MAX): string {
   return text.length > max ? `${cutText(text, max - 1)}…` : text;
 }
 
-/** The inbound message limit (inboundSchema: message text 1 to 4000 characters). */
-export const MESSAGE_MAX = 4000;
+/** The inbound message limit (inboundSchema: message text 1 to MESSAGE_TEXT_MAX characters). */
+export const MESSAGE_MAX = MESSAGE_TEXT_MAX;
 
 /** A reply action's visitor message: `{name}` inserts the item's value of the column named name. */
 export function fillTemplate(template: string, item: Record<string, Primitive>): string {
