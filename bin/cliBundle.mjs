@@ -1,0 +1,139 @@
+// The `caplo` command's sources as one ESM file, built on first use and again whenever a source changes:
+// loading the CLI's ~300 TypeScript modules through tsx's loader hooks cost about 2.4 s of CPU a run (a
+// `caplo serve --help`), the bundle about 1.1 s, of which most is the npm packages it imports. There is
+// still no build step to forget: the manifest beside the bundle lists every source it holds with its size
+// and modification time, and a run that finds one changed, added or gone builds it again (esbuild, about
+// half a second). npm packages stay outside it and are imported from node_modules as before.
+//
+// A module's own location is kept: `import.meta.url`, `dirname` and `filename` in a source are written into
+// the bundle as that source's path, so paths found from them (the repository root, the widget's build, the
+// migrations) are the same as when the source runs itself. The bundle sits under node_modules/.cache, so
+// that a bare specifier it imports (or `import.meta.resolve`) finds the same node_modules as the sources do.
+//
+// Where the bundle cannot be built or kept (no esbuild, a read-only checkout, a source esbuild cannot
+// parse), `cliModule()` returns undefined and bin/caplo.mjs runs the sources through tsx, whose errors then
+// say what is wrong where.
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const ENTRY = join(ROOT, "server", "src", "cli", "main.ts");
+const CACHE = join(ROOT, "node_modules", ".cache", "caplo-cli");
+const MANIFEST = join(CACHE, "manifest.json");
+/** Bump when the way the bundle is made changes. */
+const FORMAT = 1;
+
+/** Size and modification time of a file, or null where it is gone. */
+function stamp(path) {
+  try {
+    const stat = statSync(path, { bigint: true });
+    return `${stat.size}:${stat.mtimeNs}`;
+  } catch {
+    return null;
+  }
+}
+
+/** The bundle the manifest names, if it was made by this format from sources that are all unchanged. */
+function current() {
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(MANIFEST, "utf8"));
+  } catch {
+    return undefined;
+  }
+  // Made here: a checkout moved or copied elsewhere has the old paths written in.
+  if (manifest?.format !== FORMAT || manifest.root !== ROOT || typeof manifest.bundle !== "string" || !manifest.inputs) return undefined;
+  for (const [path, seen] of Object.entries(manifest.inputs)) if (stamp(join(ROOT, path)) !== seen) return undefined;
+  const bundle = join(CACHE, manifest.bundle);
+  return stamp(bundle) === null ? undefined : bundle;
+}
+
+/** `import.meta.url`, `dirname` and `filename` of a source as its own path (expressions, not text). */
+function ownLocation(path) {
+  return {
+    "import.meta.url": JSON.stringify(pathToFileURL(path).href),
+    "import.meta.dirname": JSON.stringify(dirname(path)),
+    "import.meta.filename": JSON.stringify(path),
+  };
+}
+
+/** The compiler options of tsconfig.json that change what a TypeScript file compiles to. */
+const TSCONFIG = { compilerOptions: { target: "ES2023", verbatimModuleSyntax: true, jsx: "react-jsx", jsxImportSource: "preact" } };
+
+async function build() {
+  const { build: esbuild, transform, version } = await import("esbuild");
+  const result = await esbuild({
+    entryPoints: [ENTRY],
+    absWorkingDir: ROOT,
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    // Names of functions and classes stay what the sources call them (tsx keeps them too).
+    keepNames: true,
+    logLevel: "silent",
+    plugins: [
+      {
+        name: "caplo-cli",
+        setup(build) {
+          // npm packages (not the workspace's own @caplo/* sources) stay imports of node_modules.
+          build.onResolve({ filter: /^[^./]/ }, (args) => {
+            if (args.path.startsWith("@caplo/") || args.path.startsWith("node:")) return undefined;
+            return { path: args.path, external: true };
+          });
+          // Each source compiled on its own first, with its own location written in.
+          build.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, async (args) => {
+            if (args.path.includes("/node_modules/")) return undefined;
+            const loader = /\.[cm]?tsx$/.test(args.path) ? "tsx" : /\.[cm]?ts$/.test(args.path) ? "ts" : /x$/.test(args.path) ? "jsx" : "js";
+            const compiled = await transform(readFileSync(args.path, "utf8"), { loader, format: "esm", target: "node20", sourcefile: args.path, tsconfigRaw: TSCONFIG, define: ownLocation(args.path) });
+            return { contents: compiled.code, loader: "js" };
+          });
+        },
+      },
+    ],
+  });
+  const code = result.outputFiles[0]?.contents;
+  if (!code) return undefined;
+  const inputs = {};
+  for (const input of Object.keys(result.metafile.inputs)) {
+    const path = join(ROOT, input);
+    const seen = stamp(path);
+    if (seen !== null) inputs[relative(ROOT, path)] = seen;
+  }
+  // And this file and esbuild's version: a change to how the bundle is made rebuilds it.
+  for (const maker of [fileURLToPath(import.meta.url), join(ROOT, "node_modules", "esbuild", "package.json")]) {
+    const seen = stamp(maker);
+    if (seen !== null) inputs[relative(ROOT, maker)] = seen;
+  }
+  mkdirSync(CACHE, { recursive: true });
+  const name = `cli-${process.pid}-${Date.now().toString(36)}.mjs`;
+  const temporary = join(CACHE, `${name}.tmp`);
+  writeFileSync(temporary, code);
+  renameSync(temporary, join(CACHE, name));
+  const manifestTemporary = `${MANIFEST}.${process.pid}.tmp`;
+  writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle: name, inputs }));
+  renameSync(manifestTemporary, MANIFEST);
+  // Bundles of earlier sources: removed once they are a minute old (a run that started on one may still
+  // be importing it).
+  for (const other of readdirSync(CACHE)) {
+    if (other === name || !other.startsWith("cli-")) continue;
+    try {
+      if (Date.now() - statSync(join(CACHE, other)).mtimeMs > 60_000) rmSync(join(CACHE, other), { force: true });
+    } catch {
+      // Removed by another run meanwhile.
+    }
+  }
+  return join(CACHE, name);
+}
+
+/** The CLI's bundle (built now if its sources changed), or undefined where it cannot be had. */
+export async function cliModule() {
+  try {
+    return current() ?? (await build());
+  } catch {
+    return undefined;
+  }
+}
