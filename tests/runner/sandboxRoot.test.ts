@@ -48,7 +48,9 @@ process.stdin.resume();
 process.stdin.once("end", () => process.exit(0));
 `,
     );
-    const sandbox = spawnSandboxed({ node: node.path, mode: "isolated", readPaths: [folder, plain], memoryMb: 64, preload: join(plain, "pre.mjs"), script: [join(plain, "package.mjs")] });
+    // The package's folder is listed with `..` enough to climb out of any root: it is still bound inside it
+    // (the host's own folder is never a mount point), so the package loads.
+    const sandbox = spawnSandboxed({ node: node.path, mode: "isolated", readPaths: [folder, `${"/..".repeat(12)}${plain}`], memoryMb: 64, preload: join(plain, "pre.mjs"), script: [join(plain, "package.mjs")] });
     let stderr = "";
     sandbox.child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const line = await new Promise<string>((resolve, reject) => {

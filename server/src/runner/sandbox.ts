@@ -5,7 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { PRELOAD_MODULE } from "./node24.ts";
 import { runtimeDir } from "./runtimeDir.ts";
 
@@ -100,7 +100,9 @@ function sandboxRoot(root: string, readOnly: string[], egressDir: string | undef
   for (const dir of ["proc", "dev", "tmp"]) mkdirSync(join(root, dir));
   const lines = [`${fstabField(root)} ${fstabField(root)} none bind,ro,nosuid,nodev,noexec 0 0`];
   const bound: string[] = [];
-  for (const path of readOnly) {
+  for (const listed of readOnly) {
+    // As the kernel would resolve it: a `..` in a listed path never makes a mount point outside the root.
+    const path = resolve("/", listed);
     let folder: boolean;
     try {
       folder = statSync(path).isDirectory();
@@ -235,7 +237,7 @@ export function nodeArgs(spec: SandboxSpec): string[] {
 
 /** The paths without those inside another listed folder (bound already, and read-only there). */
 function outermost(paths: string[]): string[] {
-  const unique = [...new Set(paths)];
+  const unique = [...new Set(paths.map((path) => resolve("/", path)))];
   return unique.filter((path) => !unique.some((other) => other !== path && path.startsWith(other.endsWith("/") ? other : `${other}/`)));
 }
 
