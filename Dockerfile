@@ -23,8 +23,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends util-linux moun
  && mkdir -p /data && chown caplo:caplo /data
 WORKDIR /app
 COPY --from=build --chown=root:root /app /app
-# The host bundle tool processes load is built once, on first use, under node_modules/.cache: the only
-# folder of /app the server writes.
+# The host bundle tool processes load and the CLI's own bundle (bin/cliBundle.mjs) are built once, on
+# first use, under node_modules/.cache: the only folder of /app the server writes.
 RUN mkdir -p /app/node_modules/.cache && chown caplo:caplo /app/node_modules/.cache
 USER caplo
 ENV NODE_ENV=production \
