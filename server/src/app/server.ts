@@ -271,6 +271,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     trustedProxies: widget.settings.trustedProxies,
     addressLimits: widget.settings.addressLimits,
     helloTimeoutMs: widget.settings.helloTimeoutMs,
+    ...(widget.settings.console && { console: widget.settings.console }),
     ...options.given?.gateway,
   });
   // Messaging channels configured by environment (docs/channels.md), and each workspace's own
@@ -309,6 +310,8 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(config.source)}, agents: ${releases.map((release) => release.id).join(", ")})`);
   if (!options.teamMembers) log("team API: no configured members (CAPLO_TEAM_MEMBERS); members added with caplo member add are accepted");
   log(`widget app origins: ${gateway.origins.join(", ")}${widget.settings.publicOrigins.length === 0 ? " (set CAPLO_PUBLIC_URL to the address browsers use, if another)" : ""}`);
+  const consoleAddress = gateway.consoleAddress;
+  if (consoleAddress) log(`team console: http://${consoleAddress.address.includes(":") ? `[${consoleAddress.address}]` : consoleAddress.address}:${consoleAddress.port}/console (a port of its own; not served at ${url})`);
   return {
     ok: true,
     server: {

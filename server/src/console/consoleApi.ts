@@ -79,6 +79,11 @@ export function registerConsoleApi(routes: RouteTable, options: ConsoleOptions, 
   const secure = (req: IncomingMessage) => (req.headers.origin ?? "").startsWith("https://") || [...options.ownOrigins()].every((origin) => origin.startsWith("https://"));
 
   routes.add("POST", "/v1/team/session", async (req, res) => {
+    // With the console on a port of its own, a sign-in is taken only there (its cookie counts only there).
+    if (!sessions.servedHere(req)) {
+      req.resume();
+      return sendError(res, 404, { code: "not_found", path: "", message: "the team console signs in on its own port (CAPLO_CONSOLE_PORT)" });
+    }
     // A sign-in from another site's page is refused (login CSRF), and attempts per address are limited.
     if (!options.ownOrigins().has(req.headers.origin ?? "")) {
       req.resume();

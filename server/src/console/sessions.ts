@@ -42,15 +42,24 @@ export function sameSecret(a: string, b: string): boolean {
 
 export class ConsoleSessions {
   private readonly store: ConsoleSessionStore;
-  private readonly options: { idleMs?: number; now?: () => number };
+  private readonly options: { idleMs?: number; now?: () => number; servedHere?: (req: IncomingMessage) => boolean };
 
-  constructor(store: ConsoleSessionStore, options: { idleMs?: number; now?: () => number } = {}) {
+  /**
+   * `servedHere`: whether a request reached the listener that serves the console (with CAPLO_CONSOLE_PORT, only
+   * its own port's do): a session's cookie counts only there, and a sign-in is taken only there.
+   */
+  constructor(store: ConsoleSessionStore, options: { idleMs?: number; now?: () => number; servedHere?: (req: IncomingMessage) => boolean } = {}) {
     this.store = store;
     this.options = options;
   }
 
   private now(): number {
     return (this.options.now ?? Date.now)();
+  }
+
+  /** Whether this request reached the console's listener (every request does, without a console port). */
+  servedHere(req: IncomingMessage): boolean {
+    return this.options.servedHere?.(req) ?? true;
   }
 
   get idleMs(): number {
@@ -88,6 +97,7 @@ export class ConsoleSessions {
    * member is no longer one (removed with caplo member rm, or from CAPLO_TEAM_MEMBERS) ends here.
    */
   async fromRequest(req: IncomingMessage, team: TeamDirectory): Promise<SessionMember | undefined> {
+    if (!this.servedHere(req)) return undefined;
     const id = cookieValue(req.headers.cookie, COOKIE);
     if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
     const session = await this.store.getConsoleSession(sha256(id));

@@ -80,6 +80,13 @@ export type GatewayOptions = {
    * in its iframe. The origin of the address `listen` binds is always one too; the Host header never is.
    */
   publicOrigins?: readonly string[];
+  /**
+   * The team console on a port of its own (CAPLO_CONSOLE_PORT, on the same address), a browser origin apart
+   * from the widget app's: /console, console sign-in and session cookies answer only there, and the widget's
+   * paths never do. `publicOrigins`: where browsers reach that port (CAPLO_CONSOLE_PUBLIC_URL), besides its
+   * own address. Without it the console is served beside the widget as before.
+   */
+  console?: { port: number; publicOrigins?: readonly string[] };
   /** Proxies (addresses or CIDR ranges) whose X-Forwarded-For names the client (CAPLO_TRUSTED_PROXIES); default none. */
   trustedProxies?: readonly string[];
   /** Per-address limits on open sockets and new conversations per minute (addressLimits.ts). */
@@ -106,6 +113,11 @@ export class Gateway {
   private readonly proxies: TrustedProxies;
   /** This server's own origins: the configured ones until `listen` adds its address's. */
   private ownOrigins: Set<string>;
+  /** The console's own listener and the requests that reached it (GatewayOptions.console). */
+  private readonly consoleServer?: Server;
+  private readonly viaConsole = new WeakSet<IncomingMessage>();
+  private consoleOrigins = new Set<string>();
+  private consoleAddressInfo?: AddressInfo;
 
   constructor(options: GatewayOptions) {
     this.options = options;
@@ -114,6 +126,13 @@ export class Gateway {
     this.proxies = trustedProxies(options.trustedProxies ?? []);
     this.ownOrigins = new Set(options.publicOrigins ?? []);
     this.server = createServer((req, res) => void this.request(req, res));
+    if (options.console) {
+      this.consoleOrigins = new Set(options.console.publicOrigins ?? []);
+      this.consoleServer = createServer((req, res) => {
+        this.viaConsole.add(req);
+        void this.request(req, res);
+      });
+    }
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.hardMaxPayloadBytes ?? Math.max(1024 * 1024, this.limits.maxFrameBytes * 4) });
     this.server.on("upgrade", (req, socket, head) => this.upgrade(req, socket as import("node:net").Socket, head));
     this.heartbeat = setInterval(() => this.beat(), options.heartbeatMs ?? 30_000);
@@ -136,8 +155,13 @@ export class Gateway {
       const ready = store && bus.state !== "closed";
       sendJson(res, ready ? 200 : 503, { ready, store: store ? "ok" : "unavailable", bus: bus.state });
     });
-    const sessions = new ConsoleSessions(options.engine.consoleSessionStore, { ...(options.consoleIdleMs !== undefined && { idleMs: options.consoleIdleMs }), ...(options.now && { now: options.now }) });
-    const ownOriginSet = () => this.ownOrigins;
+    const sessions = new ConsoleSessions(options.engine.consoleSessionStore, {
+      ...(options.consoleIdleMs !== undefined && { idleMs: options.consoleIdleMs }),
+      ...(options.now && { now: options.now }),
+      ...(options.console && { servedHere: (req: IncomingMessage) => this.viaConsole.has(req) }),
+    });
+    // The console's pages: the console port's origins when it has one, else this server's own.
+    const ownOriginSet = () => (options.console ? this.consoleOrigins : this.ownOrigins);
     // The members this node configures, then those managed in the store (every node sees a change at once).
     const directory = new TeamDirectory(options.teamMembers ?? [], options.engine.teamMemberStore);
     const team = registerTeamApi(this.routes, options.engine, directory, options.evals, { sessions, ownOrigins: ownOriginSet });
@@ -199,7 +223,29 @@ export class Gateway {
     });
     const address = this.server.address() as AddressInfo;
     this.ownOrigins = new Set(ownOrigins(this.options.publicOrigins ?? [], { host, port: address.port }));
+    const consoleServer = this.consoleServer;
+    if (consoleServer && this.options.console) {
+      try {
+        await new Promise<void>((resolve, reject) => {
+          consoleServer.once("error", reject);
+          consoleServer.listen(this.options.console!.port, host, () => {
+            consoleServer.off("error", reject);
+            resolve();
+          });
+        });
+      } catch (error) {
+        await new Promise<void>((resolve) => this.server.close(() => resolve()));
+        throw error;
+      }
+      this.consoleAddressInfo = consoleServer.address() as AddressInfo;
+      this.consoleOrigins = new Set(ownOrigins(this.options.console.publicOrigins ?? [], { host, port: this.consoleAddressInfo.port }));
+    }
     return address;
+  }
+
+  /** The console's own listener's address (GatewayOptions.console), once listening. */
+  get consoleAddress(): AddressInfo | undefined {
+    return this.consoleAddressInfo;
   }
 
   /** The origins a socket is taken as the widget app's own from (configured, then the listening address's). */
@@ -217,6 +263,7 @@ export class Gateway {
     for (const connection of this.connections) connection.ws.terminate();
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    if (this.consoleServer?.listening) await new Promise<void>((resolve) => this.consoleServer!.close(() => resolve()));
   }
 
   private log(level: "info" | "warn" | "error", message: string, data?: Record<string, unknown>): void {
@@ -323,6 +370,13 @@ export class Gateway {
     try {
       const url = new URL(req.url ?? "/", "http://gateway");
       const method = req.method ?? "GET";
+      if (this.consoleServer) {
+        const refused = consolePortRefusal(url.pathname, this.viaConsole.has(req));
+        if (refused) {
+          req.resume();
+          return sendError(res, 404, { code: "not_found", path: url.pathname, message: refused });
+        }
+      }
       const matched = this.routes.match(method, url.pathname);
       if ("handler" in matched) return await matched.handler(req, res, matched.params);
       const head = method === "HEAD";
@@ -386,4 +440,19 @@ async function serveDocs(req: IncomingMessage, res: ServerResponse, docsDir: str
     path: pathname,
     message: built ? "no such page in the docs" : "the docs site is not built here: run `npm run docs:build` (npm install also builds it)",
   });
+}
+
+/**
+ * With the console on a port of its own: what a path is refused on the listener it reached, if it is. The
+ * console's port serves the console, the team API, files, health and the docs; the widget's port everything but
+ * the console (its team API still answers a bearer token, never a console session's cookie).
+ */
+function consolePortRefusal(pathname: string, viaConsole: boolean): string | undefined {
+  const under = (prefix: string) => pathname === prefix || pathname.startsWith(`${prefix}/`);
+  if (viaConsole) {
+    // Files too: a conversation's file events link to them (by an unguessable id, no session needed).
+    if (under("/console") || under("/v1/team") || under(FILES_PATH) || under("/docs") || under("/schemas") || pathname === "/healthz" || pathname === "/readyz") return undefined;
+    return "this port serves the team console only";
+  }
+  return under("/console") ? "the team console is served on its own port (CAPLO_CONSOLE_PORT)" : undefined;
 }

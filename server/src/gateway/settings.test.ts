@@ -35,6 +35,23 @@ describe("widget settings", () => {
       expect(readWidgetSettings({ [name]: value })).toMatchObject({ ok: false, error: { code: "setting_invalid", path: name } });
     }
   });
+
+  it("CAPLO_CONSOLE_PORT puts the console on a port of its own, with CAPLO_CONSOLE_PUBLIC_URL's origin; each refused by name when wrong", () => {
+    expect(readWidgetSettings({ CAPLO_CONSOLE_PORT: "8081" })).toMatchObject({ ok: true, settings: { console: { port: 8081, publicOrigins: [] } } });
+    expect(readWidgetSettings({ CAPLO_CONSOLE_PORT: "0", CAPLO_CONSOLE_PUBLIC_URL: "https://console.shop.example/x" })).toMatchObject({ ok: true, settings: { console: { port: 0, publicOrigins: ["https://console.shop.example"] } } });
+    expect(readWidgetSettings({ CAPLO_CONSOLE_PORT: "65535" })).toMatchObject({ ok: true, settings: { console: { port: 65_535 } } });
+    for (const [env, path] of [
+      [{ CAPLO_CONSOLE_PORT: "65536" }, "CAPLO_CONSOLE_PORT"],
+      [{ CAPLO_CONSOLE_PORT: "console" }, "CAPLO_CONSOLE_PORT"],
+      [{ CAPLO_CONSOLE_PORT: "8080", CAPLO_PORT: "8080" }, "CAPLO_CONSOLE_PORT"],
+      [{ CAPLO_CONSOLE_PUBLIC_URL: "https://console.shop.example" }, "CAPLO_CONSOLE_PUBLIC_URL"],
+      [{ CAPLO_CONSOLE_PORT: "8081", CAPLO_CONSOLE_PUBLIC_URL: "console.shop.example" }, "CAPLO_CONSOLE_PUBLIC_URL"],
+      [{ CAPLO_CONSOLE_PORT: "8081", CAPLO_PUBLIC_URL: "https://shop.example", CAPLO_CONSOLE_PUBLIC_URL: "https://shop.example/console" }, "CAPLO_CONSOLE_PUBLIC_URL"],
+    ] as const) {
+      expect(readWidgetSettings(env), JSON.stringify(env)).toMatchObject({ ok: false, error: { code: "setting_invalid", path } });
+    }
+    expect(readWidgetSettings({}).ok && "console" in (readWidgetSettings({}) as { settings: object }).settings).toBe(false);
+  });
 });
 
 describe("own origins and client addresses", () => {

@@ -11,6 +11,8 @@ export type WidgetSettings = {
   trustedProxies: string[];
   addressLimits: AddressLimits;
   helloTimeoutMs: number;
+  /** The team console on a port of its own (CAPLO_CONSOLE_PORT), and its public origins (CAPLO_CONSOLE_PUBLIC_URL). */
+  console?: { port: number; publicOrigins: string[] };
 };
 
 export type SettingError = { code: string; path: string; message: string };
@@ -57,6 +59,19 @@ export function readWidgetSettings(env: Record<string, string | undefined>): { o
   const conversations = whole("CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE", DEFAULT_ADDRESS_LIMITS.conversationsPerMinute);
   const helloSeconds = whole("CAPLO_WIDGET_HELLO_TIMEOUT_SECONDS", DEFAULT_HELLO_TIMEOUT_MS / 1000);
   for (const value of [sockets, conversations, helloSeconds]) if (typeof value !== "number") return { ok: false, error: value };
+  const consolePort = parseSetting("CAPLO_CONSOLE_PORT", env.CAPLO_CONSOLE_PORT);
+  if (!consolePort.ok) return { ok: false, error: consolePort.error };
+  const consoleUrl = env.CAPLO_CONSOLE_PUBLIC_URL;
+  let consoleSettings: WidgetSettings["console"];
+  if (consolePort.value !== undefined) {
+    if (consolePort.value !== 0 && env.CAPLO_PORT !== undefined && Number(env.CAPLO_PORT) === consolePort.value) {
+      return invalid("CAPLO_CONSOLE_PORT", `CAPLO_CONSOLE_PORT is a port of the console's own: ${consolePort.value} is CAPLO_PORT, the widget's`);
+    }
+    const origin = consoleUrl ? publicOriginOf(consoleUrl) : undefined;
+    if (consoleUrl && !origin) return invalid("CAPLO_CONSOLE_PUBLIC_URL", "CAPLO_CONSOLE_PUBLIC_URL is the console's public address as browsers reach it, e.g. https://console.shop.example");
+    if (origin && publicOrigins.includes(origin)) return invalid("CAPLO_CONSOLE_PUBLIC_URL", `CAPLO_CONSOLE_PUBLIC_URL must be an origin apart from CAPLO_PUBLIC_URL's (${origin} is both)`);
+    consoleSettings = { port: consolePort.value, publicOrigins: origin ? [origin] : [] };
+  } else if (consoleUrl) return invalid("CAPLO_CONSOLE_PUBLIC_URL", "CAPLO_CONSOLE_PUBLIC_URL is the address of the console's own port: set CAPLO_CONSOLE_PORT too");
   return {
     ok: true,
     settings: {
@@ -64,6 +79,7 @@ export function readWidgetSettings(env: Record<string, string | undefined>): { o
       trustedProxies,
       addressLimits: { socketsPerAddress: sockets as number, conversationsPerMinute: conversations as number },
       helloTimeoutMs: (helloSeconds as number) * 1000,
+      ...(consoleSettings && { console: consoleSettings }),
     },
   };
 }

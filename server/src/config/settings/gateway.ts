@@ -15,6 +15,30 @@ export const gatewaySettings = {
     },
     text().optional(),
   ),
+  CAPLO_CONSOLE_PORT: setting(
+    {
+      name: "CAPLO_CONSOLE_PORT",
+      checkedBy: "gateway/settings.ts (setting_invalid)",
+      rule: "a whole number from 0 to 65535 (not CAPLO_PORT's)",
+      example: "8081",
+      default: "— (the console is served on CAPLO_PORT)",
+      commands: ["serve"],
+      doc: "serve the team console on a port of its own, a browser origin apart from the widget app's: `/console`, its sign-in and session cookie, and the team API for that cookie answer only there (the team API with a bearer token answers on both). Script that ever ran in the widget app (which shows model and tool content) then cannot read or change anything with a member's session. See [The team console](../console.md#its-own-origin)",
+    },
+    wholeNumber(0, 65_535).optional(),
+  ),
+  CAPLO_CONSOLE_PUBLIC_URL: setting(
+    {
+      name: "CAPLO_CONSOLE_PUBLIC_URL",
+      checkedBy: "gateway/settings.ts (setting_invalid)",
+      rule: "the console's public URL as browsers reach it (http or https), with CAPLO_CONSOLE_PORT",
+      example: "https://console.shop.example",
+      default: "— (the console port's own address)",
+      commands: ["serve"],
+      doc: "where browsers reach the console's port (behind a proxy): a change made with a console session must come from a page of this origin or the console port's own address",
+    },
+    text().optional(),
+  ),
   CAPLO_WIDGET_SOCKETS_PER_ADDRESS: setting(
     { name: "CAPLO_WIDGET_SOCKETS_PER_ADDRESS", rule: "a whole number from 1 to 1000000", example: "30", default: "30", commands: ["serve"], doc: "open widget sockets per client address on this node (an IPv6 client counts by its /64); more are told `too_many_connections` and closed with 1013" },
     wholeNumber(1, 1_000_000).optional(),
