@@ -62,6 +62,7 @@ function ownLocation(path) {
 const TSCONFIG = { compilerOptions: { target: "ES2023", verbatimModuleSyntax: true, jsx: "react-jsx", jsxImportSource: "preact" } };
 
 async function build() {
+  const started = Date.now();
   const { build: esbuild, transform, version } = await import("esbuild");
   const result = await esbuild({
     entryPoints: [ENTRY],
@@ -108,14 +109,19 @@ async function build() {
     const seen = stamp(maker);
     if (seen !== null) inputs[relative(ROOT, maker)] = seen;
   }
+  // A source saved while it was read may be in the bundle as it was before: this run uses the bundle, but
+  // the manifest is not written, so the next run builds again.
+  const settled = Object.keys(inputs).every((path) => statSync(join(ROOT, path)).mtimeMs < started - 2_000);
   mkdirSync(CACHE, { recursive: true });
   const name = `cli-${process.pid}-${Date.now().toString(36)}.mjs`;
   const temporary = join(CACHE, `${name}.tmp`);
   writeFileSync(temporary, code);
   renameSync(temporary, join(CACHE, name));
-  const manifestTemporary = `${MANIFEST}.${process.pid}.tmp`;
-  writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle: name, inputs }));
-  renameSync(manifestTemporary, MANIFEST);
+  if (settled) {
+    const manifestTemporary = `${MANIFEST}.${process.pid}.tmp`;
+    writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle: name, inputs }));
+    renameSync(manifestTemporary, MANIFEST);
+  }
   // Bundles of earlier sources: removed once they are a minute old (a run that started on one may still
   // be importing it).
   for (const other of readdirSync(CACHE)) {

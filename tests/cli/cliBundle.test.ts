@@ -1,11 +1,11 @@
 // bin/caplo.mjs runs the CLI from a bundle of its sources (bin/cliBundle.mjs): the same command prints the
 // same as the sources run through tsx; the manifest lists the sources it holds (not npm packages) with
 // their stamps; a source whose stamp no longer matches, or a bundle made in another checkout, is built
-// again before the command runs; and each
+// again before the command runs (but not kept when a source was saved while it was read); and each
 // source keeps its own location (import.meta.url written in as its path), while text that only names
 // import.meta.url (the runner's host bundle banner, generated code for Node 24) is left as it is.
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -60,5 +60,19 @@ describe("the CLI's bundle", () => {
     const moved = JSON.parse(readFileSync(MANIFEST, "utf8")) as Manifest & { root: string };
     expect(moved.root).toBe(ROOT);
     expect(moved.bundle).not.toBe(rebuilt.bundle);
+
+    // A source saved as it was being read (modified within the build): that run uses what it built, but
+    // the manifest is not written, so a later run builds again rather than keep a bundle of the old text.
+    const source = join(ROOT, "shared", "src", "limits.ts");
+    const before = statSync(source);
+    writeFileSync(MANIFEST, JSON.stringify({ ...moved, inputs: { ...moved.inputs, "shared/src/limits.ts": "0:0" } }));
+    const stale = readFileSync(MANIFEST, "utf8");
+    utimesSync(source, new Date(), new Date());
+    try {
+      expect(caplo("serve", "--help").stdout).toBe(bundled.stdout);
+      expect(readFileSync(MANIFEST, "utf8")).toBe(stale);
+    } finally {
+      utimesSync(source, before.atime, before.mtime);
+    }
   }, 60_000);
 });
