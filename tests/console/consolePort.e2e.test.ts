@@ -4,7 +4,8 @@
 // its sign-in and its session cookie answer only on the console's port; the widget's paths never answer
 // there; the team API with a bearer token answers on both. In a browser holding a member's session, a page
 // of the widget's origin can neither read the team API on the console's origin (another origin) nor use the
-// cookie on its own (not a session there), while the console's own page can.
+// cookie on its own (not a session there), while the console's own page can. A console port in use stops
+// the start with a coded error naming it.
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { startStack, type Stack } from "../gateway/support/stack.ts";
@@ -20,7 +21,8 @@ let consoleBase: string;
 
 beforeAll(async () => {
   await buildConsole();
-  stack = await startStack({ gateway: { console: { port: 0 } } });
+  // As caplo serve is given it: CAPLO_CONSOLE_PORT (0: a free one).
+  stack = await startStack({ env: { CAPLO_CONSOLE_PORT: "0" } });
   const address = stack.gateway.consoleAddress;
   if (!address) throw new Error("the console's port is not listening");
   consoleBase = `http://127.0.0.1:${address.port}`;
@@ -71,6 +73,13 @@ describe("the team console on a port of its own", () => {
     expect(await json(change)).toMatchObject({ status: 403, body: { code: "csrf_failed" } });
     // A bearer token answers on both (API clients, not browsers).
     for (const base of [stack.base, consoleBase]) expect((await fetch(`${base}/v1/team/conversations`, { headers: { authorization: `Bearer ${ANA}` } })).status, base).toBe(200);
+  });
+
+  test("a console port in use stops the start, named: port_in_use at CAPLO_CONSOLE_PORT", async () => {
+    const taken = stack.gateway.consoleAddress!.port;
+    await expect(startStack({ env: { CAPLO_CONSOLE_PORT: String(taken) } })).rejects.toThrow(`port_in_use at CAPLO_CONSOLE_PORT: port ${taken} for the team console (CAPLO_CONSOLE_PORT) is already in use on 127.0.0.1`);
+    // The running server is untouched.
+    expect((await fetch(`${consoleBase}/healthz`)).status).toBe(200);
   });
 
   test("in Chromium, a page of the widget's origin cannot use a member's console session", async () => {

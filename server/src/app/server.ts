@@ -35,6 +35,7 @@ import { readFileScanner } from "../runner/fileScanner.ts";
 import { runnerSettings } from "./runnerSettings.ts";
 import { StartStack } from "./stack.ts";
 import { listenGateway, startEngine } from "./startParts.ts";
+import type { AddressInfo } from "node:net";
 
 export type ServeOptions = {
   port: number;
@@ -305,7 +306,23 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     log(`channels${workspace.workspaceId === DEFAULT_WORKSPACE ? "" : ` of workspace ${workspace.workspaceId}`}: ${mounted.platforms.join(", ")} (webhooks at ${workspace.basePath}/<platform>)`);
     for (const webhook of webhookUrls(workspace.settings, workspace.basePath)) log(`  ${webhook.platform} webhook: ${webhook.url}`);
   }
-  const address = await listenGateway(stack, gateway, options.port, options.host);
+  let address: AddressInfo;
+  try {
+    address = await listenGateway(stack, gateway, options.port, options.host);
+  } catch (error) {
+    // A port taken or not allowed is the operator's to change: said by name, not thrown.
+    const refused = error as NodeJS.ErrnoException & { port?: number };
+    if (refused.code !== "EADDRINUSE" && refused.code !== "EACCES") throw error;
+    const consolePort = widget.settings.console?.port;
+    const onConsole = consolePort !== undefined && refused.port === consolePort && consolePort !== options.port;
+    const port = refused.port ?? (onConsole ? consolePort : options.port);
+    const what = onConsole ? "the team console (CAPLO_CONSOLE_PORT)" : "the gateway (--port, CAPLO_PORT)";
+    return failed({
+      code: refused.code === "EADDRINUSE" ? "port_in_use" : "port_not_allowed",
+      path: onConsole ? "CAPLO_CONSOLE_PORT" : "--port",
+      message: `port ${port} for ${what} ${refused.code === "EADDRINUSE" ? `is already in use on ${options.host}: stop what uses it or choose another` : `may not be listened on by this user on ${options.host}: choose one above 1023`}`,
+    });
+  }
   const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(config.source)}, agents: ${releases.map((release) => release.id).join(", ")})`);
   if (!options.teamMembers) log("team API: no configured members (CAPLO_TEAM_MEMBERS); members added with caplo member add are accepted");

@@ -297,6 +297,7 @@ export async function startDemo(options: DemoOptions, log: Log = console.log, si
     );
     if (!started.ok) {
       await runner.close();
+      if (started.error.code === "port_in_use") return failed(portInUse(gatewayPort, "the demo gateway", "--gateway-port"));
       return failed(started.error);
     }
     server = started.server;

@@ -61,6 +61,8 @@ export type StackOptions = {
   bus?: EventBus;
   /** The engine's clock (when each event is stored), for a conversation that spans days. */
   now?: () => number;
+  /** CAPLO_* settings besides the stack's own, as `caplo serve` reads them from the environment. */
+  env?: Record<string, string>;
 };
 
 export async function startStack(options: StackOptions = {}) {
@@ -79,7 +81,7 @@ export async function startStack(options: StackOptions = {}) {
       nodeId: options.nodeId ?? "test-node",
       statusCheckBaseMs: options.statusCheckBaseMs ?? 5000,
       // Tests and benchmarks open many sockets from 127.0.0.1: the per-address limits are tested on their own.
-      env: { CAPLO_WIDGET_SOCKETS_PER_ADDRESS: "100000", CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE: "1000000" },
+      env: { CAPLO_WIDGET_SOCKETS_PER_ADDRESS: "100000", CAPLO_WIDGET_CONVERSATIONS_PER_MINUTE: "1000000", ...options.env },
       runner,
       given: {
         ...(options.store && { store: options.store() }),
