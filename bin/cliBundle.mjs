@@ -19,8 +19,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ENTRY = join(ROOT, "server", "src", "cli", "main.ts");
-const CACHE = join(ROOT, "node_modules", ".cache", "caplo-cli");
-const MANIFEST = join(CACHE, "manifest.json");
+const CLI_CACHE = join(ROOT, "node_modules", ".cache", "caplo-cli");
 /** Bump when the way the bundle is made changes. */
 const FORMAT = 1;
 
@@ -35,17 +34,18 @@ function stamp(path) {
 }
 
 /** The bundle the manifest names, if it was made by this format from sources that are all unchanged. */
-function current() {
+function current(cache) {
+  const manifestPath = join(cache, "manifest.json");
   let manifest;
   try {
-    manifest = JSON.parse(readFileSync(MANIFEST, "utf8"));
+    manifest = JSON.parse(readFileSync(manifestPath, "utf8"));
   } catch {
     return undefined;
   }
   // Made here: a checkout moved or copied elsewhere has the old paths written in.
   if (manifest?.format !== FORMAT || manifest.root !== ROOT || typeof manifest.bundle !== "string" || !manifest.inputs) return undefined;
   for (const [path, seen] of Object.entries(manifest.inputs)) if (stamp(join(ROOT, path)) !== seen) return undefined;
-  const bundle = join(CACHE, manifest.bundle);
+  const bundle = join(cache, manifest.bundle);
   return stamp(bundle) === null ? undefined : bundle;
 }
 
@@ -61,11 +61,12 @@ function ownLocation(path) {
 /** The compiler options of tsconfig.json that change what a TypeScript file compiles to. */
 const TSCONFIG = { compilerOptions: { target: "ES2023", verbatimModuleSyntax: true, jsx: "react-jsx", jsxImportSource: "preact" } };
 
-async function build() {
+async function build(entry, cache) {
+  const manifestPath = join(cache, "manifest.json");
   const started = Date.now();
   const { build: esbuild, transform, version } = await import("esbuild");
   const result = await esbuild({
-    entryPoints: [ENTRY],
+    entryPoints: [entry],
     absWorkingDir: ROOT,
     bundle: true,
     write: false,
@@ -112,34 +113,39 @@ async function build() {
   // A source saved while it was read may be in the bundle as it was before: this run uses the bundle, but
   // the manifest is not written, so the next run builds again.
   const settled = Object.keys(inputs).every((path) => statSync(join(ROOT, path)).mtimeMs < started - 2_000);
-  mkdirSync(CACHE, { recursive: true });
+  mkdirSync(cache, { recursive: true });
   const name = `cli-${process.pid}-${Date.now().toString(36)}.mjs`;
-  const temporary = join(CACHE, `${name}.tmp`);
+  const temporary = join(cache, `${name}.tmp`);
   writeFileSync(temporary, code);
-  renameSync(temporary, join(CACHE, name));
+  renameSync(temporary, join(cache, name));
   if (settled) {
-    const manifestTemporary = `${MANIFEST}.${process.pid}.tmp`;
+    const manifestTemporary = `${manifestPath}.${process.pid}.tmp`;
     writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle: name, inputs }));
-    renameSync(manifestTemporary, MANIFEST);
+    renameSync(manifestTemporary, manifestPath);
   }
   // Bundles of earlier sources: removed once they are a minute old (a run that started on one may still
   // be importing it).
-  for (const other of readdirSync(CACHE)) {
+  for (const other of readdirSync(cache)) {
     if (other === name || !other.startsWith("cli-")) continue;
     try {
-      if (Date.now() - statSync(join(CACHE, other)).mtimeMs > 60_000) rmSync(join(CACHE, other), { force: true });
+      if (Date.now() - statSync(join(cache, other)).mtimeMs > 60_000) rmSync(join(cache, other), { force: true });
     } catch {
       // Removed by another run meanwhile.
     }
   }
-  return join(CACHE, name);
+  return join(cache, name);
 }
 
-/** The CLI's bundle (built now if its sources changed), or undefined where it cannot be had. */
-export async function cliModule() {
+/** A TypeScript entry's bundle in `cache` (built now if its sources changed), or undefined where it cannot be had. */
+export async function bundledModule(entry, cache) {
   try {
-    return current() ?? (await build());
+    return current(cache) ?? (await build(entry, cache));
   } catch {
     return undefined;
   }
+}
+
+/** The CLI's bundle (built now if its sources changed), or undefined where it cannot be had. */
+export function cliModule() {
+  return bundledModule(ENTRY, CLI_CACHE);
 }

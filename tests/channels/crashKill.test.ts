@@ -17,6 +17,7 @@ import { ALL_CHANNELS, agentConfigOf } from "./support.ts";
 import { startFakeGraph, type FakeGraph } from "./fakeGraph.ts";
 import { MESSENGER_RULES } from "./platformRules.ts";
 import { CRASH_RULES } from "./testing/crashShared.ts";
+import { RUN_BUNDLED } from "../support/runBundledPath.ts";
 
 let dir: string | undefined;
 let graph: FakeGraph | undefined;
@@ -29,7 +30,7 @@ afterEach(async () => {
 
 function runChild(args: string[]): Promise<{ signal: NodeJS.Signals | null; out: string }> {
   const script = fileURLToPath(new URL("./testing/crashChild.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [RUN_BUNDLED, script, ...args], { stdio: ["ignore", "pipe", "inherit"] });
   let out = "";
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
   return new Promise((resolve) => child.on("exit", (_code, signal) => resolve({ signal, out })));

@@ -11,12 +11,13 @@ import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
 import { ORDERS } from "../engine/support/shopTools.ts";
 import { TestClient } from "./support/client.ts";
 import { ORIGIN } from "./support/stack.ts";
+import { RUN_BUNDLED } from "../support/runBundledPath.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "caplo-crash-"));
 const children: ChildProcess[] = [];
 
 function startServer(): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "support", "serverProcess.ts"), dir], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [RUN_BUNDLED, join(import.meta.dirname, "support", "serverProcess.ts"), dir], { stdio: ["ignore", "pipe", "inherit"] });
   children.push(child);
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout! });

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { SqliteStore } from "../../server/src/store/sqliteStore.ts";
 import { ORIGIN } from "./support/stack.ts";
+import { RUN_BUNDLED } from "../support/runBundledPath.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "caplo-crash-load-"));
 const children: ChildProcess[] = [];
@@ -20,7 +21,7 @@ afterAll(() => {
 });
 
 function startServer(): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "support", "serverProcess.ts"), dir], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [RUN_BUNDLED, join(import.meta.dirname, "support", "serverProcess.ts"), dir], { stdio: ["ignore", "pipe", "inherit"] });
   children.push(child);
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).once("line", (line) => resolve({ child, port: Number((JSON.parse(line) as { port: string }).port) }));

@@ -1,4 +1,4 @@
-// A gateway server in a process of its own, for the crash test: `node --import tsx serverProcess.ts DIR`.
+// A gateway server in a process of its own, for the crash tests: `node tests/support/runBundled.mjs serverProcess.ts DIR`.
 // Store and shop backend live in DIR, so a new process on the same DIR finds everything a killed one left.
 import { join } from "node:path";
 import { SHOP_RULES, SLOW_RULE, startStack } from "./stack.ts";
