@@ -8,7 +8,8 @@
 // the start with a coded error naming it.
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { startStack, type Stack } from "../gateway/support/stack.ts";
+import { WebSocket } from "ws";
+import { ORIGIN, startStack, type Stack } from "../gateway/support/stack.ts";
 import { launchChromium } from "../widget/browser.ts";
 import { buildConsole } from "./build.ts";
 import { ANA, screenshots, signIn } from "./support.ts";
@@ -51,9 +52,23 @@ describe("the team console on a port of its own", () => {
     for (const path of ["/widget.js", "/widget/app.html", "/v1/ws", "/"]) {
       expect((await json(await fetch(`${consoleBase}${path}`))).body.message, path).toBe("this port serves the team console only");
     }
-    // The widget's socket is not on the console's port.
-    const upgrade = await fetch(`${consoleBase}/v1/ws`, { headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" } }).catch((error: Error) => error);
-    expect(upgrade instanceof Response ? upgrade.status : 0).not.toBe(101);
+    // The widget's socket is not on the console's port: a real WebSocket client from the agent's own site is
+    // refused there, and opens on the widget's port (the control).
+    const open = (base: string) =>
+      new Promise<string>((resolve) => {
+        const socket = new WebSocket(`${base.replace("http", "ws")}/v1/ws`, { origin: ORIGIN });
+        socket.once("open", () => {
+          resolve("open");
+          socket.close();
+        });
+        socket.once("unexpected-response", (_req, res) => {
+          resolve(`http ${res.statusCode}`);
+          socket.terminate();
+        });
+        socket.once("error", (error) => resolve(`error: ${error.message}`));
+      });
+    expect(await open(consoleBase)).toBe("http 404");
+    expect(await open(stack.base)).toBe("open");
 
     // A sign-in on the widget's port is not taken, even with the console's own Origin.
     const elsewhere = await fetch(`${stack.base}/v1/team/session`, { method: "POST", headers: { origin: consoleBase, "content-type": "application/json" }, body: JSON.stringify({ token: ANA }) });

@@ -143,7 +143,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     return { ok: false, error: { code: typed.code ?? "model_config_invalid", path: typed.path ?? "", message: typed.message ?? String(error) } };
   }
   const invocationLog = { file: invocationLogFile(options.db, config.CAPLO_INVOCATION_LOG), maxBytes: config.CAPLO_INVOCATION_LOG_MAX_MB * 1024 * 1024 };
-  const widget = readWidgetSettings(config.source);
+  const widget = readWidgetSettings(config.source, options.port);
   if (!widget.ok) return widget;
   const handoffWebhooks = readHandoffWebhooks(config.source);
   if (!handoffWebhooks.ok) return handoffWebhooks;
@@ -314,7 +314,7 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
     const refused = error as NodeJS.ErrnoException & { port?: number };
     if (refused.code !== "EADDRINUSE" && refused.code !== "EACCES") throw error;
     const consolePort = widget.settings.console?.port;
-    const onConsole = consolePort !== undefined && refused.port === consolePort && consolePort !== options.port;
+    const onConsole = consolePort !== undefined && refused.port === consolePort;
     const port = refused.port ?? (onConsole ? consolePort : options.port);
     const what = onConsole ? "the team console (CAPLO_CONSOLE_PORT)" : "the gateway (--port, CAPLO_PORT)";
     return failed({
@@ -323,12 +323,12 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
       message: `port ${port} for ${what} ${refused.code === "EADDRINUSE" ? `is already in use on ${options.host}: stop what uses it or choose another` : `may not be listened on by this user on ${options.host}: choose one above 1023`}`,
     });
   }
-  const url = `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
+  const url = httpUrl(address);
   log(`caplo serve: ${url} (store: ${store.kind}, ${describeModelConfig(config.source)}, agents: ${releases.map((release) => release.id).join(", ")})`);
   if (!options.teamMembers) log("team API: no configured members (CAPLO_TEAM_MEMBERS); members added with caplo member add are accepted");
   log(`widget app origins: ${gateway.origins.join(", ")}${widget.settings.publicOrigins.length === 0 ? " (set CAPLO_PUBLIC_URL to the address browsers use, if another)" : ""}`);
   const consoleAddress = gateway.consoleAddress;
-  if (consoleAddress) log(`team console: http://${consoleAddress.address.includes(":") ? `[${consoleAddress.address}]` : consoleAddress.address}:${consoleAddress.port}/console (a port of its own; not served at ${url})`);
+  if (consoleAddress) log(`team console: ${httpUrl(consoleAddress)}/console (a port of its own; not served at ${url})`);
   return {
     ok: true,
     server: {
@@ -361,4 +361,9 @@ async function recordServed(store: Store, releases: readonly AgentRelease[], mem
     }
   }
   return undefined;
+}
+
+/** A listening address as an http URL (an IPv6 address in brackets). */
+function httpUrl(address: AddressInfo): string {
+  return `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`;
 }

@@ -214,30 +214,15 @@ export class Gateway {
   }
 
   async listen(port = 0, host = "127.0.0.1"): Promise<AddressInfo> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen(port, host, () => {
-        this.server.off("error", reject);
-        resolve();
-      });
-    });
-    const address = this.server.address() as AddressInfo;
+    const address = await listenOn(this.server, port, host);
     this.ownOrigins = new Set(ownOrigins(this.options.publicOrigins ?? [], { host, port: address.port }));
-    const consoleServer = this.consoleServer;
-    if (consoleServer && this.options.console) {
+    if (this.consoleServer && this.options.console) {
       try {
-        await new Promise<void>((resolve, reject) => {
-          consoleServer.once("error", reject);
-          consoleServer.listen(this.options.console!.port, host, () => {
-            consoleServer.off("error", reject);
-            resolve();
-          });
-        });
+        this.consoleAddressInfo = await listenOn(this.consoleServer, this.options.console.port, host);
       } catch (error) {
         await new Promise<void>((resolve) => this.server.close(() => resolve()));
         throw error;
       }
-      this.consoleAddressInfo = consoleServer.address() as AddressInfo;
       this.consoleOrigins = new Set(ownOrigins(this.options.console.publicOrigins ?? [], { host, port: this.consoleAddressInfo.port }));
     }
     return address;
@@ -455,4 +440,15 @@ function consolePortRefusal(pathname: string, viaConsole: boolean): string | und
     return "this port serves the team console only";
   }
   return under("/console") ? "the team console is served on its own port (CAPLO_CONSOLE_PORT)" : undefined;
+}
+
+/** Listens on `port` (0: a free one) and `host`; the address bound, or the listen's error. */
+function listenOn(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
 }

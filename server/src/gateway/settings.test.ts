@@ -43,13 +43,15 @@ describe("widget settings", () => {
     for (const [env, path] of [
       [{ CAPLO_CONSOLE_PORT: "65536" }, "CAPLO_CONSOLE_PORT"],
       [{ CAPLO_CONSOLE_PORT: "console" }, "CAPLO_CONSOLE_PORT"],
-      [{ CAPLO_CONSOLE_PORT: "8080", CAPLO_PORT: "8080" }, "CAPLO_CONSOLE_PORT"],
       [{ CAPLO_CONSOLE_PUBLIC_URL: "https://console.shop.example" }, "CAPLO_CONSOLE_PUBLIC_URL"],
       [{ CAPLO_CONSOLE_PORT: "8081", CAPLO_CONSOLE_PUBLIC_URL: "console.shop.example" }, "CAPLO_CONSOLE_PUBLIC_URL"],
       [{ CAPLO_CONSOLE_PORT: "8081", CAPLO_PUBLIC_URL: "https://shop.example", CAPLO_CONSOLE_PUBLIC_URL: "https://shop.example/console" }, "CAPLO_CONSOLE_PUBLIC_URL"],
     ] as const) {
       expect(readWidgetSettings(env), JSON.stringify(env)).toMatchObject({ ok: false, error: { code: "setting_invalid", path } });
     }
+    // Not the gateway's own port, however that was given (--port or CAPLO_PORT); 0 picks a free one for each.
+    expect(readWidgetSettings({ CAPLO_CONSOLE_PORT: "8080" }, 8080)).toMatchObject({ ok: false, error: { code: "setting_invalid", path: "CAPLO_CONSOLE_PORT" } });
+    expect(readWidgetSettings({ CAPLO_CONSOLE_PORT: "0" }, 0)).toMatchObject({ ok: true, settings: { console: { port: 0 } } });
     expect(readWidgetSettings({}).ok && "console" in (readWidgetSettings({}) as { settings: object }).settings).toBe(false);
   });
 });

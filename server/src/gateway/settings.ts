@@ -38,7 +38,8 @@ export function parseProxyEntry(entry: string): { address: string; prefix: numbe
   return { address, prefix, family: version === 4 ? "ipv4" : "ipv6" };
 }
 
-export function readWidgetSettings(env: Record<string, string | undefined>): { ok: true; settings: WidgetSettings } | { ok: false; error: SettingError } {
+/** `gatewayPort`: the port the gateway will listen on (--port or CAPLO_PORT, resolved), which the console's may not be. */
+export function readWidgetSettings(env: Record<string, string | undefined>, gatewayPort?: number): { ok: true; settings: WidgetSettings } | { ok: false; error: SettingError } {
   const invalid = (path: string, message: string) => ({ ok: false as const, error: { code: "setting_invalid", path, message } });
   const publicOrigins: string[] = [];
   const publicUrl = env.CAPLO_PUBLIC_URL;
@@ -64,8 +65,8 @@ export function readWidgetSettings(env: Record<string, string | undefined>): { o
   const consoleUrl = env.CAPLO_CONSOLE_PUBLIC_URL;
   let consoleSettings: WidgetSettings["console"];
   if (consolePort.value !== undefined) {
-    if (consolePort.value !== 0 && env.CAPLO_PORT !== undefined && Number(env.CAPLO_PORT) === consolePort.value) {
-      return invalid("CAPLO_CONSOLE_PORT", `CAPLO_CONSOLE_PORT is a port of the console's own: ${consolePort.value} is CAPLO_PORT, the widget's`);
+    if (consolePort.value !== 0 && consolePort.value === gatewayPort) {
+      return invalid("CAPLO_CONSOLE_PORT", `CAPLO_CONSOLE_PORT is a port of the console's own: ${consolePort.value} is the gateway's (--port, CAPLO_PORT)`);
     }
     const origin = consoleUrl ? publicOriginOf(consoleUrl) : undefined;
     if (consoleUrl && !origin) return invalid("CAPLO_CONSOLE_PUBLIC_URL", "CAPLO_CONSOLE_PUBLIC_URL is the console's public address as browsers reach it, e.g. https://console.shop.example");
