@@ -1,9 +1,13 @@
-// The `caplo` command's sources as one ESM file, built on first use and again whenever a source changes:
+// The `caplo` command's sources as ESM files, built on first use and again whenever a source changes:
 // loading the CLI's ~300 TypeScript modules through tsx's loader hooks cost about 2.4 s of CPU a run (a
 // `caplo serve --help`), the bundle about 1.1 s, of which most is the npm packages it imports. There is
 // still no build step to forget: the manifest beside the bundle lists every source it holds with its size
 // and modification time, and a run that finds one changed, added or gone builds it again (esbuild, about
 // half a second). npm packages stay outside it and are imported from node_modules as before.
+//
+// The bundle is a folder: the entry and chunks (esbuild's splitting). Each command's module is imported
+// only when that command runs (cli/main.ts), and so are the npm packages only it needs: in one file, every
+// external import is hoisted to the top, so `caplo --help` loaded twilio, the MCP SDK, ioredis and pg too.
 //
 // A module's own location is kept: `import.meta.url`, `dirname` and `filename` in a source are written into
 // the bundle as that source's path, so paths found from them (the repository root, the widget's build, the
@@ -14,14 +18,14 @@
 // parse), `cliModule()` returns undefined and bin/caplo.mjs runs the sources through tsx, whose errors then
 // say what is wrong where.
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ENTRY = join(ROOT, "server", "src", "cli", "main.ts");
 const CLI_CACHE = join(ROOT, "node_modules", ".cache", "caplo-cli");
 /** Bump when the way the bundle is made changes. */
-const FORMAT = 1;
+const FORMAT = 2;
 
 /** Size and modification time of a file, or null where it is gone. */
 function stamp(path) {
@@ -65,10 +69,17 @@ async function build(entry, cache) {
   const manifestPath = join(cache, "manifest.json");
   const started = Date.now();
   const { build: esbuild, transform, version } = await import("esbuild");
+  mkdirSync(cache, { recursive: true });
+  const name = `cli-${process.pid}-${Date.now().toString(36)}`;
+  const temporary = join(cache, `${name}.tmp`);
   const result = await esbuild({
     entryPoints: [entry],
     absWorkingDir: ROOT,
     bundle: true,
+    splitting: true,
+    outdir: temporary,
+    outExtension: { ".js": ".mjs" },
+    chunkNames: "[name]-[hash]",
     write: false,
     metafile: true,
     platform: "node",
@@ -97,8 +108,9 @@ async function build(entry, cache) {
       },
     ],
   });
-  const code = result.outputFiles[0]?.contents;
-  if (!code) return undefined;
+  // The entry's own file (each dynamically imported module is an entry point of its own too).
+  const main = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint === relative(ROOT, entry))?.[0];
+  if (!main || result.outputFiles.length === 0) return undefined;
   const inputs = {};
   for (const input of Object.keys(result.metafile.inputs)) {
     const path = join(ROOT, input);
@@ -113,27 +125,27 @@ async function build(entry, cache) {
   // A source saved while it was read may be in the bundle as it was before: this run uses the bundle, but
   // the manifest is not written, so the next run builds again.
   const settled = Object.keys(inputs).every((path) => statSync(join(ROOT, path)).mtimeMs < started - 2_000);
-  mkdirSync(cache, { recursive: true });
-  const name = `cli-${process.pid}-${Date.now().toString(36)}.mjs`;
-  const temporary = join(cache, `${name}.tmp`);
-  writeFileSync(temporary, code);
+  // Written whole in a folder of its own, then renamed into place: a run never sees half a bundle.
+  mkdirSync(temporary, { recursive: true });
+  for (const file of result.outputFiles) writeFileSync(join(temporary, relative(temporary, file.path)), file.contents);
   renameSync(temporary, join(cache, name));
+  const bundle = `${name}/${basename(main)}`;
   if (settled) {
     const manifestTemporary = `${manifestPath}.${process.pid}.tmp`;
-    writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle: name, inputs }));
+    writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle, inputs }));
     renameSync(manifestTemporary, manifestPath);
   }
-  // Bundles of earlier sources: removed once they are a minute old (a run that started on one may still
-  // be importing it).
+  // Bundles of earlier sources (folders, and the single files of format 1): removed once they are a minute
+  // old (a run that started on one may still be importing its chunks).
   for (const other of readdirSync(cache)) {
     if (other === name || !other.startsWith("cli-")) continue;
     try {
-      if (Date.now() - statSync(join(cache, other)).mtimeMs > 60_000) rmSync(join(cache, other), { force: true });
+      if (Date.now() - statSync(join(cache, other)).mtimeMs > 60_000) rmSync(join(cache, other), { recursive: true, force: true });
     } catch {
       // Removed by another run meanwhile.
     }
   }
-  return join(cache, name);
+  return join(cache, bundle);
 }
 
 /** A TypeScript entry's bundle in `cache` (built now if its sources changed), or undefined where it cannot be had. */

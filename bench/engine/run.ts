@@ -11,6 +11,7 @@
 //            change, interleaved with this one and the reference: before/after figures from one run)
 //            --turn chat (cpu, throughput, history: turns the model answers without a tool, the reference's
 //            own work: the read turn's figure less its tool call)
+//            --store sqlite|pg (cpu: one store only)
 //            --message-first (cpu: also the reference storing the customer's message in a transaction of its
 //            own before the reply, the floor of any server that keeps a turn owed on disk before the model runs)
 //
@@ -39,6 +40,9 @@ const what = process.argv[2] ?? "all";
 const TURN = process.argv.includes("--turn") ? process.argv[process.argv.indexOf("--turn") + 1] : "read";
 if (TURN !== "read" && TURN !== "chat") throw new Error(`--turn read|chat, not ${TURN}`);
 const turn = TURN === "chat" ? chatTurn : readTurn;
+/** --store sqlite|pg: cpu, one store only (both by default). */
+const STORES = process.argv.includes("--store") ? [process.argv[process.argv.indexOf("--store") + 1] as "sqlite" | "pg"] : (["sqlite", "pg"] as const);
+if (!STORES.every((store) => store === "sqlite" || store === "pg")) throw new Error(`--store sqlite|pg, not ${STORES.join()}`);
 /** The checkout's commit (a copy outside git names it in a .commit file). */
 const commitOf = (dir: string) => execSync("git rev-parse --short HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown", { cwd: dir, shell: "/bin/sh" }).toString().trim();
 const commit = commitOf(ROOT);
@@ -222,7 +226,7 @@ async function counts(): Promise<void> {
 
 async function cpu(): Promise<void> {
   const rows: (string | number)[][] = [];
-  for (const store of ["sqlite", "pg"] as const) {
+  for (const store of STORES) {
     const servers = [await caplo(store), await reference(store), ...(AGAINST ? [await caplo(store, false, AGAINST)] : []), ...(MESSAGE_FIRST ? [await reference(store, true)] : [])];
     await warmAll(servers);
     const server = new Map<BenchServer, number[]>(servers.map((s) => [s, []]));

@@ -4,15 +4,22 @@
 // again before the command runs (but not kept when a source was saved while it was read); and each
 // source keeps its own location (import.meta.url written in as its path), while text that only names
 // import.meta.url (the runner's host bundle banner, generated code for Node 24) is left as it is.
+//
+// The CLI's own bundle (node_modules/.cache/caplo-cli) is only read here: other test files run `caplo` at
+// the same time. The rebuild rules are checked on a small entry of this test's own, in a cache of its own.
 import { spawnSync } from "node:child_process";
-import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
+// @ts-expect-error: a plain ESM module of bin/, without types
+import { bundledModule } from "../../bin/cliBundle.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const MANIFEST = join(ROOT, "node_modules", ".cache", "caplo-cli", "manifest.json");
-type Manifest = { format: number; bundle: string; inputs: Record<string, string> };
+const CLI_CACHE = join(ROOT, "node_modules", ".cache", "caplo-cli");
+type Manifest = { format: number; root: string; bundle: string; inputs: Record<string, string> };
+const readManifest = (cache: string) => JSON.parse(readFileSync(join(cache, "manifest.json"), "utf8")) as Manifest;
+const bundle = bundledModule as (entry: string, cache: string) => Promise<string | undefined>;
 
 function caplo(...args: string[]): { status: number | null; stdout: string } {
   const run = spawnSync(process.execPath, [join(ROOT, "bin", "caplo.mjs"), ...args], { cwd: ROOT, encoding: "utf8" });
@@ -26,53 +33,79 @@ function throughTsx(...args: string[]): { status: number | null; stdout: string 
 }
 
 describe("the CLI's bundle", () => {
-  it("prints what the sources print, lists its sources, and is built again when one changed", () => {
+  it("prints what the sources print, lists its sources without npm packages, and keeps each source's location", () => {
     const bundled = caplo("serve", "--help");
     expect(bundled.status).toBe(0);
     expect(bundled.stdout).toBe(throughTsx("serve", "--help").stdout);
     expect(bundled.stdout).toContain("CAPLO_");
 
-    const manifest = JSON.parse(readFileSync(MANIFEST, "utf8")) as Manifest;
+    const manifest = readManifest(CLI_CACHE);
     const inputs = Object.keys(manifest.inputs);
     expect(inputs).toEqual(expect.arrayContaining(["server/src/cli/main.ts", "server/src/runner/node24.ts", "shared/src/limits.ts", "examples/shop-api/src/demo.ts", "bin/cliBundle.mjs"]));
     // No npm package, only esbuild's version (which made it).
     expect(inputs.filter((path) => path.includes("node_modules"))).toEqual(["node_modules/esbuild/package.json"]);
 
-    const code = readFileSync(join(ROOT, "node_modules", ".cache", "caplo-cli", manifest.bundle), "utf8");
+    // The entry and its chunks: each command's module (and the npm packages only it needs) is loaded when
+    // that command runs, not by every command.
+    const folder = dirname(join(CLI_CACHE, manifest.bundle));
+    const files = readdirSync(folder).filter((file) => file.endsWith(".mjs"));
+    expect(files.length).toBeGreaterThan(10);
+    const code = files.map((file) => readFileSync(join(folder, file), "utf8")).join("\n");
+    expect(readFileSync(join(CLI_CACHE, manifest.bundle), "utf8")).not.toMatch(/^import .* from "(twilio|pg|ioredis|@modelcontextprotocol\/sdk\/[^"]*)";$/m);
     // node24.ts finds the repository from its own place: written in as its path, not the bundle's.
     expect(code).toContain(JSON.stringify(pathToFileURL(join(ROOT, "server", "src", "runner", "node24.ts")).href));
     // Generated code that names import.meta.url in a string keeps it.
     expect(code).toContain("__caploCreateRequire(import.meta.url)");
-
-    // A source changed since (its stamp no longer the one the bundle was made from): built again.
-    const changed = { ...manifest, inputs: { ...manifest.inputs, "server/src/cli/main.ts": "0:0" } };
-    writeFileSync(MANIFEST, JSON.stringify(changed));
-    const again = caplo("serve", "--help");
-    expect(again.status).toBe(0);
-    expect(again.stdout).toBe(bundled.stdout);
-    const rebuilt = JSON.parse(readFileSync(MANIFEST, "utf8")) as Manifest;
-    expect(rebuilt.bundle).not.toBe(manifest.bundle);
-    expect(rebuilt.inputs["server/src/cli/main.ts"]).not.toBe("0:0");
-
-    // Made in another checkout (moved or copied here): its paths are that checkout's, so built again.
-    writeFileSync(MANIFEST, JSON.stringify({ ...rebuilt, root: "/elsewhere" }));
-    expect(caplo("serve", "--help").stdout).toBe(bundled.stdout);
-    const moved = JSON.parse(readFileSync(MANIFEST, "utf8")) as Manifest & { root: string };
-    expect(moved.root).toBe(ROOT);
-    expect(moved.bundle).not.toBe(rebuilt.bundle);
-
-    // A source saved as it was being read (modified within the build): that run uses what it built, but
-    // the manifest is not written, so a later run builds again rather than keep a bundle of the old text.
-    const source = join(ROOT, "shared", "src", "limits.ts");
-    const before = statSync(source);
-    writeFileSync(MANIFEST, JSON.stringify({ ...moved, inputs: { ...moved.inputs, "shared/src/limits.ts": "0:0" } }));
-    const stale = readFileSync(MANIFEST, "utf8");
-    utimesSync(source, new Date(), new Date());
-    try {
-      expect(caplo("serve", "--help").stdout).toBe(bundled.stdout);
-      expect(readFileSync(MANIFEST, "utf8")).toBe(stale);
-    } finally {
-      utimesSync(source, before.atime, before.mtime);
-    }
   }, 60_000);
+
+  describe("built again when it must be", () => {
+    // Under the repository (the manifest's paths are relative to it), in a folder of this test's own.
+    const scratch = join(ROOT, "tests", "artifacts", `cli-bundle-${process.pid}`);
+    const cache = join(scratch, "cache");
+    const entry = join(scratch, "entry.ts");
+    const helper = join(scratch, "helper.ts");
+    const relativeHelper = `tests/artifacts/cli-bundle-${process.pid}/helper.ts`;
+    afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+    const settledLongAgo = (path: string) => utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    const run = async () => (await import(pathToFileURL((await bundle(entry, cache))!).href + `?${Math.random()}`)) as { where: string; word: string };
+
+    it("keeps a bundle while its sources are unchanged; builds again for a changed source, another checkout, and never records a build of a source saved meanwhile", async () => {
+      mkdirSync(scratch, { recursive: true });
+      writeFileSync(helper, `export const word: string = "first";\n`);
+      writeFileSync(entry, `export { word } from "./helper.ts";\nexport const where: string = import.meta.url;\n`);
+      settledLongAgo(helper);
+      settledLongAgo(entry);
+
+      const first = await run();
+      expect(first).toMatchObject({ where: pathToFileURL(entry).href, word: "first" });
+      const made = readManifest(cache);
+      expect(Object.keys(made.inputs)).toEqual(expect.arrayContaining([relativeHelper, "bin/cliBundle.mjs", "node_modules/esbuild/package.json"]));
+      // Unchanged: the same bundle, not built again.
+      expect(await bundle(entry, cache)).toBe(join(cache, made.bundle));
+
+      // A source changed since (its stamp no longer the one the bundle was made from): built again, with the change.
+      writeFileSync(helper, `export const word: string = "second";\n`);
+      settledLongAgo(helper);
+      expect((await run()).word).toBe("second");
+      const rebuilt = readManifest(cache);
+      expect(rebuilt.bundle).not.toBe(made.bundle);
+      expect(rebuilt.inputs[relativeHelper]).not.toBe(made.inputs[relativeHelper]);
+
+      // Made in another checkout (moved or copied here): its paths are that checkout's, so built again.
+      writeFileSync(join(cache, "manifest.json"), JSON.stringify({ ...rebuilt, root: "/elsewhere" }));
+      expect((await run()).word).toBe("second");
+      const moved = readManifest(cache);
+      expect(moved.root).toBe(ROOT);
+      expect(moved.bundle).not.toBe(rebuilt.bundle);
+
+      // A source saved as it was being read (modified within the build): that run uses what it built, but
+      // the manifest is not written, so a later run builds again rather than keep a bundle of the old text.
+      writeFileSync(helper, `export const word: string = "third";\n`);
+      expect((await run()).word).toBe("third");
+      expect(readManifest(cache)).toEqual(moved);
+      settledLongAgo(helper);
+      expect((await run()).word).toBe("third");
+      expect(readManifest(cache).bundle).not.toBe(moved.bundle);
+    });
+  });
 });
