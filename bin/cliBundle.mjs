@@ -136,11 +136,12 @@ async function build(entry, cache) {
     renameSync(manifestTemporary, manifestPath);
   }
   // Bundles of earlier sources (folders, and the single files of format 1): removed once they are a minute
-  // old (a run that started on one may still be importing its chunks).
+  // old and no live process runs from one (a server imports some chunks only when it needs them, maybe
+  // hours after it started, so its folder must outlive any rebuild).
   for (const other of readdirSync(cache)) {
     if (other === name || !other.startsWith("cli-")) continue;
     try {
-      if (Date.now() - statSync(join(cache, other)).mtimeMs > 60_000) rmSync(join(cache, other), { recursive: true, force: true });
+      if (Date.now() - statSync(join(cache, other)).mtimeMs > 60_000 && !inUse(join(cache, other))) rmSync(join(cache, other), { recursive: true, force: true });
     } catch {
       // Removed by another run meanwhile.
     }
@@ -148,10 +149,46 @@ async function build(entry, cache) {
   return join(cache, bundle);
 }
 
+const PINS = ".pins";
+
+/** Whether a process still alive runs from this bundle folder (its pin, named by its pid, is there). */
+function inUse(folder) {
+  let pids;
+  try {
+    pids = readdirSync(join(folder, PINS));
+  } catch {
+    return false;
+  }
+  return pids.some((pid) => {
+    try {
+      process.kill(Number(pid), 0);
+      return true;
+    } catch (error) {
+      // EPERM: alive, another user's.
+      return error.code === "EPERM";
+    }
+  });
+}
+
+/** Marks the bundle's folder as run from by this process until it exits (best effort: a read-only cache is not pinned). */
+function pin(bundle) {
+  const pins = join(dirname(bundle), PINS);
+  const mine = join(pins, String(process.pid));
+  try {
+    mkdirSync(pins, { recursive: true });
+    writeFileSync(mine, "");
+    process.once("exit", () => rmSync(mine, { force: true }));
+  } catch {
+    // Not writable: the folder is only removed by a run that can write there, which then sees no pin.
+  }
+  return bundle;
+}
+
 /** A TypeScript entry's bundle in `cache` (built now if its sources changed), or undefined where it cannot be had. */
 export async function bundledModule(entry, cache) {
   try {
-    return current(cache) ?? (await build(entry, cache));
+    const bundle = current(cache) ?? (await build(entry, cache));
+    return bundle && pin(bundle);
   } catch {
     return undefined;
   }

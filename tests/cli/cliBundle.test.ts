@@ -7,8 +7,8 @@
 //
 // The CLI's own bundle (node_modules/.cache/caplo-cli) is only read here: other test files run `caplo` at
 // the same time. The rebuild rules are checked on a small entry of this test's own, in a cache of its own.
-import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -107,5 +107,43 @@ describe("the CLI's bundle", () => {
       expect((await run()).word).toBe("third");
       expect(readManifest(cache).bundle).not.toBe(moved.bundle);
     });
+
+    it("keeps an old bundle while a process that runs from it is alive: a module it imports late is still there after a rebuild", async () => {
+      writeFileSync(join(scratch, "lazy.ts"), `export const late: string = "imported late";\n`);
+      writeFileSync(entry, `export { word } from "./helper.ts";\nexport const where: string = import.meta.url;\nexport const later = () => import("./lazy.ts");\n`);
+      for (const path of [entry, helper, join(scratch, "lazy.ts")]) settledLongAgo(path);
+      // A long-running process (a server) that builds the bundle and runs from it: its late import waits
+      // for a line on stdin. (This test's own process obtains later bundles, so it pins those, not this.)
+      const script = `const { bundledModule } = await import(${JSON.stringify(pathToFileURL(join(ROOT, "bin", "cliBundle.mjs")).href)});
+const module = await import(await bundledModule(${JSON.stringify(entry)}, ${JSON.stringify(cache)}));
+process.stdout.write("ready\\n");
+process.stdin.once("data", async () => { process.stdout.write((await module.later()).late + "\\n"); process.exit(0); });`;
+      const server = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
+      let output = "";
+      server.stdout.on("data", (chunk: Buffer) => (output += chunk));
+      const exited = new Promise<number | null>((resolve) => server.once("exit", resolve));
+      await expect.poll(() => output, { timeout: 20_000 }).toContain("ready");
+      const first = join(cache, readManifest(cache).bundle);
+
+      // Its bundle is over a minute old, and a source changes: the next run builds again and clears old bundles.
+      const aged = new Date(Date.now() - 120_000);
+      utimesSync(dirname(first), aged, aged);
+      writeFileSync(helper, `export const word: string = "fourth";\n`);
+      settledLongAgo(helper);
+      expect((await run()).word).toBe("fourth");
+      const second = join(cache, readManifest(cache).bundle);
+      expect(second).not.toBe(first);
+      expect(existsSync(dirname(first))).toBe(true);
+      server.stdin.write("go\n");
+      expect(await exited).toBe(0);
+      expect(output).toContain("imported late");
+
+      // Once that process has exited, the old bundle goes with the next rebuild.
+      utimesSync(dirname(first), aged, aged);
+      writeFileSync(helper, `export const word: string = "fifth";\n`);
+      settledLongAgo(helper);
+      expect((await run()).word).toBe("fifth");
+      expect(existsSync(dirname(first))).toBe(false);
+    }, 60_000);
   });
 });
