@@ -5,6 +5,7 @@
 //   npx tsx bench/engine/run.ts cpu         # server CPU per read turn, caplo serve vs reference, interleaved, both stores
 //   npx tsx bench/engine/run.ts throughput  # read turns/s at 200 conversations, PostgreSQL + Redis vs SQLite, interleaved
 //   npx tsx bench/engine/run.ts history     # server CPU per read turn at 10 vs 2,000 stored events, interleaved
+//   npx tsx bench/engine/run.ts store-floor # the SQLite store's own CPU for a read turn's appends (taken from a real caplo serve run) vs the reference's
 //   npx tsx bench/engine/run.ts all
 //   options: --warmup 4000 --rounds 4 --customers 80 (history) --verbose (counts: the statements behind the figures)
 //            --against DIR (cpu only: also run the caplo serve of another checkout, e.g. the commit before a
@@ -28,6 +29,8 @@ import { chatTurn, readTurn, writeTurn } from "../cluster/drive.ts";
 import { createDatabase, option, publishAgent, REDIS_URL, ROOT, sleep, startBackend, table } from "../cluster/harness.ts";
 import { commandCpuMs, cpuByKind } from "../runner/stats.ts";
 import { startCaplo, startReference, type BenchServer, type Counts } from "./servers.ts";
+import type { Outbound } from "@caplo/shared";
+import type { ModelMessage } from "../../server/src/model/model.ts";
 
 const WARMUP = option("warmup", 4000);
 const ROUNDS = option("rounds", 4);
@@ -71,11 +74,11 @@ async function storeFor(store: Store): Promise<string> {
   cleanups.push(database.drop);
   return database.url;
 }
-async function caplo(store: Store, counting = false, root?: string): Promise<BenchServer> {
+async function caplo(store: Store, counting = false, root?: string, db?: string): Promise<BenchServer> {
   const server = await startCaplo({
     ...agent,
     backendPort: backend.port,
-    db: await storeFor(store),
+    db: db ?? (await storeFor(store)),
     id: `bench-${++serial}`,
     counting,
     ...(store === "pg" && { redisUrl: REDIS_URL }),
@@ -358,12 +361,106 @@ async function history(): Promise<void> {
   console.log(table(["server", "CPU ms/turn at 10 events", "long conversation events", "CPU ms/turn there", "growth"], rows));
 }
 
+/**
+ * The floor of the store's work: a read turn's appends as caplo serve made them (its SQLite file read after
+ * real read turns: rows grouped by their append's time), replayed through SqliteStore.append in this
+ * process, 40 conversations at once (so appends group-commit as in the server), against the reference's
+ * one append and the message-first reference's two, interleaved. No socket, model, tool or engine: only the
+ * store, so what it prints is the least CPU a server storing those rows spends.
+ */
+async function storeFloor(): Promise<void> {
+  const { SqliteStore } = await import("../../server/src/store/sqliteStore.ts");
+  const { default: Database } = await import("better-sqlite3");
+  const file = await storeFor("sqlite");
+  const server = await caplo("sqlite", false, undefined, file);
+  const clients = await open(server, 4);
+  await readLoad(server, clients, 3);
+  for (const client of clients) client.close();
+  await server.stop();
+  type Batch = { events: Outbound[]; transcript: ModelMessage[] };
+  const db = new Database(file, { readonly: true });
+  const rows = (table: string) => db.prepare(`SELECT at, message FROM ${table} WHERE conversation_id = (SELECT id FROM conversations ORDER BY last_seq DESC LIMIT 1) ORDER BY seq`).all() as { at: number; message: string }[];
+  const events = rows("events");
+  const transcript = rows("transcript");
+  db.close();
+  // The last turn: from the customer's last message on.
+  const lastUser = transcript.findLastIndex((row) => (JSON.parse(row.message) as ModelMessage).role === "user");
+  const from = transcript[lastUser]!.at;
+  const byAt = new Map<number, Batch>();
+  const batchAt = (at: number) => byAt.get(at) ?? byAt.set(at, { events: [], transcript: [] }).get(at)!;
+  for (const row of events) if (row.at >= from) batchAt(row.at).events.push(JSON.parse(row.message) as Outbound);
+  for (const row of transcript) if (row.at >= from) batchAt(row.at).transcript.push(JSON.parse(row.message) as ModelMessage);
+  const caploBatches = [...byAt.entries()].sort(([a], [b]) => a - b).map(([, batch]) => batch);
+  const customer = caploBatches[0]!.events[0]!;
+  const reply = caploBatches.at(-1)!.events.at(-1)!;
+  const user = caploBatches[0]!.transcript[0]!;
+  const assistant = caploBatches.at(-1)!.transcript.at(-1)!;
+  const shapes: { label: string; batches: Batch[] }[] = [
+    { label: `caplo serve's read turn (${caploBatches.length} appends: ${caploBatches.map((b) => `${b.events.length} events + ${b.transcript.length} entries`).join(", ")}; ${JSON.stringify(caploBatches).length} bytes)`, batches: caploBatches },
+    { label: "reference (1 append: 2 events + 2 entries)", batches: [{ events: [customer, reply], transcript: [user, assistant] }] },
+    { label: "reference, message first (2 appends: 1 + 1 each)", batches: [{ events: [customer], transcript: [user] }, { events: [reply], transcript: [assistant] }] },
+  ];
+  const stores = await Promise.all(
+    shapes.map(async (_, index) => {
+      const store = new SqliteStore(join(dir, `floor-${index}.db`));
+      await store.migrate();
+      const ids: string[] = [];
+      for (let i = 0; i < 200; i++) {
+        const created = await store.createConversation({ id: `c_floor_${i}`, workspaceId: "default", agent: "shop", releaseId: "floor", channel: "web", externalId: null, resumeHash: null, ownerId: `o_${i}`, capabilities: { editableFields: false, forms: false, questions: true, files: false, pages: false, richText: false }, createdAt: Date.now() });
+        ids.push(created.id);
+      }
+      return { store, ids, turns: 0 };
+    }),
+  );
+  /** `count` turns of one shape, 40 conversations at once; each turn's appends in order, the first owing the turn and the last finishing it. */
+  const turns = async (index: number, count: number) => {
+    const { store, ids } = stores[index]!;
+    const batches = shapes[index]!.batches;
+    for (let done = 0; done < count; done += 40) {
+      const base = stores[index]!.turns;
+      stores[index]!.turns += 40;
+      await Promise.all(
+        Array.from({ length: 40 }, async (_, j) => {
+          const id = ids[(base + j) % ids.length]!;
+          let owed = 0;
+          for (let b = 0; b < batches.length; b++) {
+            const last = b === batches.length - 1;
+            const stored = await store.append(id, { ...batches[b]!, ...(b === 0 && batches.length > 1 && { owedBy: "floor" }), ...(last && batches.length > 1 && { finish: { nodeId: "floor", seq: owed } }) }, Date.now());
+            if (b === 0) owed = stored.conversation.lastTranscriptSeq;
+          }
+        }),
+      );
+    }
+  };
+  for (let index = 0; index < shapes.length; index++) await turns(index, WARMUP);
+  const cpuPerTurn = shapes.map(() => [] as number[]);
+  const windowTurns = 2000;
+  for (let round = 0; round < ROUNDS * 2; round++) {
+    for (const index of shapes.map((_, i) => (i + round) % shapes.length)) {
+      const before = process.cpuUsage();
+      await turns(index, windowTurns);
+      const used = process.cpuUsage(before);
+      cpuPerTurn[index]!.push((used.user + used.system) / 1000 / windowTurns);
+    }
+  }
+  for (const { store } of stores) await store.close();
+  const reference = median(cpuPerTurn[1]!);
+  console.log(`\nThe SQLite store's own CPU per turn, ${ROUNDS * 2} interleaved windows of ${windowTurns} turns (40 conversations at once), after ${WARMUP} warm-up turns each, in one process (commit ${commit}, ${loadRange()})\n`);
+  console.log(
+    table(
+      ["appends of", "store CPU ms/turn (median)", "range", "vs reference"],
+      shapes.map((shape, index) => [shape.label, median(cpuPerTurn[index]!).toFixed(3), `${Math.min(...cpuPerTurn[index]!).toFixed(3)}–${Math.max(...cpuPerTurn[index]!).toFixed(3)}`, `${(median(cpuPerTurn[index]!) / reference).toFixed(2)}x`]),
+    ),
+  );
+}
+
 try {
   console.log(`bench/engine ${what}: warm-up ${WARMUP} turns per server, commit ${commit}; this machine's 2 cores are shared with whatever else runs`);
   if (what === "counts" || what === "all") await counts();
   if (what === "cpu" || what === "all") await cpu();
   if (what === "throughput" || what === "all") await throughput();
   if (what === "history" || what === "all") await history();
+  if (what === "store-floor") await storeFloor();
 } finally {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   await backend.close();
