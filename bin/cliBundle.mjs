@@ -5,9 +5,10 @@
 // and modification time, and a run that finds one changed, added or gone builds it again (esbuild, about
 // half a second). npm packages stay outside it and are imported from node_modules as before.
 //
-// The bundle is a folder: the entry and chunks (esbuild's splitting). Each command's module is imported
-// only when that command runs (cli/main.ts), and so are the npm packages only it needs: in one file, every
-// external import is hoisted to the top, so `caplo --help` loaded twilio, the MCP SDK, ioredis and pg too.
+// The bundle is a folder: the entry, and each module it imports dynamically (each command of cli/main.ts) as
+// a file of its own with everything that command imports. A command's file is imported only when it runs,
+// and so are the npm packages only it needs: in one file, every external import is hoisted to the top, so
+// `caplo --help` loaded twilio, the MCP SDK, ioredis and pg too.
 //
 // A module's own location is kept: `import.meta.url`, `dirname` and `filename` in a source are written into
 // the bundle as that source's path, so paths found from them (the repository root, the widget's build, the
@@ -72,14 +73,29 @@ async function build(entry, cache) {
   mkdirSync(cache, { recursive: true });
   const name = `cli-${process.pid}-${Date.now().toString(36)}`;
   const temporary = join(cache, `${name}.tmp`);
-  const result = await esbuild({
-    entryPoints: [entry],
+  // Each source compiled on its own first, with its own location written in; npm packages (not the
+  // workspace's own @caplo/* sources) stay imports of node_modules.
+  const ownSources = {
+    name: "caplo-cli",
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, (args) => {
+        if (args.path.startsWith("@caplo/") || args.path.startsWith("node:")) return undefined;
+        return { path: args.path, external: true };
+      });
+      build.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, async (args) => {
+        if (args.path.includes("/node_modules/")) return undefined;
+        const loader = /\.[cm]?tsx$/.test(args.path) ? "tsx" : /\.[cm]?ts$/.test(args.path) ? "ts" : /x$/.test(args.path) ? "jsx" : "js";
+        const compiled = await transform(readFileSync(args.path, "utf8"), { loader, format: "esm", target: "node20", sourcefile: args.path, tsconfigRaw: TSCONFIG, define: ownLocation(args.path) });
+        return { contents: compiled.code, loader: "js" };
+      });
+    },
+  };
+  const options = (entryPoints, plugins) => ({
+    entryPoints,
     absWorkingDir: ROOT,
     bundle: true,
-    splitting: true,
     outdir: temporary,
     outExtension: { ".js": ".mjs" },
-    chunkNames: "[name]-[hash]",
     write: false,
     metafile: true,
     platform: "node",
@@ -88,31 +104,37 @@ async function build(entry, cache) {
     // Names of functions and classes stay what the sources call them (tsx keeps them too).
     keepNames: true,
     logLevel: "silent",
-    plugins: [
-      {
-        name: "caplo-cli",
-        setup(build) {
-          // npm packages (not the workspace's own @caplo/* sources) stay imports of node_modules.
-          build.onResolve({ filter: /^[^./]/ }, (args) => {
-            if (args.path.startsWith("@caplo/") || args.path.startsWith("node:")) return undefined;
-            return { path: args.path, external: true };
-          });
-          // Each source compiled on its own first, with its own location written in.
-          build.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, async (args) => {
-            if (args.path.includes("/node_modules/")) return undefined;
-            const loader = /\.[cm]?tsx$/.test(args.path) ? "tsx" : /\.[cm]?ts$/.test(args.path) ? "ts" : /x$/.test(args.path) ? "jsx" : "js";
-            const compiled = await transform(readFileSync(args.path, "utf8"), { loader, format: "esm", target: "node20", sourcefile: args.path, tsconfigRaw: TSCONFIG, define: ownLocation(args.path) });
-            return { contents: compiled.code, loader: "js" };
-          });
-        },
-      },
-    ],
+    plugins,
   });
-  // The entry's own file (each dynamically imported module is an entry point of its own too).
-  const main = Object.entries(result.metafile.outputs).find(([, output]) => output.entryPoint === relative(ROOT, entry))?.[0];
-  if (!main || result.outputFiles.length === 0) return undefined;
+  // The entry alone, each module it imports dynamically (a command of cli/main.ts) left out as a file of its own.
+  const main = basename(entry).replace(/\.[cm]?[jt]sx?$/, "");
+  const lazy = new Map(); // source path -> output name
+  const used = new Set([main]);
+  const lazyImports = {
+    name: "caplo-cli-lazy",
+    setup(build) {
+      build.onResolve({ filter: /^\./ }, (args) => {
+        if (args.kind !== "dynamic-import" || args.importer !== entry) return undefined;
+        const path = join(dirname(args.importer), args.path);
+        let name = lazy.get(path);
+        if (!name) {
+          const base = basename(path).replace(/\.[cm]?[jt]sx?$/, "");
+          name = used.has(base) ? `${base}-${used.size}` : base;
+          used.add(name);
+          lazy.set(path, name);
+        }
+        return { path: `./${name}.mjs`, external: true };
+      });
+    },
+  };
+  const results = [await esbuild(options({ [main]: entry }, [lazyImports, ownSources]))];
+  // Then each of those as one file with everything it imports, its own dynamic imports included. (Split into
+  // shared chunks instead, a long-running server spent about 12% more CPU a turn: bench/engine --against.)
+  if (lazy.size > 0) results.push(await esbuild(options(Object.fromEntries([...lazy].map(([path, name]) => [name, path])), [ownSources])));
+  const outputFiles = results.flatMap((result) => result.outputFiles);
+  if (!outputFiles.some((file) => file.path === join(temporary, `${main}.mjs`))) return undefined;
   const inputs = {};
-  for (const input of Object.keys(result.metafile.inputs)) {
+  for (const input of results.flatMap((result) => Object.keys(result.metafile.inputs))) {
     const path = join(ROOT, input);
     const seen = stamp(path);
     if (seen !== null) inputs[relative(ROOT, path)] = seen;
@@ -127,9 +149,9 @@ async function build(entry, cache) {
   const settled = Object.keys(inputs).every((path) => statSync(join(ROOT, path)).mtimeMs < started - 2_000);
   // Written whole in a folder of its own, then renamed into place: a run never sees half a bundle.
   mkdirSync(temporary, { recursive: true });
-  for (const file of result.outputFiles) writeFileSync(join(temporary, relative(temporary, file.path)), file.contents);
+  for (const file of outputFiles) writeFileSync(join(temporary, relative(temporary, file.path)), file.contents);
   renameSync(temporary, join(cache, name));
-  const bundle = `${name}/${basename(main)}`;
+  const bundle = `${name}/${main}.mjs`;
   if (settled) {
     const manifestTemporary = `${manifestPath}.${process.pid}.tmp`;
     writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle, inputs }));

@@ -45,8 +45,8 @@ describe("the CLI's bundle", () => {
     // No npm package, only esbuild's version (which made it).
     expect(inputs.filter((path) => path.includes("node_modules"))).toEqual(["node_modules/esbuild/package.json"]);
 
-    // The entry and its chunks: each command's module (and the npm packages only it needs) is loaded when
-    // that command runs, not by every command.
+    // The entry and a file per command: each command's module (and the npm packages only it needs) is
+    // loaded when that command runs, not by every command.
     const folder = dirname(join(CLI_CACHE, manifest.bundle));
     const files = readdirSync(folder).filter((file) => file.endsWith(".mjs"));
     expect(files.length).toBeGreaterThan(10);
