@@ -158,8 +158,8 @@ async function build(entry, cache) {
     renameSync(manifestTemporary, manifestPath);
   }
   // Bundles of earlier sources (folders, and the single files of format 1): removed once they are a minute
-  // old and no live process runs from one (a server imports some chunks only when it needs them, maybe
-  // hours after it started, so its folder must outlive any rebuild).
+  // old and no live process runs from one (a process imports a file of its bundle only when it needs it:
+  // its command's file after the entry, an entry's late dynamic import maybe hours later).
   for (const other of readdirSync(cache)) {
     if (other === name || !other.startsWith("cli-")) continue;
     try {
