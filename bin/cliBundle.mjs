@@ -8,7 +8,8 @@
 // The bundle is a folder: the entry, and each module it imports dynamically (each command of cli/main.ts) as
 // a file of its own with everything that command imports. A command's file is imported only when it runs,
 // and so are the npm packages only it needs: in one file, every external import is hoisted to the top, so
-// `caplo --help` loaded twilio, the MCP SDK, ioredis and pg too.
+// `caplo --help` loaded twilio, the MCP SDK, ioredis and pg too. An entry that imports sources statically
+// as well is one file, so that no module is loaded twice.
 //
 // A module's own location is kept: `import.meta.url`, `dirname` and `filename` in a source are written into
 // the bundle as that source's path, so paths found from them (the repository root, the widget's build, the
@@ -128,6 +129,13 @@ async function build(entry, cache) {
     },
   };
   const results = [await esbuild(options({ [main]: entry }, [lazyImports, ownSources]))];
+  // An entry that also imports sources statically (a test server, not the command table) stays one file:
+  // a file of its own for a dynamic import would load a second copy of a module the entry already holds.
+  const entryImports = results[0].metafile.inputs[relative(ROOT, entry)]?.imports ?? [];
+  if (lazy.size > 0 && entryImports.some((imported) => imported.kind === "import-statement" && !imported.external)) {
+    lazy.clear();
+    results[0] = await esbuild(options({ [main]: entry }, [ownSources]));
+  }
   // Then each of those as one file with everything it imports, its own dynamic imports included. (Split into
   // shared chunks instead, a long-running server spent about 12% more CPU a turn: bench/engine --against.)
   if (lazy.size > 0) results.push(await esbuild(options(Object.fromEntries([...lazy].map(([path, name]) => [name, path])), [ownSources])));

@@ -110,7 +110,8 @@ describe("the CLI's bundle", () => {
 
     it("keeps an old bundle while a process that runs from it is alive: a module it imports late is still there after a rebuild", async () => {
       writeFileSync(join(scratch, "lazy.ts"), `export const late: string = "imported late";\n`);
-      writeFileSync(entry, `export { word } from "./helper.ts";\nexport const where: string = import.meta.url;\nexport const later = () => import("./lazy.ts");\n`);
+      // Only dynamic imports: each is a file of its own, loaded when imported.
+      writeFileSync(entry, `export const { word } = await import("./helper.ts");\nexport const where: string = import.meta.url;\nexport const later = () => import("./lazy.ts");\n`);
       for (const path of [entry, helper, join(scratch, "lazy.ts")]) settledLongAgo(path);
       // A long-running process (a server) that builds the bundle and runs from it: its late import waits
       // for a line on stdin. (This test's own process obtains later bundles, so it pins those, not this.)
@@ -124,6 +125,7 @@ process.stdin.once("data", async () => { process.stdout.write((await module.late
       const exited = new Promise<number | null>((resolve) => server.once("exit", resolve));
       await expect.poll(() => output, { timeout: 20_000 }).toContain("ready");
       const first = join(cache, readManifest(cache).bundle);
+      expect(readdirSync(dirname(first)).filter((file) => file.endsWith(".mjs")).sort()).toEqual(["entry.mjs", "helper.mjs", "lazy.mjs"]);
 
       // Its bundle is over a minute old, and a source changes: the next run builds again and clears old bundles.
       const aged = new Date(Date.now() - 120_000);
@@ -145,5 +147,16 @@ process.stdin.once("data", async () => { process.stdout.write((await module.late
       expect((await run()).word).toBe("fifth");
       expect(existsSync(dirname(first))).toBe(false);
     }, 60_000);
+
+    it("keeps an entry that also imports sources statically in one file, so a module it imports late is the one it holds", async () => {
+      writeFileSync(join(scratch, "same.ts"), `export { marker } from "./helper.ts";\n`);
+      writeFileSync(entry, `export { marker } from "./helper.ts";\nexport const later = () => import("./same.ts");\n`);
+      writeFileSync(helper, `export const marker = { made: Math.random() };\n`);
+      for (const path of [entry, helper, join(scratch, "same.ts")]) settledLongAgo(path);
+      const built = (await bundle(entry, cache))!;
+      expect(readdirSync(dirname(built)).filter((file) => file.endsWith(".mjs"))).toEqual(["entry.mjs"]);
+      const module = (await import(pathToFileURL(built).href)) as { marker: object; later: () => Promise<{ marker: object }> };
+      expect((await module.later()).marker).toBe(module.marker);
+    });
   });
 });
