@@ -108,7 +108,8 @@ async function build(entry, cache) {
     plugins,
   });
   // The entry alone, each module it imports dynamically (a command of cli/main.ts) left out as a file of its own.
-  const main = basename(entry).replace(/\.[cm]?[jt]sx?$/, "");
+  const stem = (path) => basename(path).replace(/\.[cm]?[jt]sx?$/, "");
+  const main = stem(entry);
   const lazy = new Map(); // source path -> output name
   const used = new Set([main]);
   const lazyImports = {
@@ -119,7 +120,7 @@ async function build(entry, cache) {
         const path = join(dirname(args.importer), args.path);
         let name = lazy.get(path);
         if (!name) {
-          const base = basename(path).replace(/\.[cm]?[jt]sx?$/, "");
+          const base = stem(path);
           name = used.has(base) ? `${base}-${used.size}` : base;
           used.add(name);
           lazy.set(path, name);
