@@ -58,6 +58,44 @@ describe("JsonlLogStore's bound", () => {
     expect(store.read("inv-000")).toEqual([]);
   });
 
+  it("grouped (serve): one turn's records are one write on the next turn, rotated at the same byte, read back before then, and written by flush", async () => {
+    const file = join(scratch, "grouped", "invocations.jsonl");
+    const one = lineBytes(record("inv-000"));
+    const store = new JsonlLogStore(file, { maxBytes: one * 8, grouped: true });
+    // Five in one turn of the loop: nothing is on disk until the next turn, then the first four fill half the
+    // bound to the byte and became FILE.1 before the fifth, exactly as five records one by one do.
+    for (let index = 0; index < 5; index++) store.record(record(`inv-00${index}`));
+    expect(() => statSync(file)).toThrow();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(statSync(file).size).toBe(one);
+    expect(statSync(store.previousFile).size).toBe(one * 4);
+    expect(store.read().map((entry) => entry.invocationId)).toEqual(["inv-000", "inv-001", "inv-002", "inv-003", "inv-004"]);
+    // A record still waiting is read back (read writes first); flush writes what waits at once.
+    store.record(record("inv-005"));
+    expect(store.read("inv-005")).toHaveLength(1);
+    store.record(record("inv-006"));
+    store.flush();
+    expect(statSync(file).size).toBe(one * 3);
+    expect(new JsonlLogStore(file).read().map((entry) => entry.invocationId)).toEqual(["inv-000", "inv-001", "inv-002", "inv-003", "inv-004", "inv-005", "inv-006"]);
+    await new Promise((resolve) => setImmediate(resolve)); // the turn's own flush finds nothing left to write
+    expect(statSync(file).size).toBe(one * 3);
+  });
+
+  it("grouped: a turn's records that cannot be written are reported, and the next turn's are written", async () => {
+    const dir = join(scratch, "grouped-blocked");
+    mkdirSync(join(dir, "invocations.jsonl"), { recursive: true }); // a folder where the file should be
+    const errors: Error[] = [];
+    const store = new JsonlLogStore(join(dir, "invocations.jsonl"), { grouped: true, onError: (error) => errors.push(error) });
+    store.record(record("inv-x"));
+    store.record(record("inv-y"));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(errors).toHaveLength(1);
+    rmSync(join(dir, "invocations.jsonl"), { recursive: true });
+    store.record(record("inv-z"));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(store.read().map((entry) => entry.invocationId)).toEqual(["inv-z"]);
+  });
+
   it("skips a torn or foreign line and reads the rest", () => {
     const file = join(scratch, "torn", "invocations.jsonl");
     const store = new JsonlLogStore(file);

@@ -192,7 +192,12 @@ export async function startServer(options: ServeOptions, log: (line: string) => 
   else {
     const { CaploToolRunner } = await import("../runner/toolRunner.ts");
     // Every invocation's record (log lines, secrets redacted) in a bounded file: `caplo tool logs --db DB`.
-    const logStore = new JsonlLogStore(invocationLog.file, { maxBytes: invocationLog.maxBytes, onError: (error) => log(`invocation log not written: ${error.message}`) });
+    // Grouped: the calls that finish in one turn of the loop are one write; the stop writes what waits (after the runner's).
+    const logStore = stack.push(
+      "invocation log",
+      new JsonlLogStore(invocationLog.file, { maxBytes: invocationLog.maxBytes, grouped: true, onError: (error) => log(`invocation log not written: ${error.message}`) }),
+      (opened) => opened.flush(),
+    );
     const sandboxed = new CaploToolRunner({ ...runnerSettings(config), logStore, ...(fileScan.scanner && { fileScanner: fileScan.scanner }) });
     log(sandboxed.sandboxNote);
     log(`files: built-in checks${fileScan.scanner ? ` and the file scanner (${fileScan.scanner.description})` : "; no file scanner (CAPLO_FILE_SCAN_CLAMD or CAPLO_FILE_SCAN_COMMAND)"}`);

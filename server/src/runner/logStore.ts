@@ -57,6 +57,13 @@ export type JsonlLogStoreOptions = {
    * to a file of the host), and never through a link.
    */
   root?: string;
+  /**
+   * Records made in one turn of the event loop go to the file together, in one write, on the next turn
+   * (`caplo serve`, where many conversations' calls finish at once): a stat, open, write and close per turn
+   * of the loop instead of per call. A record not yet written is read back all the same (read flushes
+   * first); flush() writes what waits (serve's stop does). A crash loses at most that one turn's records.
+   */
+  grouped?: boolean;
 };
 
 export class JsonlLogStore implements LogStore {
@@ -69,7 +76,11 @@ export class JsonlLogStore implements LogStore {
     this.maxBytes = options.maxBytes ?? DEFAULT_LOG_MAX_BYTES;
     this.onError = options.onError;
     this.root = options.root;
+    this.grouped = options.grouped ?? false;
   }
+  private readonly grouped: boolean;
+  /** Grouped: the lines waiting for the next turn of the loop. */
+  private waiting: string[] = [];
 
   /** Why the file (or FILE.1) may not be used: it leads outside the package folder. */
   outsideRoot(): PathError | undefined {
@@ -87,23 +98,61 @@ export class JsonlLogStore implements LogStore {
   }
 
   record(entry: InvocationRecord): void {
+    let line: string;
+    try {
+      line = this.fit(entry);
+    } catch (error) {
+      this.onError?.(error as Error);
+      return;
+    }
+    if (!this.grouped) return this.append([line]);
+    this.waiting.push(line);
+    if (this.waiting.length === 1) setImmediate(() => this.flush());
+  }
+
+  /** Writes the records still waiting (grouped): at once, instead of on the next turn of the loop. */
+  flush(): void {
+    if (this.waiting.length === 0) return;
+    const lines = this.waiting;
+    this.waiting = [];
+    this.append(lines);
+  }
+
+  /**
+   * Lines appended to the file, which becomes FILE.1 before a line that would take it over half the bound.
+   * Size from the file itself, not a counter: another process (a second node on this machine, `caplo tool
+   * test`) may append to it too. One stat, then an open, write and close per file written (the folder made
+   * only when missing).
+   */
+  private append(lines: string[]): void {
     try {
       const outside = this.outsideRoot();
       if (outside) throw new Error(`${outside.code}: ${outside.message}`);
-      const line = this.fit(entry);
-      const bytes = Buffer.byteLength(line);
-      // Size from the file itself, not a counter: another process (a second node on this machine, `caplo tool
-      // test`) may append to it too. A call is one stat, open, write and close (the folder made only when missing).
-      const size = statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
-      if (size > 0 && size + bytes > this.maxBytes / 2) renameSync(this.file, this.previousFile);
-      const fd = this.open();
-      try {
-        writeSync(fd, line);
-      } finally {
-        closeSync(fd);
+      let size = statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
+      let chunk = "";
+      for (const line of lines) {
+        const bytes = Buffer.byteLength(line);
+        if (size > 0 && size + bytes > this.maxBytes / 2) {
+          if (chunk) this.write(chunk);
+          chunk = "";
+          renameSync(this.file, this.previousFile);
+          size = 0;
+        }
+        chunk += line;
+        size += bytes;
       }
+      if (chunk) this.write(chunk);
     } catch (error) {
       this.onError?.(error as Error);
+    }
+  }
+
+  private write(text: string): void {
+    const fd = this.open();
+    try {
+      writeSync(fd, text);
+    } finally {
+      closeSync(fd);
     }
   }
 
@@ -138,6 +187,7 @@ export class JsonlLogStore implements LogStore {
   }
 
   read(invocationId?: string): InvocationRecord[] {
+    this.flush();
     const records: InvocationRecord[] = [];
     if (this.outsideRoot()) return records;
     for (const file of [this.previousFile, this.file]) {
