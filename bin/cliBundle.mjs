@@ -39,8 +39,12 @@ function stamp(path) {
   }
 }
 
-/** The bundle the manifest names, if it was made by this format from sources that are all unchanged. */
-function current(cache) {
+/**
+ * The bundle the manifest names, if it was made by this format from sources that are all unchanged. A bundle
+ * built from sources saved moments before its build began (unsettled) is used only by the runs that waited for
+ * that build (`waited`): any other run builds again, as a source saved while it was read may be in it as it was.
+ */
+function current(cache, waited = false) {
   const manifestPath = join(cache, "manifest.json");
   let manifest;
   try {
@@ -50,6 +54,7 @@ function current(cache) {
   }
   // Made here: a checkout moved or copied elsewhere has the old paths written in.
   if (manifest?.format !== FORMAT || manifest.root !== ROOT || typeof manifest.bundle !== "string" || !manifest.inputs) return undefined;
+  if (manifest.settled !== true && !waited) return undefined;
   for (const [path, seen] of Object.entries(manifest.inputs)) if (stamp(join(ROOT, path)) !== seen) return undefined;
   const bundle = join(cache, manifest.bundle);
   return stamp(bundle) === null ? undefined : bundle;
@@ -153,19 +158,17 @@ async function build(entry, cache) {
     const seen = stamp(maker);
     if (seen !== null) inputs[relative(ROOT, maker)] = seen;
   }
-  // A source saved while it was read may be in the bundle as it was before: this run uses the bundle, but
-  // the manifest is not written, so the next run builds again.
+  // A source saved while it was read may be in the bundle as it was before: this run (and the runs that
+  // waited for this build) use the bundle, but the manifest says it is unsettled, so the next run builds again.
   const settled = Object.keys(inputs).every((path) => statSync(join(ROOT, path)).mtimeMs < started - 2_000);
   // Written whole in a folder of its own, then renamed into place: a run never sees half a bundle.
   mkdirSync(temporary, { recursive: true });
   for (const file of outputFiles) writeFileSync(join(temporary, relative(temporary, file.path)), file.contents);
   renameSync(temporary, join(cache, name));
   const bundle = `${name}/${main}.mjs`;
-  if (settled) {
-    const manifestTemporary = `${manifestPath}.${process.pid}.tmp`;
-    writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle, inputs }));
-    renameSync(manifestTemporary, manifestPath);
-  }
+  const manifestTemporary = `${manifestPath}.${process.pid}.tmp`;
+  writeFileSync(manifestTemporary, JSON.stringify({ format: FORMAT, root: ROOT, esbuild: version, bundle, settled, inputs }));
+  renameSync(manifestTemporary, manifestPath);
   // Bundles of earlier sources (folders, and the single files of format 1): removed once they are a minute
   // old and no live process runs from one (a process imports a file of its bundle only when it needs it:
   // its command's file after the entry, an entry's late dynamic import maybe hours later).
@@ -190,15 +193,7 @@ function inUse(folder) {
   } catch {
     return false;
   }
-  return pids.some((pid) => {
-    try {
-      process.kill(Number(pid), 0);
-      return true;
-    } catch (error) {
-      // EPERM: alive, another user's.
-      return error.code === "EPERM";
-    }
-  });
+  return pids.some((pid) => alive(Number(pid)));
 }
 
 /** Marks the bundle's folder as run from by this process until it exits (best effort: a read-only cache is not pinned). */
@@ -215,10 +210,65 @@ function pin(bundle) {
   return bundle;
 }
 
+/** Whether the process `pid` is alive (another user's counts). */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === "EPERM";
+  }
+}
+
+const LOCK = "build.lock";
+/** How long a run waits for another run's build before it builds itself. */
+const LOCK_WAIT_MS = 120_000;
+
+/**
+ * `make()` with the cache's build lock held: of the runs that find no bundle at once (the first runs after a
+ * checkout or a change, often started together: a test's commands side by side, a terminal and a script), one
+ * builds and the others wait for its bundle, instead of each building its own. The lock is a folder holding
+ * its builder's pid: one left by a builder that died (killed mid-build) is taken over at once. A run that
+ * cannot make the lock (a read-only cache), or has waited LOCK_WAIT_MS, builds without it, as before.
+ */
+async function underLock(cache, make) {
+  const lock = join(cache, LOCK);
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  let waited = false;
+  for (;;) {
+    try {
+      mkdirSync(cache, { recursive: true });
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if (error.code !== "EEXIST") return make();
+    }
+    waited = true;
+    let owner = NaN;
+    try {
+      owner = Number(readdirSync(lock)[0]);
+    } catch {
+      continue; // released meanwhile: try again
+    }
+    // Its pid is written just after the folder is made: a lock without one is given a few seconds.
+    const gone = Number.isInteger(owner) && owner > 0 ? !alive(owner) : Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? 0) > 5_000;
+    if (gone) rmSync(lock, { recursive: true, force: true });
+    else if (Date.now() > deadline) return make();
+    else await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  try {
+    writeFileSync(join(lock, String(process.pid)), "");
+    // After a wait, the bundle the other run built (even from sources saved just before, as it uses it too).
+    return current(cache, waited) ?? (await make());
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
 /** A TypeScript entry's bundle in `cache` (built now if its sources changed), or undefined where it cannot be had. */
 export async function bundledModule(entry, cache) {
   try {
-    const bundle = current(cache) ?? (await build(entry, cache));
+    const bundle = current(cache) ?? (await underLock(cache, () => build(entry, cache)));
     return bundle && pin(bundle);
   } catch {
     return undefined;

@@ -17,7 +17,7 @@ import { bundledModule } from "../../bin/cliBundle.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const CLI_CACHE = join(ROOT, "node_modules", ".cache", "caplo-cli");
-type Manifest = { format: number; root: string; bundle: string; inputs: Record<string, string> };
+type Manifest = { format: number; root: string; bundle: string; settled: boolean; inputs: Record<string, string> };
 const readManifest = (cache: string) => JSON.parse(readFileSync(join(cache, "manifest.json"), "utf8")) as Manifest;
 const bundle = bundledModule as (entry: string, cache: string) => Promise<string | undefined>;
 
@@ -99,14 +99,49 @@ describe("the CLI's bundle", () => {
       expect(moved.bundle).not.toBe(rebuilt.bundle);
 
       // A source saved as it was being read (modified within the build): that run uses what it built, but
-      // the manifest is not written, so a later run builds again rather than keep a bundle of the old text.
+      // the manifest says so (unsettled), so a later run builds again rather than keep a bundle of the old text.
       writeFileSync(helper, `export const word: string = "third";\n`);
       expect((await run()).word).toBe("third");
-      expect(readManifest(cache)).toEqual(moved);
+      const unsettled = readManifest(cache);
+      expect(unsettled).toMatchObject({ settled: false });
+      expect(unsettled.bundle).not.toBe(moved.bundle);
       settledLongAgo(helper);
       expect((await run()).word).toBe("third");
-      expect(readManifest(cache).bundle).not.toBe(moved.bundle);
+      expect(readManifest(cache)).toMatchObject({ settled: true });
+      expect(readManifest(cache).bundle).not.toBe(unsettled.bundle);
     });
+
+    it("is built once by runs that start together on an empty cache (the others wait for it), and a dead builder's lock is taken over", async () => {
+      const together = join(scratch, "together");
+      mkdirSync(scratch, { recursive: true });
+      writeFileSync(helper, `export const word: string = "together";\n`);
+      writeFileSync(entry, `export { word } from "./helper.ts";\nexport const where: string = import.meta.url;\n`);
+      for (const path of [entry, helper]) settledLongAgo(path);
+      const script = `const { bundledModule } = await import(${JSON.stringify(pathToFileURL(join(ROOT, "bin", "cliBundle.mjs")).href)});
+const module = await import(await bundledModule(${JSON.stringify(entry)}, ${JSON.stringify(together)}));
+process.stdout.write(module.word);`;
+      const runs = Array.from({ length: 4 }, () => {
+        const child = spawn(process.execPath, ["--input-type=module", "-e", script], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+        let output = "";
+        child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+        return new Promise<string>((resolve) => child.once("exit", () => resolve(output)));
+      });
+      expect(await Promise.all(runs)).toEqual(["together", "together", "together", "together"]);
+      const built = () => readdirSync(together).filter((name) => name.startsWith("cli-"));
+      expect(built()).toHaveLength(1);
+      expect(existsSync(join(together, "build.lock"))).toBe(false);
+
+      // A builder killed mid-build leaves its lock, named by its pid: the next run sees that process gone and builds.
+      const dead = spawnSync(process.execPath, ["-e", "0"]).pid!;
+      mkdirSync(join(together, "build.lock"));
+      writeFileSync(join(together, "build.lock", String(dead)), "");
+      writeFileSync(helper, `export const word: string = "after a dead builder";\n`);
+      settledLongAgo(helper);
+      const after = (await import(pathToFileURL((await bundle(entry, together))!).href)) as { word: string };
+      expect(after.word).toBe("after a dead builder");
+      expect(built()).toHaveLength(2);
+      expect(existsSync(join(together, "build.lock"))).toBe(false);
+    }, 60_000);
 
     it("keeps an old bundle while a process that runs from it is alive: a module it imports late is still there after a rebuild", async () => {
       writeFileSync(join(scratch, "lazy.ts"), `export const late: string = "imported late";\n`);

