@@ -71,7 +71,8 @@ const CONVERSATION_COLUMNS = conversationColumns();
  * the inserts, which take the seqs the update reserved), with their parameters pushed on `params`; `where`
  * picks the conversation. The update's row lock orders concurrent appends to the conversation.
  */
-function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: string): { sql: string; stored: AppendBatch } {
+function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: string, suffix = ""): { sql: string; stored: AppendBatch } {
+  const [c, e, t] = [`c${suffix}`, `e${suffix}`, `t${suffix}`];
   const p = (value: unknown) => `$${params.push(value)}`;
   const events = batch.events ?? [];
   const entries = batch.transcript ?? [];
@@ -92,17 +93,17 @@ function appendCtes(batch: AppendBatch, at: number, params: unknown[], where: st
   const finishes = `turn_node = ${finishNode}::text AND turn_seq = ${finishSeq}::bigint`;
   const change = summaryChange(events);
   const summary = summaryColumns(`${p(change.lastMessage)}::int`, `${p(change.waiting)}::text`, `${p(change.waitingFrom)}::int`);
-  const sql = `c AS (
+  const sql = `${c} AS (
       UPDATE conversations SET ${summary}, last_seq = last_seq + ${ne}::int, last_transcript_seq = last_transcript_seq + ${nt}::int,
         turn_node = CASE WHEN ${owed}::text IS NOT NULL THEN ${owed}::text WHEN ${finishes} THEN NULL ELSE turn_node END,
         turn_seq = CASE WHEN ${owed}::text IS NOT NULL THEN last_transcript_seq + ${nt}::int WHEN ${finishes} THEN NULL ELSE turn_seq END
       WHERE ${where} RETURNING ${CONVERSATION_COLUMNS}
-    ), e AS (
+    ), ${e} AS (
       INSERT INTO events (conversation_id, seq, at, message)
-      SELECT c.id, c.last_seq - ${ne}::int + x.ord, ${atParam}, x.message FROM c, jsonb_array_elements(${eventTexts}::jsonb) WITH ORDINALITY AS x(message, ord)
-    ), t AS (
+      SELECT ${c}.id, ${c}.last_seq - ${ne}::int + x.ord, ${atParam}, x.message FROM ${c}, jsonb_array_elements(${eventTexts}::jsonb) WITH ORDINALITY AS x(message, ord)
+    ), ${t} AS (
       INSERT INTO transcript (conversation_id, seq, at, message)
-      SELECT c.id, c.last_transcript_seq - ${nt}::int + x.ord, ${atParam}, x.message FROM c, jsonb_array_elements(${entryTexts}::jsonb) WITH ORDINALITY AS x(message, ord)
+      SELECT ${c}.id, ${c}.last_transcript_seq - ${nt}::int + x.ord, ${atParam}, x.message FROM ${c}, jsonb_array_elements(${entryTexts}::jsonb) WITH ORDINALITY AS x(message, ord)
     )`;
   return { sql, stored };
 }
@@ -121,6 +122,22 @@ function appended(conversationId: string, batch: AppendBatch, at: number, row: R
   };
 }
 const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** At most this many batches taken from the queue on one turn of the loop. */
+const GROUP_COMMIT_MAX = 64;
+/**
+ * The sizes of a group commit's statements: a group is sent as statements of these sizes, largest first
+ * (a group of 7 is 4 + 2 + 1). Each statement text is prepared once per connection, and PostgreSQL keeps a
+ * prepared plan of a 64-batch statement in about 5 MiB: one text per size, not per count, keeps it to
+ * about 2.5 MiB a connection.
+ */
+const GROUP_STATEMENT_SIZES = [16, 8, 4, 2, 1];
+type QueuedAppend = { conversationId: string; batch: AppendBatch & { resumeHash?: string }; at: number; resolve: (stored: AppendedBatch | undefined) => void; reject: (error: unknown) => void };
+
+/** An error PostgreSQL itself reported for a statement (a SQLSTATE, with its severity): the statement stored nothing. */
+function reportedByPostgres(error: unknown): boolean {
+  return error instanceof Error && typeof (error as { severity?: unknown }).severity === "string" && /^[0-9A-Z]{5}$/.test(String((error as { code?: unknown }).code));
+}
 
 export type PostgresStoreOptions = {
   /** A connection string, or pg's individual settings. */
@@ -332,9 +349,121 @@ export class PostgresStore implements Store {
     return (await this.q("SELECT * FROM transcript WHERE conversation_id = $1 AND seq > $2 ORDER BY seq", [conversationId, after])).map(toTranscript);
   }
 
+  /**
+   * Group commit, as the SQLite store's: the batches appended while the event loop is busy (many
+   * conversations at once) go to PostgreSQL together, on the next turn of the loop, in a few statements
+   * (GROUP_STATEMENT_SIZES; each one round trip and one commit, whose WAL flush its appends wait for
+   * together: bench/engine/pgGroup.ts, bench/engine/run.ts throughput). Each caller's
+   * promise settles once that statement has. A conversation is in a group once, and its next batch waits
+   * until the group holding the earlier one has settled (one statement cannot update a row twice, and a
+   * conversation's appends are stored in the order they were made). A group PostgreSQL refused (an error it
+   * reported: nothing of it was stored) runs again as one statement per batch, so one bad batch never takes
+   * another with it; a group whose connection failed fails each of its appends, as a statement of their own would.
+   */
   append(conversationId: string, batch: CheckedAppendBatch, at: number): Promise<AppendedBatch | undefined>;
   append(conversationId: string, batch: AppendBatch, at: number): Promise<AppendedBatch>;
-  async append(conversationId: string, batch: AppendBatch & { resumeHash?: string }, at: number): Promise<AppendedBatch | undefined> {
+  append(conversationId: string, batch: AppendBatch & { resumeHash?: string }, at: number): Promise<AppendedBatch | undefined> {
+    return new Promise<AppendedBatch | undefined>((resolve, reject) => {
+      this.appendQueue.push({ conversationId, batch, at, resolve, reject });
+      this.scheduleAppends();
+    });
+  }
+
+  private appendQueue: QueuedAppend[] = [];
+  /** Conversations with an append in a statement not yet settled (their next batches wait). */
+  private readonly appending = new Set<string>();
+  private appendsScheduled = false;
+
+  private scheduleAppends(): void {
+    if (this.appendsScheduled || this.appendQueue.length === 0) return;
+    this.appendsScheduled = true;
+    setImmediate(() => {
+      this.appendsScheduled = false;
+      this.commitAppends();
+    });
+  }
+
+  private commitAppends(): void {
+    const group: QueuedAppend[] = [];
+    const waiting: QueuedAppend[] = [];
+    const held = new Set<string>();
+    for (const job of this.appendQueue) {
+      const id = job.conversationId;
+      if (group.length < GROUP_COMMIT_MAX && !held.has(id) && !this.appending.has(id)) {
+        group.push(job);
+        this.appending.add(id);
+      } else {
+        // This conversation's earlier batch is in this group or one in flight: this one keeps its place after it.
+        waiting.push(job);
+        held.add(id);
+      }
+    }
+    this.appendQueue = waiting;
+    for (let start = 0; start < group.length; ) {
+      const size = GROUP_STATEMENT_SIZES.find((candidate) => candidate <= group.length - start)!;
+      const part = group.slice(start, (start += size));
+      void this.commitGroup(part)
+        .catch((error: unknown) => {
+          for (const job of part) job.reject(error); // a job already settled keeps its result
+        })
+        .finally(() => {
+          for (const job of part) this.appending.delete(job.conversationId);
+          this.scheduleAppends();
+        });
+    }
+    if (group.length === GROUP_COMMIT_MAX) this.scheduleAppends();
+  }
+
+  private async commitGroup(group: QueuedAppend[]): Promise<void> {
+    const settle = (job: QueuedAppend, run: () => Promise<AppendedBatch | undefined>) => run().then(job.resolve, job.reject);
+    if (group.length === 1) return settle(group[0]!, () => this.appendOne(group[0]!));
+    let results: (AppendedBatch | undefined | Error)[];
+    try {
+      results = await this.appendGroup(group);
+    } catch (error) {
+      if (!reportedByPostgres(error)) {
+        for (const job of group) job.reject(error);
+        return;
+      }
+      await Promise.all(group.map((job) => settle(job, () => this.appendOne(job))));
+      return;
+    }
+    group.forEach((job, index) => {
+      const result = results[index];
+      if (result instanceof Error) job.reject(result);
+      else job.resolve(result);
+    });
+  }
+
+  /** A group's batches in one statement: each conversation's row (or null: none, or not its resume hash) by position. */
+  private async appendGroup(group: QueuedAppend[]): Promise<(AppendedBatch | undefined | Error)[]> {
+    const params: unknown[] = [];
+    // A batch that cannot be encoded (a value JSON cannot hold) fails on its own and is left out of the statement.
+    const parts = group.map((job, index) => {
+      const mark = params.length;
+      try {
+        const id = `$${params.push(job.conversationId)}`;
+        const resume = `$${params.push(job.batch.resumeHash ?? null)}::text`;
+        return { index, ...appendCtes(job.batch, job.at, params, `id = ${id} AND (${resume} IS NULL OR resume_hash = ${resume})`, `_${index}`) };
+      } catch (error) {
+        params.length = mark;
+        return error instanceof Error ? error : new Error(String(error));
+      }
+    });
+    const built = parts.filter((part): part is Exclude<typeof part, Error> => !(part instanceof Error));
+    const rows = built.length === 0 ? [] : await this.q(`WITH ${built.map((part) => part.sql).join(", ")} SELECT ${built.map(({ index }) => `(SELECT row_to_json(c_${index}) FROM c_${index}) AS r${index}`).join(", ")}`, params);
+    return group.map((job, index) => {
+      const part = parts[index]!;
+      if (part instanceof Error) return part;
+      const row = rows[0]?.[`r${index}`] as Row | null | undefined;
+      if (row) return appended(job.conversationId, part.stored, job.at, row);
+      return job.batch.resumeHash !== undefined ? undefined : new Error(`append: no conversation ${job.conversationId}`);
+    });
+  }
+
+  /** One batch in a statement of its own. */
+  private async appendOne(job: QueuedAppend): Promise<AppendedBatch | undefined> {
+    const { conversationId, batch, at } = job;
     // One statement, so one round trip and one implicit transaction (all or nothing); a resume hash that is
     // no longer the conversation's leaves the update without a row, so nothing is inserted.
     const params: unknown[] = [conversationId];
