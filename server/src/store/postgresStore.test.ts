@@ -162,5 +162,7 @@ describe("postgres group commit", () => {
     expect(results[4]).toMatchObject({ status: "fulfilled", value: { conversation: { id: resumed.id, lastSeq: 1 } } });
     expect(await said(resumed.id)).toEqual([[1, "current"]]);
     expect(await said(plain.id)).toEqual([[1, "p1"]]);
+    // {stale, p1, lost} as 2 + 1 statements; then {big, current}: big fails before anything is sent, current alone.
+    expect(appendsSent()).toBe(3);
   });
 });

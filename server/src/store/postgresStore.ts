@@ -134,6 +134,32 @@ const GROUP_COMMIT_MAX = 64;
 const GROUP_STATEMENT_SIZES = [16, 8, 4, 2, 1];
 type QueuedAppend = { conversationId: string; batch: AppendBatch & { resumeHash?: string }; at: number; resolve: (stored: AppendedBatch | undefined) => void; reject: (error: unknown) => void };
 
+/**
+ * A group's batches as one statement: each one's CTEs renamed apart (c_0, e_0, t_0, c_1, ...), each
+ * conversation's row after its update selected as r0, r1, ... (null: no such conversation, or its resume hash
+ * is not the batch's). The text depends only on the group's size. A batch that cannot be encoded is named in
+ * `unencodable`, and then the statement is not to be run.
+ */
+function groupStatement(group: QueuedAppend[]): { sql: string; params: unknown[]; stored: AppendBatch[]; unencodable: Map<QueuedAppend, Error> } {
+  const params: unknown[] = [];
+  const ctes: string[] = [];
+  const stored: AppendBatch[] = [];
+  const unencodable = new Map<QueuedAppend, Error>();
+  group.forEach((job, index) => {
+    try {
+      const id = `$${params.push(job.conversationId)}`;
+      const resume = `$${params.push(job.batch.resumeHash ?? null)}::text`;
+      const part = appendCtes(job.batch, job.at, params, `id = ${id} AND (${resume} IS NULL OR resume_hash = ${resume})`, `_${index}`);
+      ctes.push(part.sql);
+      stored.push(part.stored);
+    } catch (error) {
+      unencodable.set(job, error instanceof Error ? error : new Error(String(error)));
+    }
+  });
+  const sql = `WITH ${ctes.join(", ")} SELECT ${group.map((_, index) => `(SELECT row_to_json(c_${index}) FROM c_${index}) AS r${index}`).join(", ")}`;
+  return { sql, params, stored, unencodable };
+}
+
 /** An error PostgreSQL itself reported for a statement (a SQLSTATE, with its severity): the statement stored nothing. */
 function reportedByPostgres(error: unknown): boolean {
   return error instanceof Error && typeof (error as { severity?: unknown }).severity === "string" && /^[0-9A-Z]{5}$/.test(String((error as { code?: unknown }).code));
@@ -419,48 +445,30 @@ export class PostgresStore implements Store {
 
   private async commitGroup(group: QueuedAppend[]): Promise<void> {
     const settle = (job: QueuedAppend, run: () => Promise<AppendedBatch | undefined>) => run().then(job.resolve, job.reject);
-    if (group.length === 1) return settle(group[0]!, () => this.appendOne(group[0]!));
-    let results: (AppendedBatch | undefined | Error)[];
+    const alone = (jobs: QueuedAppend[]) => Promise.all(jobs.map((job) => settle(job, () => this.appendOne(job)))).then(() => undefined);
+    if (group.length === 1) return alone(group);
+    const statement = groupStatement(group);
+    if (statement.unencodable.size > 0) {
+      // A batch that cannot be encoded (a value JSON cannot hold) fails on its own; the others each run alone
+      // (no statement text of another count is prepared for this rare case).
+      for (const [job, error] of statement.unencodable) job.reject(error);
+      return alone(group.filter((job) => !statement.unencodable.has(job)));
+    }
+    let rows: Row[];
     try {
-      results = await this.appendGroup(group);
+      rows = await this.q(statement.sql, statement.params);
     } catch (error) {
       if (!reportedByPostgres(error)) {
         for (const job of group) job.reject(error);
         return;
       }
-      await Promise.all(group.map((job) => settle(job, () => this.appendOne(job))));
-      return;
+      return alone(group);
     }
     group.forEach((job, index) => {
-      const result = results[index];
-      if (result instanceof Error) job.reject(result);
-      else job.resolve(result);
-    });
-  }
-
-  /** A group's batches in one statement: each conversation's row (or null: none, or not its resume hash) by position. */
-  private async appendGroup(group: QueuedAppend[]): Promise<(AppendedBatch | undefined | Error)[]> {
-    const params: unknown[] = [];
-    // A batch that cannot be encoded (a value JSON cannot hold) fails on its own and is left out of the statement.
-    const parts = group.map((job, index) => {
-      const mark = params.length;
-      try {
-        const id = `$${params.push(job.conversationId)}`;
-        const resume = `$${params.push(job.batch.resumeHash ?? null)}::text`;
-        return { index, ...appendCtes(job.batch, job.at, params, `id = ${id} AND (${resume} IS NULL OR resume_hash = ${resume})`, `_${index}`) };
-      } catch (error) {
-        params.length = mark;
-        return error instanceof Error ? error : new Error(String(error));
-      }
-    });
-    const built = parts.filter((part): part is Exclude<typeof part, Error> => !(part instanceof Error));
-    const rows = built.length === 0 ? [] : await this.q(`WITH ${built.map((part) => part.sql).join(", ")} SELECT ${built.map(({ index }) => `(SELECT row_to_json(c_${index}) FROM c_${index}) AS r${index}`).join(", ")}`, params);
-    return group.map((job, index) => {
-      const part = parts[index]!;
-      if (part instanceof Error) return part;
       const row = rows[0]?.[`r${index}`] as Row | null | undefined;
-      if (row) return appended(job.conversationId, part.stored, job.at, row);
-      return job.batch.resumeHash !== undefined ? undefined : new Error(`append: no conversation ${job.conversationId}`);
+      if (row) job.resolve(appended(job.conversationId, statement.stored[index]!, job.at, row));
+      else if (job.batch.resumeHash !== undefined) job.resolve(undefined);
+      else job.reject(new Error(`append: no conversation ${job.conversationId}`));
     });
   }
 
