@@ -221,15 +221,16 @@ function alive(pid) {
 }
 
 const LOCK = "build.lock";
-/** How long a run waits for another run's build before it builds itself. */
+/** How long a run waits for another run's build before it builds itself; a lock older than this is stale. */
 const LOCK_WAIT_MS = 120_000;
 
 /**
  * `make()` with the cache's build lock held: of the runs that find no bundle at once (the first runs after a
  * checkout or a change, often started together: a test's commands side by side, a terminal and a script), one
  * builds and the others wait for its bundle, instead of each building its own. The lock is a folder holding
- * its builder's pid: one left by a builder that died (killed mid-build) is taken over at once. A run that
- * cannot make the lock (a read-only cache), or has waited LOCK_WAIT_MS, builds without it, as before.
+ * its builder's pid: one left by a builder that died (killed mid-build) is taken over at once, and one older
+ * than LOCK_WAIT_MS (its pid alive again as another process) too. A run that cannot make the lock (a
+ * read-only cache), or has waited LOCK_WAIT_MS, builds without it, as before.
  */
 async function underLock(cache, make) {
   const lock = join(cache, LOCK);
@@ -250,8 +251,10 @@ async function underLock(cache, make) {
     } catch {
       continue; // released meanwhile: try again
     }
-    // Its pid is written just after the folder is made: a lock without one is given a few seconds.
-    const gone = Number.isInteger(owner) && owner > 0 ? !alive(owner) : Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? 0) > 5_000;
+    // Its pid is written just after the folder is made: a lock without one is given a few seconds. A lock older
+    // than any build (its pid reused since, say after a restart) is stale too.
+    const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? 0);
+    const gone = age > LOCK_WAIT_MS || (Number.isInteger(owner) && owner > 0 ? !alive(owner) : age > 5_000);
     if (gone) rmSync(lock, { recursive: true, force: true });
     else if (Date.now() > deadline) return make();
     else await new Promise((resolve) => setTimeout(resolve, 25));

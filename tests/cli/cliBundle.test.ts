@@ -111,7 +111,7 @@ describe("the CLI's bundle", () => {
       expect(readManifest(cache).bundle).not.toBe(unsettled.bundle);
     });
 
-    it("is built once by runs that start together on an empty cache (the others wait for it), and a dead builder's lock is taken over", async () => {
+    it("is built once by runs that start together on an empty cache (the others wait for it), and a dead builder's or a stale lock is taken over", async () => {
       const together = join(scratch, "together");
       mkdirSync(scratch, { recursive: true });
       writeFileSync(helper, `export const word: string = "together";\n`);
@@ -140,6 +140,19 @@ process.stdout.write(module.word);`;
       const after = (await import(pathToFileURL((await bundle(entry, together))!).href)) as { word: string };
       expect(after.word).toBe("after a dead builder");
       expect(built()).toHaveLength(2);
+      expect(existsSync(join(together, "build.lock"))).toBe(false);
+
+      // A lock older than any build, whose pid is alive again as another process (this test's, after a restart
+      // say), is stale too: the next run builds at once instead of waiting.
+      mkdirSync(join(together, "build.lock"));
+      writeFileSync(join(together, "build.lock", String(process.pid)), "");
+      const old = new Date(Date.now() - 180_000);
+      utimesSync(join(together, "build.lock"), old, old);
+      writeFileSync(helper, `export const word: string = "after a stale lock";\n`);
+      settledLongAgo(helper);
+      // (Waiting for it as for a live builder would take 2 minutes, past this test's timeout.)
+      const stale = (await import(pathToFileURL((await bundle(entry, together))!).href)) as { word: string };
+      expect(stale.word).toBe("after a stale lock");
       expect(existsSync(join(together, "build.lock"))).toBe(false);
     }, 60_000);
 
