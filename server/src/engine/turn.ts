@@ -42,7 +42,8 @@ export class Turns extends EnginePart {
    * A turn: model steps until the model answers without tool calls. Each step's results (the model's reply,
    * a read's progress and result, the tool entry) wait in the carry, shown to no one, and are stored in one
    * transaction before the next model call, or with the turn's last append when the step is held
-   * (turnSteps); `fresh` says the caller's record was read in the transaction that stored the customer's input.
+   * (turnSteps); `fresh` says the caller's record is as recent as a read at the turn's start would be (read in
+   * the transaction that stored the customer's input, or just before this call), so the first step does not read it again.
    */
   async runTurn(conversation: ConversationRecord, fresh = false, owedSeq?: number): Promise<void> {
     const release = this.core.releaseOf(conversation);

@@ -49,8 +49,9 @@ export class Writes extends EnginePart {
     if (!confirmed) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
     recorded?.();
     await this.runWrite(confirmed, tool, conversation);
+    // Read once the outcome is stored: the turn that tells the model starts from it (fresh), not from a second read.
     const after = (await this.core.store.getConversation(conversationId))!;
-    if (!after.handoff) await this.core.turns.runTurn(after);
+    if (!after.handoff) await this.core.turns.runTurn(after, true);
     return { ok: true };
   }
 
@@ -84,7 +85,7 @@ export class Writes extends EnginePart {
           await this.apply(write, tool, { type: "verified", subjectId: subject.id, satisfiesStepUp: satisfies });
         }
       }
-      if (readWaits && !updated.handoff) await this.core.turns.runTurn((await this.core.store.getConversation(conversationId))!);
+      if (readWaits && !updated.handoff) await this.core.turns.runTurn((await this.core.store.getConversation(conversationId))!, true);
       return { ok: true } as EngineResult;
     });
   }
