@@ -51,6 +51,8 @@ export class ProcessStartError extends Error {
 }
 
 const STDERR_KEEP = 16 * 1024;
+/** How long a failed start waits for the rest of the process's stderr after it exited. */
+const STDERR_DRAIN_MS = 1000;
 /**
  * Between calls a package process may use at most this share of one core, looked at over each
  * IDLE_CPU_WINDOW_MS in which no request was made and none was waiting: a package that keeps computing
@@ -138,6 +140,12 @@ export class PackageProcess {
       if (!transport.count(chunk.length, "stderr")) return;
       this.stderr = (this.stderr + chunk.toString("utf8")).slice(-STDERR_KEEP);
     });
+    // 'exit' may come before the last of stderr is read (a host that prints why it cannot serve and exits at
+    // once): the start's failure waits for stderr's end, at most STDERR_DRAIN_MS, so its reason is in the message.
+    const stderrEnded = new Promise<void>((resolve) => {
+      child.stderr!.once("end", resolve);
+      child.stderr!.once("close", resolve);
+    });
     child.once("exit", (code, signal) => {
       this.exited = true;
       clearInterval(this.idleWatch);
@@ -154,7 +162,8 @@ export class PackageProcess {
       if (/^package (sent a message over|wrote )/.test(error.message)) this.oversized = error.message.replace(/^package /, "");
     };
     const exitedEarly = new Promise<never>((_, reject) =>
-      this.onExit(() => {
+      this.onExit(async () => {
+        await Promise.race([stderrEnded, new Promise((resolve) => setTimeout(resolve, STDERR_DRAIN_MS).unref())]);
         // The SDK's host reports why it could not serve as one line: caplo-host-error {"code","message"}.
         const hostLine = /caplo-host-error (\{.*\})/.exec(this.stderr)?.[1];
         let hostError: { code: string; message: string } | undefined;
