@@ -163,7 +163,9 @@ export class PackageProcess {
     };
     const exitedEarly = new Promise<never>((_, reject) =>
       this.onExit(async () => {
-        await Promise.race([stderrEnded, new Promise((resolve) => setTimeout(resolve, STDERR_DRAIN_MS).unref())]);
+        let drained: NodeJS.Timeout | undefined;
+        await Promise.race([stderrEnded, new Promise((resolve) => (drained = setTimeout(resolve, STDERR_DRAIN_MS)))]);
+        clearTimeout(drained);
         // The SDK's host reports why it could not serve as one line: caplo-host-error {"code","message"}.
         const hostLine = /caplo-host-error (\{.*\})/.exec(this.stderr)?.[1];
         let hostError: { code: string; message: string } | undefined;

@@ -443,22 +443,24 @@ export class PostgresStore implements Store {
     if (group.length === GROUP_COMMIT_MAX) this.scheduleAppends();
   }
 
+  /**
+   * A group's appends in one statement (a group of one too: one statement shape for every append). A batch
+   * that cannot be encoded (a value JSON cannot hold) fails on its own before anything is sent; a group
+   * PostgreSQL refused runs again one append per statement; one whose connection failed fails each append.
+   */
   private async commitGroup(group: QueuedAppend[]): Promise<void> {
-    const settle = (job: QueuedAppend, run: () => Promise<AppendedBatch | undefined>) => run().then(job.resolve, job.reject);
-    const alone = (jobs: QueuedAppend[]) => Promise.all(jobs.map((job) => settle(job, () => this.appendOne(job)))).then(() => undefined);
-    if (group.length === 1) return alone(group);
+    const alone = (jobs: QueuedAppend[]) => Promise.all(jobs.map((job) => this.commitGroup([job]))).then(() => undefined);
     const statement = groupStatement(group);
     if (statement.unencodable.size > 0) {
-      // A batch that cannot be encoded (a value JSON cannot hold) fails on its own; the others each run alone
-      // (no statement text of another count is prepared for this rare case).
       for (const [job, error] of statement.unencodable) job.reject(error);
+      // The others each alone: no statement text of another size is prepared for this rare case.
       return alone(group.filter((job) => !statement.unencodable.has(job)));
     }
     let rows: Row[];
     try {
       rows = await this.q(statement.sql, statement.params);
     } catch (error) {
-      if (!reportedByPostgres(error)) {
+      if (group.length === 1 || !reportedByPostgres(error)) {
         for (const job of group) job.reject(error);
         return;
       }
@@ -470,20 +472,6 @@ export class PostgresStore implements Store {
       else if (job.batch.resumeHash !== undefined) job.resolve(undefined);
       else job.reject(new Error(`append: no conversation ${job.conversationId}`));
     });
-  }
-
-  /** One batch in a statement of its own. */
-  private async appendOne(job: QueuedAppend): Promise<AppendedBatch | undefined> {
-    const { conversationId, batch, at } = job;
-    // One statement, so one round trip and one implicit transaction (all or nothing); a resume hash that is
-    // no longer the conversation's leaves the update without a row, so nothing is inserted.
-    const params: unknown[] = [conversationId];
-    const where = batch.resumeHash !== undefined ? `id = $1 AND resume_hash = $${params.push(batch.resumeHash)}` : "id = $1";
-    const ctes = appendCtes(batch, at, params, where);
-    const rows = await this.q(`WITH ${ctes.sql} SELECT * FROM c`, params);
-    if (!rows[0] && batch.resumeHash !== undefined) return undefined;
-    if (!rows[0]) throw new Error(`append: no conversation ${conversationId}`);
-    return appended(conversationId, ctes.stored, at, rows[0]);
   }
 
   async finishTurn(conversationId: string, nodeId: string, seq: number): Promise<boolean> {
