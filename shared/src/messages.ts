@@ -83,6 +83,11 @@ export const outboundSchema = z.discriminatedUnion("type", [
     id,
     proposalId: id,
     state: z.enum(PROPOSAL_STATES),
+    /**
+     * The write's title as the customer knows it (its review card's, or the tool's name in words): what a
+     * write with no card (confirmation none) is called where its outcome is shown.
+     */
+    title: z.string().optional(),
     /** The customer-facing sentence (the reason for not_applied, "not confirmed yet" for pending and unknown). */
     message: z.string(),
     receipt: z.array(displayFieldSchema).optional(),

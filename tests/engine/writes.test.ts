@@ -302,6 +302,8 @@ describe("confirmation none and blocking", () => {
     const [write] = await h.store.listWrites(h.conversation.id);
     expect(write).toMatchObject({ state: "applied", confirmation: "none" });
     expect((await h.ofType("text")).at(-1)?.text).toMatch(/outcome: applied/);
+    // No card names the write: its outcome does, so the customer is told what was done, not only "done".
+    expect(await h.ofType("outcome")).toMatchObject([{ proposalId: write!.id, state: "applied", title: "Add note", message: "Add note: done. Your request went through." }]);
   });
 
   it.each([

@@ -83,6 +83,13 @@ describe("the offline demo model", () => {
     // Sign in for a visitor who has not; verify again for one whose sign-in is not strong or recent enough (the widget's button says the same).
     expect(await after("my orders", "customer_not_verified: this tool acts for a verified customer")).toBe("Please sign in with the button above; I'll go on as soon as you have.");
     expect(await after("change my address", "step_up_required: level high")).toBe("Please verify again with the button above; I'll go on as soon as you have.");
+    // A write that needs no confirmation has run when the model goes on: its card says done, the model goes on (not silence).
+    const note = "add a note to order SO-1003: leave it with the neighbour";
+    expect(await after(note, "[write orders/add_order_note, proposal w1] outcome: applied. The change happened. Result: {}")).toMatch(/^Anything else\?/);
+    expect(await after(note, "[write orders/add_order_note, proposal w1] outcome: not applied. The provider definitely did not make the change: order closed")).toMatch(/^Anything else\?/);
+    const unknown = await after(note, "[write orders/add_order_note, proposal w1] outcome: unknown. The change is not confirmed yet.");
+    expect(unknown).toContain("checking with the shop");
+    expect(unknown).not.toMatch(/done|went through/i);
   });
 
   test("after the customer verifies for a waiting read, the same request is answered again", async () => {

@@ -33,8 +33,25 @@ const AFTER_TOOL: Case[] = [
 const read = (text: string | undefined, name: string, args: Record<string, unknown> = {}, cases: Case[] = []) => ({
   replies: [{ toolCalls: [{ name, args }] }, { cases: [...AFTER_TOOL, ...cases], text: text ? `${text} ${ANYTHING_ELSE}` : ANYTHING_ELSE }],
 });
-/** A write: the review card is the message (no "please confirm" before it is known that a card appears). */
-const write = (name: string, args: Record<string, unknown>) => ({ replies: [{ toolCalls: [{ name, args }] }, { cases: AFTER_TOOL, text: "" }] });
+/** What the model says once a write's outcome is known: the card says done, not done or nothing changed. */
+const CHECKING = "I'm checking with the shop and will tell you here as soon as it answers.";
+/**
+ * A write: the review card is the message (no "please confirm" before it is known that a card appears). A
+ * write that needs no confirmation has run by the time the model goes on: it says what follows its outcome.
+ */
+const write = (name: string, args: Record<string, unknown>) => ({
+  replies: [
+    { toolCalls: [{ name, args }] },
+    {
+      cases: [
+        ...AFTER_TOOL,
+        { tool: ci("outcome: (applied|not applied)"), text: ANYTHING_ELSE },
+        { tool: ci("outcome: (pending|unknown)"), text: CHECKING },
+      ],
+      text: "",
+    },
+  ],
+});
 const INVOICE_FILE: Case[] = [
   { tool: ci("file\\(s\\) delivered to the customer as downloads: "), text: "Here is the invoice, with the PDF to download." },
   { tool: ci("not delivered"), text: "Here is the invoice. The PDF cannot be sent here." },
@@ -48,7 +65,7 @@ export const DEMO_RULES: DemoRule[] = [
   // nothing changed (with the receipt or the reason): the model adds only what the card does not say.
   { whenNote: ci("outcome: applied"), replies: [{ text: ANYTHING_ELSE }] },
   { whenNote: ci("outcome: not applied"), replies: [{ text: ANYTHING_ELSE }] },
-  { whenNote: ci("outcome: (pending|unknown)"), replies: [{ text: "I'm checking with the shop and will tell you here as soon as it answers." }] },
+  { whenNote: ci("outcome: (pending|unknown)"), replies: [{ text: CHECKING }] },
   { whenNote: ci("declined"), replies: [{ text: ANYTHING_ELSE }] },
   { when: ci("^\\s*(help|hi|hello|hey|what can you do|\\?)\\s*[.!?]*\\s*$"), replies: [{ text: DEMO_TRY_TEXT }] },
   { when: ci("talk to a (person|human)|real person|someone from the (team|shop)|human agent"), replies: [{ toolCalls: [{ name: "handoff_to_team", args: { reason: "the customer asked for a person" } }] }] },

@@ -2,6 +2,7 @@
 // applied → it succeeded; not applied → it did not go through; pending and unknown → not confirmed yet,
 // do not send it again. operationRef and idempotency keys are never part of either text.
 import type { WriteRecord, WriteState } from "./ledger.ts";
+import type { EngineTool } from "./release.ts";
 
 export function customerText(title: string, write: Pick<WriteRecord, "state" | "result"> & Partial<Pick<WriteRecord, "stepUp">>): string {
   switch (write.state) {
@@ -70,4 +71,9 @@ export function modelNote(write: Pick<WriteRecord, "id" | "toolRef" | "state" | 
     default:
       return `${head} state: ${state}.`;
   }
+}
+
+/** A write's title as the customer knows it: the presentation's title, else the tool's name in words. */
+export function writeTitle(tool: EngineTool | undefined, write: Pick<WriteRecord, "toolRef">): string {
+  return tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
 }

@@ -4,7 +4,7 @@ import type { Outbound } from "@caplo/shared";
 import type { ModelMessage } from "../model/model.ts";
 import type { ConversationRecord } from "../store/store.ts";
 import type { WriteChange, WriteRecord } from "./ledger.ts";
-import { customerText, modelNote } from "./outcomeText.ts";
+import { customerText, modelNote, writeTitle } from "./outcomeText.ts";
 import { changedWrite } from "./writePolicy.ts";
 import { fail, randomId, UNDELIVERED_NOTE_PREFIX, type DeliveryRecord, type EngineResult, type UndeliveredMessage } from "./common.ts";
 import { EnginePart } from "./core.ts";
@@ -111,8 +111,8 @@ export class TeamActions extends EnginePart {
       const now = this.core.now();
       const after = changedWrite(write, change, now);
       const tool = this.core.toolForWrite(write);
-      const title = tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
-      const events: Outbound[] = [{ type: "outcome", id: randomId("m"), proposalId: write.id, state: outcome, message: customerText(title, after) }];
+      const title = writeTitle(tool, write);
+      const events: Outbound[] = [{ type: "outcome", id: randomId("m"), proposalId: write.id, state: outcome, title, message: customerText(title, after) }];
       const transcript: ModelMessage[] = [{ role: "system", content: `${modelNote(after)} (A team member checked and recorded this outcome; the tool was not run again.)` }];
       // The outcome, what tells it, and its entry in the workspace's audit (who recorded what, their note) land together or not at all.
       const audit = { actor: member, action: "follow_up.resolved", detail: { conversationId: write.conversationId, tool: write.toolRef, state: outcome, note } };

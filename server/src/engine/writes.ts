@@ -10,7 +10,7 @@ import type { WriteChange, WriteRecord } from "./ledger.ts";
 import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type ToolUse, type EngineResult, type ToolCallOutcome } from "./common.ts";
 import { EnginePart } from "./core.ts";
 import { shownState } from "./customerActions.ts";
-import { blockedCustomerText, customerText, modelNote } from "./outcomeText.ts";
+import { blockedCustomerText, customerText, modelNote, writeTitle } from "./outcomeText.ts";
 import { applyEdits, lookalikeArgument, misleadingArgument, receiptFields, reviewCard, undeclaredArgument } from "./presentation.ts";
 import type { EngineTool } from "./release.ts";
 import { proposalExpired, stepUpExpired, writeExpired } from "./proposalSweep.ts";
@@ -294,6 +294,7 @@ export class Writes extends EnginePart {
       id: randomId("m"),
       proposalId: write.id,
       state: shownState(write.state),
+      title,
       message: customerText(title, write),
       ...(receipt && receipt.length > 0 && { receipt }),
     });
@@ -355,8 +356,3 @@ function followUpAudit(before: WriteRecord, change: WriteChange): WriteAudit | u
 
 /** Added to the verification note when a read waited for it: the model goes on with the request. */
 export const VERIFIED_CONTINUE_NOTE = "Continue with their last request now.";
-
-/** A write's title as the customer knows it: the presentation's title, else the tool's name in words. */
-function writeTitle(tool: EngineTool | undefined, write: Pick<WriteRecord, "toolRef">): string {
-  return tool?.policy.presentation?.title ?? tool?.tool.replaceAll("_", " ").replace(/^./, (first) => first.toUpperCase()) ?? write.toolRef;
-}

@@ -9,6 +9,7 @@ const valid = [
   { t: "event", seq: 2, at: "x", message: { type: "progress", id: "m2", callId: "c", state: "start", label: "Looking up your order" } },
   { t: "event", seq: 3, at: "x", message: { type: "review", id: "m3", proposalId: "p", tool: "a/b", title: "T", fields: [], state: "proposed" } },
   { t: "event", seq: 4, at: "x", message: { type: "outcome", id: "m4", proposalId: "p", state: "applied", message: "ok", receipt: [{ label: "a", value: "b" }] } },
+  { t: "event", seq: 4, at: "x", message: { type: "outcome", id: "m4", proposalId: "p", state: "applied", title: "Add order note", message: "ok" } },
   { t: "event", seq: 5, at: "x", message: { type: "result", id: "m5", callId: "c", layout: "list", title: "T", columns: [], items: [{ a: 1 }] } },
   { t: "event", seq: 6, at: "x", message: { type: "question", id: "m6", elicitationId: "e", style: "form", message: "?", fields: [] } },
   { t: "event", seq: 7, at: "x", message: { type: "file", id: "m7", name: "a.pdf", mimeType: "application/pdf", size: 10, url: "/f" } },
@@ -41,7 +42,7 @@ describe("reading server frames in the browser", () => {
   });
 
   test("malformed frames are dropped instead of crashing the app", () => {
-    for (const bad of ["not json", "null", "[]", '{"t":"nope"}', '{"t":"event","seq":0,"message":{}}', '{"t":"event","seq":1,"message":{"type":"text","id":"m"}}', '{"t":"event","seq":1,"message":{"type":"result","id":"m","callId":"c","layout":"list","title":"t","columns":[],"items":[1]}}', '{"t":"ack"}']) {
+    for (const bad of ["not json", "null", "[]", '{"t":"nope"}', '{"t":"event","seq":0,"message":{}}', '{"t":"event","seq":1,"message":{"type":"text","id":"m"}}', '{"t":"event","seq":1,"message":{"type":"result","id":"m","callId":"c","layout":"list","title":"t","columns":[],"items":[1]}}', '{"t":"ack"}', '{"t":"event","seq":1,"message":{"type":"outcome","id":"m","proposalId":"p","state":"applied","message":"ok","title":{"x":1}}}']) {
       expect(readServerFrame(bad), bad).toBeNull();
     }
   });

@@ -33,7 +33,7 @@ export function readOutbound(raw: unknown): Outbound | null {
   if (raw.type === "result" && (!isArr(raw.columns) || !isArr(raw.items) || !raw.items.every(isObj))) return null;
   if (raw.type === "question" && !isArr(raw.fields)) return null;
   if (raw.type === "file" && typeof raw.size !== "number") return null;
-  if (raw.type === "outcome" && raw.receipt !== undefined && !isArr(raw.receipt)) return null;
+  if (raw.type === "outcome" && ((raw.receipt !== undefined && !isArr(raw.receipt)) || (raw.title !== undefined && !isStr(raw.title)))) return null;
   return raw as unknown as Outbound;
 }
 

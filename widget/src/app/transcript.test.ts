@@ -72,6 +72,8 @@ describe("the downloaded transcript says what the visitor saw, in the words they
         entry(2, { type: "outcome", id: "o1", proposalId: "p1", state: "pending", message: "x" }),
         entry(3, { type: "outcome", id: "o2", proposalId: "p1", state: "applied", message: "x", receipt: [{ label: "Time", value: "Sat 5 Dec" }] }),
         entry(4, { type: "outcome", id: "o3", proposalId: "p1", state: "declined", message: "x" }),
+        // A write with no card (confirmation none): its outcome's own title names it.
+        entry(5, { type: "outcome", id: "o4", proposalId: "p2", state: "applied", title: "Add order note", message: "x" }),
       ],
       {},
       { "slotId\u0000SL-1": "Sat 5 Dec, 10:00, fitting" },
@@ -86,6 +88,7 @@ describe("the downloaded transcript says what the visitor saw, in the words they
         "Book this appointment: Done",
         "    Time: Sat 5 Dec",
         "Book this appointment: Not done. You chose not to go ahead. Nothing was changed.",
+        "Add order note: Done",
         "",
       ].join("\n"),
     );

@@ -48,7 +48,7 @@ export function transcriptText(entries: Entry[], { t, locale, labels, names, use
         break;
       case "outcome": {
         const line = stateLine(t, m.state, m);
-        const title = titles.get(m.proposalId);
+        const title = titles.get(m.proposalId) ?? m.title;
         lines.push(`${head} ${title ? `${title}: ` : ""}${stateLabel(t, m.state)}${line ? `. ${line}` : ""}`, ...(m.receipt ?? []).map((f) => indent(f.label, f.value)));
         break;
       }

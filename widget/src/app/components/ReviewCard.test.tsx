@@ -5,7 +5,7 @@ import type { Outbound, OutboundOf } from "@caplo/shared";
 import type { ReviewView } from "../conversation.ts";
 import { outbound, renderInWidget } from "../testing.tsx";
 import { namesOf } from "./App.tsx";
-import { ReviewCard } from "./ReviewCard.tsx";
+import { OutcomeNotice, ReviewCard } from "./ReviewCard.tsx";
 
 const review = outbound({
   type: "review",
@@ -135,6 +135,19 @@ describe("review card", () => {
     const receipt = screen.getByLabelText("Receipt");
     expect(receipt.textContent).toBe("Refund€49.90");
     expect(screen.queryByRole("button", { name: "Confirm" })).toBeNull();
+  });
+
+  test("a write with no card (confirmation none) is named by its outcome: what was done, not only \"Done\"", () => {
+    const o = outcome({ state: "applied", title: "Add order note", message: "Add order note: done. Your request went through.", receipt: [{ label: "Note", value: "gift wrap" }] });
+    renderInWidget(<OutcomeNotice outcome={o} />);
+    const card = screen.getByRole("region", { name: "Add order note: Done" });
+    expect(card.textContent).toBe("Add order noteDoneNotegift wrap");
+    cleanup();
+    // A title is text: markup in it is shown as written, never made into elements.
+    renderInWidget(<OutcomeNotice outcome={outcome({ state: "unknown", title: "<img src=x onerror=alert(1)>", message: "" })} />);
+    expect(document.querySelector("section img")).toBeNull();
+    expect(screen.getByText("<img src=x onerror=alert(1)>")).toBeTruthy();
+    expect(screen.getByText(/don't send it again/)).toBeTruthy();
   });
 
   test("not applied shows the reason", () => {

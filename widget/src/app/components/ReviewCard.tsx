@@ -245,8 +245,11 @@ export function rowsFor(value: string): number {
 export function OutcomeNotice({ outcome }: { outcome: OutboundOf<"outcome"> }) {
   const { t } = useWidget();
   const line = stateLine(t, outcome.state, outcome);
+  // A write with no card (confirmation none) is named here, or "Done" would not say what was done.
+  const title = outcome.title ? clampText(outcome.title, 200) : undefined;
   return (
-    <section class={`card outcome outcome-${outcome.state}`} aria-label={stateLabel(t, outcome.state)}>
+    <section class={`card outcome outcome-${outcome.state}`} aria-label={title ? `${title}: ${stateLabel(t, outcome.state)}` : stateLabel(t, outcome.state)}>
+      {title && <p class="update-title">{title}</p>}
       <p class="state">
         <strong>{stateLabel(t, outcome.state)}</strong>
       </p>
