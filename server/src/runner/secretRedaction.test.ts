@@ -1,7 +1,7 @@
 // Secret values are replaced wherever they appear in what the runner hands on: strings, keys, arrays,
 // and values nested deeper than the walk goes.
 import { describe, expect, it } from "vitest";
-import { makeRedactor } from "./secretRedaction.ts";
+import { makeRedactor, redactorFor } from "./secretRedaction.ts";
 
 describe("secret redaction", () => {
   const redact = makeRedactor({ API_KEY: "sk-live-1234", QUOTED: 'pa"ss\\word', SHORT: "abc" });
@@ -80,5 +80,38 @@ describe("where a long text may be cut", () => {
     const encoded = `${"a".repeat(90)}${encodeURIComponent("sk-live-1234").replace("-", "%2D")}${"b".repeat(50)}`;
     expect(redact.cutPoint(encoded, 100)).toBe(90);
     expect(makeRedactor({}).cutPoint(text, 100)).toBe(100);
+  });
+});
+
+describe("a set of secrets' redactor, made once", () => {
+  it("is the same redactor for the same names and values, in any order; a changed value (a rotated secret) gets its own", () => {
+    const first = redactorFor({ API_KEY: "sk-live-1234", OTHER: "other-value" });
+    expect(redactorFor({ OTHER: "other-value", API_KEY: "sk-live-1234" })).toBe(first);
+    const rotated = redactorFor({ API_KEY: "sk-live-5678", OTHER: "other-value" });
+    expect(rotated).not.toBe(first);
+    // Each redacts its own values, whichever was made last.
+    expect(first("sk-live-1234 sk-live-5678")).toBe("[secret:API_KEY] sk-live-5678");
+    expect(rotated("sk-live-1234 sk-live-5678")).toBe("sk-live-1234 [secret:API_KEY]");
+    // A value that is another secret's name stands for itself: names and values are not mixed up in the key.
+    expect(redactorFor({ A: "BBBB", BBBB: "cccc" })("BBBB cccc")).toBe("[secret:A] [secret:BBBB]");
+    expect(redactorFor({ A: "BBBB,cccc" })("BBBB cccc")).toBe("BBBB cccc");
+  });
+
+  it("is used again as often as asked: its pattern holds no state from one use to the next", () => {
+    const redact = redactorFor({ API_KEY: "sk-live-1234" });
+    for (let i = 0; i < 3; i++) expect(redact({ a: "sk-live-1234", b: ["x sk-live-1234 y"] })).toEqual({ a: "[secret:API_KEY]", b: ["x [secret:API_KEY] y"] });
+  });
+
+  it("keeps at most 256 sets: the least recently used is made anew", () => {
+    const kept = redactorFor({ KEPT: "kept-value" });
+    const dropped = redactorFor({ DROPPED: "dropped-value" });
+    for (let i = 0; i < 255; i++) {
+      redactorFor({ FILL: `fill-value-${i}` });
+      if (i % 50 === 0) expect(redactorFor({ KEPT: "kept-value" })).toBe(kept); // used: kept
+    }
+    expect(redactorFor({ KEPT: "kept-value" })).toBe(kept);
+    const again = redactorFor({ DROPPED: "dropped-value" });
+    expect(again).not.toBe(dropped);
+    expect(again("dropped-value")).toBe("[secret:DROPPED]");
   });
 });

@@ -61,6 +61,25 @@ function base64Fragments(secret: string): string[] {
   return [...fragments].sort((a, b) => b.length - a.length);
 }
 
+/** How many redactors (one per set of secrets) are kept made. */
+const REDACTORS_KEPT = 256;
+const redactors = new Map<string, Redactor>();
+
+/**
+ * The redactor of a set of secrets, made once: its pattern (every spelling of every secret, compiled) costs
+ * far more than a call's redaction, and a package's secrets are the same call after call. Kept in this
+ * process's memory only, as the secrets themselves are; the least recently used set is dropped past 256.
+ */
+export function redactorFor(secrets: Record<string, string>): Redactor {
+  const key = JSON.stringify(Object.entries(secrets).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  let redactor = redactors.get(key);
+  if (redactor) redactors.delete(key);
+  else redactor = makeRedactor(secrets);
+  redactors.set(key, redactor);
+  if (redactors.size > REDACTORS_KEPT) redactors.delete(redactors.keys().next().value!);
+  return redactor;
+}
+
 export function makeRedactor(secrets: Record<string, string>): Redactor {
   const entries = Object.entries(secrets)
     .filter(([, value]) => value.length >= MIN_SECRET_LENGTH)

@@ -46,7 +46,7 @@ import { ProcessPool } from "./processPool.ts";
 import { chooseSandbox, type SandboxMode } from "./sandbox.ts";
 import { validateAgainst } from "./schemaValidator.ts";
 import { resultBytes } from "./resultSize.ts";
-import { makeRedactor } from "./secretRedaction.ts";
+import { redactorFor } from "./secretRedaction.ts";
 import { checkFrozen } from "../build/frozenVersion.ts";
 
 /** An error the runner reports by code (for load and configuration problems; calls return results). */
@@ -324,7 +324,7 @@ export class CaploToolRunner implements ToolRunner {
 
   async call(request: ToolCallRequest): Promise<ToolCallResult> {
     const started = performance.now();
-    const redact = makeRedactor(request.context.secrets);
+    const redact = redactorFor(request.context.secrets);
     const callLog = new CallLog(redact.cutPoint);
     const logs = callLog.lines;
     const invocationId = request.context.invocationId;
@@ -533,7 +533,7 @@ export class CaploToolRunner implements ToolRunner {
 
   async checkStatus(request: StatusCheckRequest): Promise<WriteOutcome> {
     const started = performance.now();
-    const redact = makeRedactor(request.context.secrets);
+    const redact = redactorFor(request.context.secrets);
     const callLog = new CallLog(redact.cutPoint);
     const logs = callLog.lines;
     const target = this.targets.get(request.packageVersionId);
