@@ -237,7 +237,17 @@ function compileAlone(dialect: AjvInstance, schema: object): ValidateFunction {
   }
 }
 
+/**
+ * The validator of a schema object already seen, without spelling it out again: a tool's schemas are the same
+ * objects call after call (its listing's), and the text key below cost a JSON.stringify of the whole schema
+ * each time. A schema object is never changed once a tool is listed; an equal schema in another object finds
+ * the same validator by its text.
+ */
+const bySchema = new WeakMap<object, ValidateFunction>();
+
 function compile(schema: Record<string, unknown>): ValidateFunction {
+  const seen = bySchema.get(schema);
+  if (seen) return seen;
   const key = JSON.stringify(schema);
   let validate = cache.get(key);
   if (!validate) {
@@ -246,6 +256,7 @@ function compile(schema: Record<string, unknown>): ValidateFunction {
     validate = compileAlone(dialect, dialect === draft2020 ? schema : rest);
     cache.set(key, validate);
   }
+  bySchema.set(schema, validate);
   return validate;
 }
 
