@@ -220,6 +220,7 @@ describe("two members", () => {
     const benContext = await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 820 } });
     try {
       const ben = await benContext.newPage();
+      ben.setDefaultTimeout(10_000); // as ana's: a wait that fails names its step before the test's own timeout
       await signIn(ben, BEN);
       const id = conversationOf.handoff!;
       await Promise.all([ana.goto(`${stack.base}/console#/c/${id}`), ben.goto(`${stack.base}/console#/c/${id}`)]);
@@ -253,7 +254,7 @@ describe("two members", () => {
     } finally {
       await benContext.close();
     }
-  });
+  }, 60_000); // two browsers, each page signed in, a take, a message, a note, axe and two screenshots: about 3 s alone, over 30 s once in a cold run beside other browser tests
 });
 
 describe("follow-ups", () => {
