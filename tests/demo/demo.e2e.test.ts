@@ -195,10 +195,10 @@ describe("npm start: the demo shop as a newcomer sees it", () => {
 
     // A write that needs no confirmation (a delivery note) runs at once; its outcome is told all the same.
     await say("add a note to order SO-1003: please leave it with the neighbour");
-    const note = app().getByRole("region", { name: "Add order note: Done", exact: true });
+    const note = app().getByRole("region", { name: "Delivery note: Done", exact: true });
     await note.getByText("Done", { exact: true }).waitFor();
-    // It says what was done (no card named it), and the agent goes on after it rather than falling silent.
-    expect(await note.textContent()).toBe("Add order noteDone");
+    // It says what was done (no card showed it), and the agent goes on after it rather than falling silent.
+    expect(await note.textContent()).toBe("Delivery noteDoneOrderSO-1003Noteplease leave it with the neighbour");
     await app().locator(".row:has(section.outcome) + .row .bubble.from-agent").getByText("Anything else?").waitFor();
     await snap("note-applied");
 

@@ -161,7 +161,7 @@ describe("demo packages against the shop API", () => {
     const again = await orders.call("add_order_note", { orderId: "SO-1008", text: "Ring twice" }, { idempotencyKey: "demo-n1" });
     expect(effect(first)?.outcome).toBe("applied");
     expect(again.structuredContent).toEqual(first.structuredContent);
-    expect(first.structuredContent).toEqual({ orderId: "SO-1008", noteCount: 1 });
+    expect(first.structuredContent).toEqual({ orderId: "SO-1008", noteCount: 1, note: "Ring twice" });
   });
 
   it("appointments: find_slots asks one tapped question per missing detail and searches with the answers", async () => {

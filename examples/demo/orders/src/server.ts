@@ -154,7 +154,7 @@ export function createServer() {
     {
       description: "Add a delivery note to an order, for example where to leave the parcel.",
       inputSchema: z.strictObject({ orderId, text: z.string().min(1).max(500).describe("The note, in the customer's words") }),
-      outputSchema: { orderId: z.string(), noteCount: z.number().int() },
+      outputSchema: { orderId: z.string(), noteCount: z.number().int(), note: z.string().optional() },
     },
     async ({ orderId, text }, extra) => {
       const { secrets, signal, idempotencyKey } = context(extra);
@@ -167,7 +167,8 @@ export function createServer() {
       if (response.status === 404) return outcome("not_applied", `There is no order ${orderId}.`);
       if (response.status !== 201) throw new Error(`adding the note failed with ${response.status}`);
       const body = (await response.json()) as { orderId: string; noteCount: number };
-      return outcome("applied", "The note is on the order.", { orderId: body.orderId, noteCount: body.noteCount });
+      // The note as the shop took it: the customer's receipt shows it (no card showed it before it ran).
+      return outcome("applied", "The note is on the order.", { orderId: body.orderId, noteCount: body.noteCount, note: text });
     },
   );
 
