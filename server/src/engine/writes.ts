@@ -5,7 +5,7 @@ import type { CallSubject, Inbound, Outbound, WriteOutcome } from "@caplo/shared
 import { satisfiesStepUp } from "../identity/stepUp.ts";
 import type { ModelMessage } from "../model/model.ts";
 import { validateAgainst } from "../runner/schemaValidator.ts";
-import type { AppendBatch, ConversationRecord, WriteAudit } from "../store/store.ts";
+import type { AppendBatch, ChangedWrite, ConversationRecord, WriteAudit } from "../store/store.ts";
 import type { WriteChange, WriteRecord } from "./ledger.ts";
 import { fail, progressEvent, proposedNote, randomId, stepUpEvent, storeUnreachable, type ToolUse, type EngineResult, type ToolCallOutcome } from "./common.ts";
 import { EnginePart } from "./core.ts";
@@ -32,10 +32,12 @@ export class Writes extends EnginePart {
     if (inbound.type === "decline") {
       const decision = decide(write, { type: "decline", actor });
       if (!decision.ok) return fail(decision.code, "proposalId", decision.message);
-      const declined = await this.apply(write, tool, { type: "decline", actor });
+      const declined = await this.change(write, tool, { type: "decline", actor });
       if (!declined) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
       recorded?.();
-      if (!conversation.handoff) await this.core.turns.runTurn(conversation);
+      // The conversation as the decline's append left it: the turn that tells the model starts from it (fresh).
+      const after = declined.appended?.conversation;
+      if (!(after ?? conversation).handoff) await this.core.turns.runTurn(after ?? conversation, after !== undefined);
       return { ok: true };
     }
     const decision = decide(write, { type: "confirm", actor });
@@ -48,9 +50,10 @@ export class Writes extends EnginePart {
     // Two confirms (double click, two tabs): the compare-and-set lets exactly one through.
     if (!confirmed) return fail("proposal_not_open", "proposalId", "this proposal was already decided");
     recorded?.();
-    await this.runWrite(confirmed, tool, conversation);
-    // Read once the outcome is stored: the turn that tells the model starts from it (fresh), not from a second read.
-    const after = (await this.core.store.getConversation(conversationId))!;
+    const ran = await this.runWrite(confirmed, tool, conversation);
+    // The conversation as the outcome's append left it (read only if another node recorded the outcome): the turn
+    // that tells the model starts from it (fresh), not from a read of its own.
+    const after = ran?.appended?.conversation ?? (await this.core.store.getConversation(conversationId))!;
     if (!after.handoff) await this.core.turns.runTurn(after, true);
     return { ok: true };
   }
@@ -180,7 +183,7 @@ export class Writes extends EnginePart {
         this.core.now(),
       );
       const done = await this.runWrite(confirmed!, tool, conversation, false);
-      return { modelText: modelNote(done ?? confirmed!) };
+      return { modelText: modelNote(done?.write ?? confirmed!) };
     }
     return { modelText: proposedNote(tool.ref, id), endTurn: true, stored: true };
   }
@@ -190,7 +193,7 @@ export class Writes extends EnginePart {
    * record the outcome. The `running` transition is stored, with the progress the customer sees, before the
    * runner is called.
    */
-  private async runWrite(write: WriteRecord, tool: EngineTool, conversation: ConversationRecord, noteToModel = true): Promise<WriteRecord | undefined> {
+  private async runWrite(write: WriteRecord, tool: EngineTool, conversation: ConversationRecord, noteToModel = true): Promise<ChangedWrite | undefined> {
     const start: AppendBatch = { events: [progressEvent(tool, write.callId, "start")] };
     let running: WriteRecord | undefined = write;
     if (write.state === "confirmed") {
@@ -236,10 +239,10 @@ export class Writes extends EnginePart {
    * dies first, another takes it over (unknown, then a status check); its compare-and-set then fails here.
    * The progress end, the outcome and what the model is told are stored with the transition.
    */
-  private async recordOutcome(running: WriteRecord, tool: EngineTool, outcome: WriteOutcome, noteToModel: boolean): Promise<WriteRecord | undefined> {
+  private async recordOutcome(running: WriteRecord, tool: EngineTool, outcome: WriteOutcome, noteToModel: boolean): Promise<ChangedWrite | undefined> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.apply(running, tool, { type: "finished", outcome }, noteToModel, [progressEvent(tool, running.callId, "end")]);
+        return await this.change(running, tool, { type: "finished", outcome }, noteToModel, [progressEvent(tool, running.callId, "end")]);
       } catch (error) {
         if (this.core.stopped || attempt >= 60 || !storeUnreachable(error)) throw error;
         if (attempt === 0) this.core.log("warn", "a write's outcome could not be stored yet; retrying", { writeId: running.id, error: String(error) });
@@ -253,6 +256,11 @@ export class Writes extends EnginePart {
    * announces it (its effects: the outcome event, the note to the model, the step-up request), in one transaction.
    */
   async apply(write: WriteRecord, tool: EngineTool, event: PolicyEvent, noteToModel = true, before: Outbound[] = []): Promise<WriteRecord | undefined> {
+    return (await this.change(write, tool, event, noteToModel, before))?.write;
+  }
+
+  /** apply, with what was appended in the change's transaction (the conversation as it left it). */
+  private async change(write: WriteRecord, tool: EngineTool, event: PolicyEvent, noteToModel = true, before: Outbound[] = []): Promise<ChangedWrite | undefined> {
     const context = this.context(tool);
     const plan = planChange(write, event, context);
     if (!plan.ok) return undefined;
@@ -277,7 +285,7 @@ export class Writes extends EnginePart {
       return undefined;
     }
     if (changed.appended) await this.core.conversations.announce(changed.appended);
-    return changed.write;
+    return changed;
   }
 
   /** What the write policy needs to give a whole ledger change now (writePolicy.planChange). */
