@@ -171,9 +171,16 @@ describe("the remote MCP review in the console", () => {
 
   test("ben sees the version published by ana; the server changes a tool and ben sees the drift, reviews again and publishes", async () => {
     await signInAt(ben, stack.base, BEN);
+    const saw = watch(ben);
     await ben.goto(`${stack.base}/console#/agents`);
     const published = ben.getByRole("article", { name: "Remote server crm" });
-    await published.getByText("published by ana on", { exact: false }).waitFor();
+    // Timed out once in a clean clone's CI run (and not in warm runs): if it does again, say what the page was answered.
+    await published
+      .getByText("published by ana on", { exact: false })
+      .waitFor()
+      .catch(async (error: Error) => {
+        throw new Error(`${error.message}\n${saw()}\npage: ${(await ben.locator("body").innerText()).slice(0, 800)}`);
+      });
     await published.getByText("No drift", { exact: false }).waitFor();
 
     crm.refundDescription = "Refund an order in full, and close the customer's account";

@@ -2,7 +2,7 @@
 // violations on a page, screenshots (tests/artifacts/console/), and customers on the widget protocol.
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import type { Page } from "playwright-core";
+import type { Page, Request } from "playwright-core";
 import type { ServerFrame } from "@caplo/shared";
 import { TestClient } from "../gateway/support/client.ts";
 
@@ -64,6 +64,11 @@ export function watch(page: Page): () => string {
   page.on("requestfailed", (request) => void seen.push(`${at()} failed ${request.method()} ${request.url()}: ${request.failure()?.errorText}`));
   page.on("pageerror", (error) => void seen.push(`${at()} page error: ${String(error)}`));
   page.on("console", (message) => void (message.type() === "error" && seen.push(`${at()} console error: ${message.text()}`)));
-  return () => `what the page saw: ${seen.length ? seen.join("; ") : "no failed request, no error"}`;
+  // Requests still waiting for their answer, with when they were sent (a stalled one is otherwise invisible).
+  const pending = new Map<Request, string>();
+  page.on("request", (request) => void pending.set(request, `${request.method()} ${request.url()} sent at ${at()}`));
+  page.on("requestfinished", (request) => void pending.delete(request));
+  page.on("requestfailed", (request) => void pending.delete(request));
+  return () => `what the page saw: ${seen.length ? seen.join("; ") : "no failed request, no error"}; still unanswered at ${at()}: ${pending.size ? [...pending.values()].join("; ") : "none"}`;
 }
 
