@@ -16,6 +16,10 @@ function useHash(): string {
   useEffect(() => {
     const changed = () => setHash(location.hash);
     addEventListener("hashchange", changed);
+    // A change between the first render and this effect (Preact runs effects after the next frame) fired no
+    // listener: read the hash again now, or the view stays the one first rendered (a member who went to
+    // #/agents right after signing in kept seeing the inbox).
+    changed();
     return () => removeEventListener("hashchange", changed);
   }, []);
   return hash;

@@ -111,6 +111,34 @@ describe("signing in", () => {
     expect(await ana.evaluate(() => JSON.stringify(localStorage) + JSON.stringify(sessionStorage))).not.toContain(ANA);
   });
 
+  test("a view asked for right after signing in is the view shown, even before the console's effects have run", async () => {
+    const context = await browser.newContext({ locale: "en-US", viewport: { width: 1280, height: 820 } });
+    try {
+      const page = await context.newPage();
+      page.setDefaultTimeout(10_000);
+      // The hash changes the moment the shell is first in the page (a mutation observer, as the DOM changes),
+      // between its first render and its effects, as a member's quick click or a test's goto can land; no
+      // animation frames, so Preact runs those effects 100 ms later and the change lands there every time.
+      await page.addInitScript(() => {
+        window.requestAnimationFrame = () => 0;
+        const observer = new MutationObserver(() => {
+          if (!document.querySelector(".who")) return;
+          observer.disconnect();
+          location.hash = "#/agents";
+        });
+        addEventListener("DOMContentLoaded", () => observer.observe(document.body, { childList: true, subtree: true }));
+      });
+      await page.goto(`${stack.base}/console`);
+      await page.getByLabel("Your team token").fill(ANA);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      // Before the fix the shell kept the inbox it first rendered: the change fired before its listener was added.
+      await page.getByRole("heading", { name: "Agents and tools" }).waitFor();
+      expect(await page.evaluate(() => location.hash)).toBe("#/agents");
+    } finally {
+      await context.close();
+    }
+  });
+
   test("a change made with the cookie needs the CSRF header and this server's Origin; reads need the cookie", async () => {
     const [cookie] = await anaContext.cookies();
     const jar = `caplo_console=${cookie!.value}`;
