@@ -33,7 +33,7 @@ const AFTER_TOOL: Case[] = [
 const read = (text: string | undefined, name: string, args: Record<string, unknown> = {}, cases: Case[] = []) => ({
   replies: [{ toolCalls: [{ name, args }] }, { cases: [...AFTER_TOOL, ...cases], text: text ? `${text} ${ANYTHING_ELSE}` : ANYTHING_ELSE }],
 });
-/** What the model says once a write's outcome is known: the card says done, not done or nothing changed. */
+/** What the model says while a write's outcome is not confirmed yet (pending or unknown): a status check will tell. */
 const CHECKING = "I'm checking with the shop and will tell you here as soon as it answers.";
 /**
  * A write: the review card is the message (no "please confirm" before it is known that a card appears). A
